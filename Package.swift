@@ -1,0 +1,64 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Coffer",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Coffer", targets: ["Coffer"]),
+        .library(name: "CofferTesting", targets: ["CofferTesting"]),
+        .executable(name: "coffer", targets: ["coffer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
+    ],
+    targets: [
+        .target(
+            name: "Coffer",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .target(name: "CofferTesting", dependencies: ["Coffer"]),
+        .executableTarget(
+            name: "coffer",
+            dependencies: [
+                "Coffer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "coffer-bench", dependencies: ["Coffer"]),
+        // zlib, only to inflate the compressed CCTV vectors in tests.
+        .systemLibrary(
+            name: "CZlib",
+            path: "Tests/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        .testTarget(
+            name: "CofferTests",
+            dependencies: [
+                "Coffer", "CofferTesting", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "CofferCLITests",
+            dependencies: ["Coffer", "CofferTesting"]
+        ),
+    ]
+)
+
+// Strict settings for every target, in one place.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .swiftLanguageMode(.v6),
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+}

@@ -1,0 +1,163 @@
+import Foundation
+/// age's ASCII armor: strict PEM (RFC 7468 §3, Figure 3) with the label
+/// "AGE ENCRYPTED FILE", padded canonical base64 in 64-column lines. Only
+/// whitespace before and after the block is tolerated, and CRLF or LF line
+/// ends; everything else is rejected, because a lax parser makes an armored
+/// file malleable (c2sp.org/age, "ASCII armor").
+enum Armor {
+    static let begin = Array("-----BEGIN AGE ENCRYPTED FILE-----".utf8)
+    static let end = Array("-----END AGE ENCRYPTED FILE-----".utf8)
+    static let columns = 64
+    static let bytesPerLine = columns / 4 * 3
+
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// Whether `reader` starts (after whitespace) with an armor block.
+    static func detect<S: ByteSource>(_ reader: inout LineReader<S>) throws -> Bool {
+        var skip = 0
+        while true {
+            let window = try reader.peek(skip + begin.count)
+            let bytes = Array(window)
+            guard skip < bytes.count else { return false }
+            if isWhitespace(bytes[skip]) {
+                skip += 1
+                // A binary age file never starts with whitespace; give up
+                // after a generous run so that hostile input cannot stall us.
+                if skip > 4096 { return false }
+                continue
+            }
+            return bytes[skip...].starts(with: begin)
+        }
+    }
+
+    static func fail(_ reason: String) -> CofferError { CofferError(.malformedArmor, reason) }
+}
+
+/// Decodes an armored age file as a `ByteSource` of the binary file.
+struct ArmorReader<Source: ByteSource>: ByteSource {
+    private var reader: LineReader<Source>
+    private var pending: [UInt8] = []
+    private var pendingStart = 0
+    private var started = false
+    private var finished = false
+    /// Set after a short or padded line: only the END line may follow.
+    private var mustEnd = false
+    private var lineNumber = 0
+
+    init(_ reader: LineReader<Source>) { self.reader = reader }
+
+    /// A line without its LF and an optional CR before it.
+    private mutating func nextLine() throws -> (line: [UInt8], terminated: Bool)? {
+        let next: (line: [UInt8], terminated: Bool)?
+        do { next = try reader.readLine(limit: Armor.columns + 2) } catch {
+            throw Armor.fail("line \(lineNumber + 1) of the armor is longer than 64 columns")
+        }
+        guard var (line, terminated) = next else { return nil }
+        lineNumber += 1
+        if terminated, line.last == 0x0D { line.removeLast() }
+        return (line, terminated)
+    }
+
+    private mutating func start() throws {
+        while let byte = try reader.peek(1).first, Armor.isWhitespace(byte) {
+            var one: UInt8 = 0
+            _ = try withUnsafeMutableBytes(of: &one) { try reader.read(into: $0) }
+        }
+        guard let (line, terminated) = try nextLine(), line == Armor.begin, terminated else {
+            throw Armor.fail("the armor does not start with \"-----BEGIN AGE ENCRYPTED FILE-----\" on a line of its own")
+        }
+        started = true
+    }
+
+    /// Decodes the next data line into `pending`, or finishes at END.
+    private mutating func decodeLine() throws {
+        guard let (line, terminated) = try nextLine() else {
+            throw Armor.fail("the armor has no \"-----END AGE ENCRYPTED FILE-----\" line")
+        }
+        if line == Armor.end {
+            // After the END line, only whitespace may follow.
+            var rest = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = try rest.withUnsafeMutableBytes { try reader.read(into: $0) }
+                if count == 0 { break }
+                guard terminated, rest[..<count].allSatisfy(Armor.isWhitespace) else {
+                    throw Armor.fail("there is data after the armor's END line")
+                }
+            }
+            finished = true
+            return
+        }
+        guard terminated else { throw Armor.fail("the armor ends without an END line") }
+        guard !mustEnd else {
+            throw Armor.fail("line \(lineNumber - 1) of the armor is shorter than 64 columns or padded but is not the last")
+        }
+        guard !line.isEmpty, line.count <= Armor.columns else {
+            throw Armor.fail("line \(lineNumber) of the armor is empty or longer than 64 columns")
+        }
+        guard let bytes = Base64.decode(line, padded: true) else {
+            throw Armor.fail("line \(lineNumber) of the armor is not canonical padded base64")
+        }
+        if line.count < Armor.columns || line.last == UInt8(ascii: "=") { mustEnd = true }
+        pending = bytes
+        pendingStart = 0
+    }
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if !started { try start() }
+        while pendingStart == pending.count {
+            if finished { return 0 }
+            try decodeLine()
+        }
+        let count = min(buffer.count, pending.count - pendingStart)
+        pending.withUnsafeBytes {
+            buffer.baseAddress!.copyMemory(from: $0.baseAddress! + pendingStart, byteCount: count)
+        }
+        pendingStart += count
+        return count
+    }
+}
+
+/// Encodes a binary age file into armor. Call `finish()` at the end.
+struct ArmorWriter<Sink: ByteSink>: ByteSink {
+    var sink: Sink
+    private var partial: [UInt8] = []
+    private var wroteBegin = false
+
+    init(_ sink: Sink) { self.sink = sink }
+
+    private mutating func writeBegin() throws {
+        if !wroteBegin {
+            try sink.write(Armor.begin + [0x0A])
+            wroteBegin = true
+        }
+    }
+
+    mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+        try writeBegin()
+        partial.append(contentsOf: bytes)
+        let whole = partial.count / Armor.bytesPerLine * Armor.bytesPerLine
+        guard whole > 0 else { return }
+        var output: [UInt8] = []
+        output.reserveCapacity(whole / Armor.bytesPerLine * (Armor.columns + 1))
+        var index = 0
+        while index < whole {
+            output += Base64.encode(partial[index..<(index + Armor.bytesPerLine)], padded: true)
+            output.append(0x0A)
+            index += Armor.bytesPerLine
+        }
+        partial.removeFirst(whole)
+        try sink.write(output)
+    }
+
+    mutating func finish() throws {
+        try writeBegin()
+        var output: [UInt8] = []
+        if !partial.isEmpty {
+            output = Base64.encode(partial, padded: true) + [0x0A]
+            partial = []
+        }
+        try sink.write(output + Armor.end + [0x0A])
+    }
+}

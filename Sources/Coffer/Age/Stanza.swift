@@ -1,0 +1,52 @@
+import Foundation
+/// One recipient stanza of an age header: `-> type arg…` and a body.
+///
+/// Recipient implementations produce stanzas; identity implementations
+/// read them. The type is the first argument on the stanza line.
+public struct Stanza: Sendable, Hashable {
+    public var type: String
+    public var arguments: [String]
+    public var body: [UInt8]
+
+    /// Throws `invalidArgument` if the type or an argument is empty or holds
+    /// a character outside VCHAR (0x21…0x7E), which the format cannot carry.
+    public init(type: String, arguments: [String], body: [UInt8]) throws {
+        for argument in [type] + arguments where !Stanza.isValidArgument(Array(argument.utf8)) {
+            throw CofferError(.invalidArgument, "a stanza argument must be 1 or more printable ASCII characters without spaces")
+        }
+        self.type = type
+        self.arguments = arguments
+        self.body = body
+    }
+
+    init(validated type: String, arguments: [String], body: [UInt8]) {
+        self.type = type
+        self.arguments = arguments
+        self.body = body
+    }
+
+    static func isValidArgument(_ bytes: [UInt8]) -> Bool {
+        !bytes.isEmpty && bytes.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }
+    }
+
+    static let columns = 64
+
+    /// The stanza as it appears in a header: the argument line, the body in
+    /// 64-column lines of unpadded base64, and a final line shorter than 64
+    /// columns (empty when the body fills its last line).
+    var encoded: [UInt8] {
+        var output = Array("-> ".utf8)
+        output += Array(([type] + arguments).joined(separator: " ").utf8)
+        output.append(0x0A)
+        let text = Base64.encode(body, padded: false)
+        var index = 0
+        while text.count - index >= Stanza.columns {
+            output += text[index..<(index + Stanza.columns)]
+            output.append(0x0A)
+            index += Stanza.columns
+        }
+        output += text[index...]
+        output.append(0x0A)
+        return output
+    }
+}

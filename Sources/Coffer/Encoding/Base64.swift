@@ -1,0 +1,84 @@
+import Foundation
+/// Standard base64 (RFC 4648 §4) with the strictness age needs: canonical
+/// encodings only (unused trailing bits must be zero, RFC 4648 §3.5), and
+/// padding either forbidden (the header) or required (the armor).
+enum Base64 {
+    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// 0xFF marks a byte outside the alphabet.
+    static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    static func isBase64Character(_ byte: UInt8) -> Bool { values[Int(byte)] != 0xFF }
+
+    /// Encodes `bytes`; `padded` adds `=` to a multiple of four characters.
+    static func encode(_ bytes: some Collection<UInt8>, padded: Bool) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var iterator = bytes.makeIterator()
+        while let b0 = iterator.next() {
+            let b1 = iterator.next()
+            let b2 = b1 == nil ? nil : iterator.next()
+            output.append(alphabet[Int(b0 >> 2)])
+            output.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
+            if let b1 {
+                output.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)])
+            } else if padded {
+                output.append(UInt8(ascii: "="))
+            }
+            if let b2 {
+                output.append(alphabet[Int(b2 & 0x3F)])
+            } else if padded {
+                output.append(UInt8(ascii: "="))
+            }
+        }
+        return output
+    }
+
+    static func encodeString(_ bytes: some Collection<UInt8>, padded: Bool = false) -> String {
+        String(decoding: encode(bytes, padded: padded), as: UTF8.self)
+    }
+
+    /// Decodes canonical base64, or returns nil.
+    ///
+    /// With `padded == false`, any `=` is rejected (age's header encoding);
+    /// with `padded == true`, the length must be a multiple of four and
+    /// padding may only close the input.
+    static func decode(_ text: some Collection<UInt8>, padded: Bool) -> [UInt8]? {
+        var characters = Array(text)
+        if padded {
+            guard characters.count % 4 == 0 else { return nil }
+            var padding = 0
+            while padding < 2, characters.last == UInt8(ascii: "=") {
+                characters.removeLast()
+                padding += 1
+            }
+        }
+        // A single leftover character cannot encode a byte.
+        guard characters.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(characters.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for character in characters {
+            let value = values[Int(character)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        // Canonical: the bits left over must be zero.
+        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return output
+    }
+
+    static func decode(_ text: String, padded: Bool = false) -> [UInt8]? {
+        decode(Array(text.utf8), padded: padded)
+    }
+}

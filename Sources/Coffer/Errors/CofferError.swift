@@ -1,0 +1,83 @@
+import Foundation
+/// The one error type of the `Coffer` module.
+///
+/// ```swift
+/// do { try Age.decrypt(ciphertext, identities: ids) }
+/// catch let error as CofferError where error.code == .noIdentityMatched { … }
+/// ```
+///
+/// `Code` is an open set of static values rather than an enum, so adding a
+/// code in a later release breaks no caller's `switch`. Two errors are equal
+/// when their codes are equal; the reason and call site are for people.
+/// The reason never contains secret bytes (keys, passphrases, plaintext).
+public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// Input that does not follow its format: says what and where.
+        public static let malformed = Code("malformed")
+        /// An age header that breaks the format's grammar or rules.
+        public static let malformedHeader = Code("malformedHeader")
+        /// ASCII armor that is not the strict encoding age requires.
+        public static let malformedArmor = Code("malformedArmor")
+        /// A payload that is truncated, extended or otherwise not a valid STREAM.
+        public static let malformedPayload = Code("malformedPayload")
+        /// The header MAC does not verify under the unwrapped file key.
+        public static let headerAuthenticationFailed = Code("headerAuthenticationFailed")
+        /// A payload chunk failed to authenticate: wrong key or tampered data.
+        public static let payloadAuthenticationFailed = Code("payloadAuthenticationFailed")
+        /// No identity (or passphrase) opened any recipient stanza.
+        public static let noIdentityMatched = Code("noIdentityMatched")
+        /// A version, algorithm or parameter this library does not accept.
+        public static let unsupported = Code("unsupported")
+        /// A call that breaks the API's contract (for example mixing a
+        /// passphrase with other recipients).
+        public static let invalidArgument = Code("invalidArgument")
+        /// Reading or writing failed.
+        public static let io = Code("io")
+    }
+
+    public var code: Code
+    /// For people; never contains secret bytes.
+    public var reason: String
+    public var file: String
+    public var line: Int
+
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { "\(code): \(reason)" }
+
+    public static func == (lhs: CofferError, rhs: CofferError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension CofferError {
+    /// The failure classes of the age test kit (CCTV): every decryption
+    /// error falls in exactly one.
+    public enum AgeFailureClass: String, Sendable {
+        case noMatch = "no match"
+        case hmacFailure = "HMAC failure"
+        case headerFailure = "header failure"
+        case payloadFailure = "payload failure"
+        case armorFailure = "armor failure"
+        case other = "other"
+    }
+
+    public var ageFailureClass: AgeFailureClass {
+        switch code {
+        case .noIdentityMatched: .noMatch
+        case .headerAuthenticationFailed: .hmacFailure
+        case .malformedHeader, .unsupported: .headerFailure
+        case .malformedPayload, .payloadAuthenticationFailed: .payloadFailure
+        case .malformedArmor: .armorFailure
+        default: .other
+        }
+    }
+}

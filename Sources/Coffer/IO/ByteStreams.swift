@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where bytes come from: a file, a pipe, memory.
+///
+/// `read(into:)` fills as much of `buffer` as it can without waiting for
+/// more than one underlying read, and returns 0 only at the end.
+public protocol ByteSource {
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+}
+
+/// Where bytes go. `write(_:)` writes all of `bytes` or throws.
+public protocol ByteSink {
+    mutating func write(_ bytes: UnsafeRawBufferPointer) throws
+}
+
+extension ByteSource {
+    /// Reads until `buffer` is full or the source ends; returns the count.
+    mutating func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
+    }
+}
+
+extension ByteSink {
+    mutating func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+}
+
+/// Reads an open file descriptor, which it does not own or close.
+public struct FileDescriptorSource: ByteSource {
+    public let fileDescriptor: Int32
+    public init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
+
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard buffer.count > 0 else { return 0 }
+        while true {
+            #if canImport(Darwin)
+            let count = Darwin.read(fileDescriptor, buffer.baseAddress, buffer.count)
+            #else
+            let count = Glibc.read(fileDescriptor, buffer.baseAddress, buffer.count)
+            #endif
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw CofferError(.io, "read failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Writes to an open file descriptor, which it does not own or close.
+public struct FileDescriptorSink: ByteSink {
+    public let fileDescriptor: Int32
+    public init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
+
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Darwin)
+            let count = Darwin.write(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            #else
+            let count = Glibc.write(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            #endif
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CofferError(.io, "write failed: \(String(cString: strerror(errno)))")
+            }
+            offset += count
+        }
+    }
+}
+
+/// Reads from bytes in memory.
+public struct BufferSource: ByteSource {
+    private let bytes: [UInt8]
+    private var offset = 0
+    public init(_ bytes: some Sequence<UInt8>) { self.bytes = Array(bytes) }
+
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = min(buffer.count, bytes.count - offset)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress! + offset, byteCount: count)
+        }
+        offset += count
+        return count
+    }
+}
+
+/// Collects written bytes in memory.
+public struct BufferSink: ByteSink {
+    public private(set) var bytes: [UInt8] = []
+    public init() {}
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+        self.bytes.append(contentsOf: bytes)
+    }
+}
