@@ -14,22 +14,11 @@ enum Armor {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
-    /// Whether `reader` starts (after whitespace) with an armor block.
+    /// Whether the input is to be read as armor: anything that does not
+    /// open with the binary version line is, so that damaged armor (bad
+    /// label, garbage before it) is reported as an armor failure.
     static func detect<S: ByteSource>(_ reader: inout LineReader<S>) throws -> Bool {
-        var skip = 0
-        while true {
-            let window = try reader.peek(skip + begin.count)
-            let bytes = Array(window)
-            guard skip < bytes.count else { return false }
-            if isWhitespace(bytes[skip]) {
-                skip += 1
-                // A binary age file never starts with whitespace; give up
-                // after a generous run so that hostile input cannot stall us.
-                if skip > 4096 { return false }
-                continue
-            }
-            return bytes[skip...].starts(with: begin)
-        }
+        try !reader.peek(Header.versionPrefix.count).elementsEqual(Header.versionPrefix)
     }
 
     static func fail(_ reason: String) -> CofferError { CofferError(.malformedArmor, reason) }
@@ -66,7 +55,7 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
             _ = try withUnsafeMutableBytes(of: &one) { try reader.read(into: $0) }
         }
         guard let (line, terminated) = try nextLine(), line == Armor.begin, terminated else {
-            throw Armor.fail("the armor does not start with \"-----BEGIN AGE ENCRYPTED FILE-----\" on a line of its own")
+            throw Armor.fail("this is not an age file: it starts neither with \"age-encryption.org/\" nor with an armor line \"-----BEGIN AGE ENCRYPTED FILE-----\"")
         }
         started = true
     }

@@ -1,8 +1,9 @@
-import Foundation
 import Crypto
+import Foundation
 
-/// Decrypts an age payload stream, releasing each chunk only after it has
-/// authenticated, and in order.
+/// Decrypts an age payload stream. A chunk is released only after it has
+/// authenticated, and chunks are released in order; an error is raised at
+/// the first chunk that fails, after the ones before it.
 struct PayloadReader {
     static func read<Source: ByteSource, Sink: ByteSink>(
         fileKey: FileKey, from source: inout Source, to sink: inout Sink,
@@ -11,7 +12,8 @@ struct PayloadReader {
         var nonce = [UInt8](repeating: 0, count: STREAM.nonceSize)
         let nonceBytes = try nonce.withUnsafeMutableBytes { try source.readFully(into: $0) }
         guard nonceBytes == STREAM.nonceSize else {
-            throw CofferError(.malformedPayload, "the payload is truncated: its 16-byte nonce is incomplete")
+            // The test kit counts the nonce as part of the header.
+            throw CofferError(.malformedHeader, "the file ends before its 16-byte payload nonce")
         }
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
 
@@ -35,22 +37,38 @@ struct PayloadReader {
                 let start = index * STREAM.sealedChunkSize
                 let sealed = UnsafeRawBufferPointer(rebasing: buffers.input[start..<min(start + STREAM.sealedChunkSize, sealedBytes)])
                 let output = UnsafeMutableRawBufferPointer(rebasing: buffers.output[(index * STREAM.chunkSize)...])
-                let last = atEnd && index == chunks - 1
-                buffers.lengths[index] = STREAM.open(sealed, counter: first + UInt64(index), last: last, key: key, into: output) ?? -1
+                let chunk = first + UInt64(index)
+                // Only a short chunk is known to be the last; a full one may
+                // be either, so it is tried as a middle chunk first.
+                let mustBeFinal = sealed.count < STREAM.sealedChunkSize
+                var length = mustBeFinal ? nil : STREAM.open(sealed, counter: chunk, last: false, key: key, into: output)
+                buffers.finals[index] = length == nil
+                if length == nil { length = STREAM.open(sealed, counter: chunk, last: true, key: key, into: output) }
+                buffers.lengths[index] = length ?? -1
             }
-            // Release, in order, every chunk up to the first that failed.
             for index in 0..<chunks {
                 let length = buffers.lengths[index]
-                let chunkCounter = first + UInt64(index)
-                let isFinal = atEnd && index == chunks - 1
-                if length < 0 {
-                    throw failure(chunk: chunkCounter, isFinal: isFinal, buffers: buffers, index: index, sealedBytes: sealedBytes, key: key)
+                let chunk = first + UInt64(index)
+                let endOfInput = atEnd && index == chunks - 1
+                guard length >= 0 else {
+                    let size = min(STREAM.sealedChunkSize, sealedBytes - index * STREAM.sealedChunkSize)
+                    if size < STREAM.tagSize {
+                        throw CofferError(.malformedPayload, "payload chunk \(chunk) is \(size) bytes, too short to hold its tag: the file is truncated")
+                    }
+                    throw CofferError(.payloadAuthenticationFailed, "payload chunk \(chunk) failed to authenticate: the file was modified or corrupted")
                 }
-                if isFinal && length == 0 && chunkCounter > 0 {
+                let isFinal = buffers.finals[index]
+                if isFinal && length == 0 && chunk > 0 {
                     throw CofferError(.malformedPayload, "the final chunk is empty, which only an empty file may have")
                 }
                 try sink.write(UnsafeRawBufferPointer(rebasing: buffers.output[(index * STREAM.chunkSize)..<(index * STREAM.chunkSize + length)]))
                 total += Int64(length)
+                if isFinal && !endOfInput {
+                    throw CofferError(.malformedPayload, "data follows the final chunk (\(chunk)): the file was extended")
+                }
+                if !isFinal && endOfInput {
+                    throw CofferError(.malformedPayload, "the payload ends after chunk \(chunk), which is not marked final: the file is truncated")
+                }
             }
             progress?(total)
             counter += UInt64(chunks)
@@ -58,24 +76,5 @@ struct PayloadReader {
             buffers.input[0] = buffers.input[batchBytes]
             carried = 1
         }
-    }
-
-    /// Explains why chunk `chunk` did not open: truncation (a full chunk at
-    /// the end that is not marked final), a final chunk with data after it,
-    /// a chunk too short to hold a tag, or a failed tag.
-    private static func failure(chunk: UInt64, isFinal: Bool, buffers: ChunkBuffers, index: Int,
-                                sealedBytes: Int, key: SymmetricKey) -> CofferError {
-        let start = index * STREAM.sealedChunkSize
-        let sealed = UnsafeRawBufferPointer(rebasing: buffers.input[start..<min(start + STREAM.sealedChunkSize, sealedBytes)])
-        if sealed.count < STREAM.tagSize {
-            return CofferError(.malformedPayload, "chunk \(chunk) is \(sealed.count) bytes, too short to hold its tag: the file is truncated")
-        }
-        let scratch = UnsafeMutableRawBufferPointer(rebasing: buffers.output[(index * STREAM.chunkSize)...])
-        if STREAM.open(sealed, counter: chunk, last: !isFinal, key: key, into: scratch) != nil {
-            return isFinal
-                ? CofferError(.malformedPayload, "the payload ends after chunk \(chunk), which is not marked final: the file is truncated")
-                : CofferError(.malformedPayload, "chunk \(chunk) is marked final but data follows it")
-        }
-        return CofferError(.payloadAuthenticationFailed, "payload chunk \(chunk) failed to authenticate: the file was modified or corrupted")
     }
 }

@@ -68,17 +68,21 @@ final class ChunkBuffers: @unchecked Sendable {
     let output: UnsafeMutableRawBufferPointer
     /// Per-chunk result: a plaintext/ciphertext length, or -1 for failure.
     let lengths: UnsafeMutableBufferPointer<Int>
+    /// Per-chunk: whether the chunk authenticated as the final one.
+    let finals: UnsafeMutableBufferPointer<Bool>
 
     init(inputSize: Int, outputSize: Int, chunks: Int) {
         input = .allocate(byteCount: inputSize, alignment: 16)
         output = .allocate(byteCount: outputSize, alignment: 16)
         lengths = .allocate(capacity: chunks)
+        finals = .allocate(capacity: chunks)
     }
 
     deinit {
         input.deallocate()
         output.deallocate()
         lengths.deallocate()
+        finals.deallocate()
     }
 
     /// Runs `body(i)` for every chunk of the batch, on every core when
