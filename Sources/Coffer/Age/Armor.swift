@@ -15,10 +15,12 @@ enum Armor {
     }
 
     /// Whether the input is to be read as armor: anything that does not
-    /// open with the binary version line is, so that damaged armor (bad
-    /// label, garbage before it) is reported as an armor failure.
+    /// open with (a prefix of) the binary version line is, so that damaged
+    /// armor (bad label, garbage before it) is reported as an armor failure
+    /// and a truncated binary file as a header failure.
     static func detect<S: ByteSource>(_ reader: inout LineReader<S>) throws -> Bool {
-        try !reader.peek(Header.versionPrefix.count).elementsEqual(Header.versionPrefix)
+        let start = try reader.peek(Header.versionPrefix.count)
+        return !Header.versionPrefix.starts(with: start)
     }
 
     static func fail(_ reason: String) -> CofferError { CofferError(.malformedArmor, reason) }
