@@ -1,0 +1,46 @@
+import Foundation
+
+/// Parsing of the text forms of recipients and identities, and of the
+/// files that hold them (one per line, `#` comments, blank lines).
+public enum AgeKeys {
+    /// A recipient from its text form (`age1…`).
+    public static func recipient(_ text: String) throws -> any Recipient {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("age1") { return try X25519.Recipient(trimmed) }
+        throw CofferError(.malformed, "unknown recipient type: \"\(trimmed.prefix(16))…\" (expected \"age1…\")")
+    }
+
+    /// An identity from its text form (`AGE-SECRET-KEY-1…`).
+    public static func identity(_ text: String) throws -> any Identity {
+        if text.hasPrefix("AGE-SECRET-KEY-1") { return try X25519.Identity(text) }
+        throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\")")
+    }
+
+    /// The identities in an identity file's contents. Errors give the line
+    /// number but never the line, which may hold a secret.
+    public static func identities(fileContents: String, name: String = "the identity file") throws -> [any Identity] {
+        let identities = try parseLines(fileContents, name: name, what: "identity", identity)
+        guard !identities.isEmpty else { throw CofferError(.malformed, "\(name) holds no identity") }
+        return identities
+    }
+
+    /// The recipients in a recipients file's contents.
+    public static func recipients(fileContents: String, name: String = "the recipients file") throws -> [any Recipient] {
+        let recipients = try parseLines(fileContents, name: name, what: "recipient", recipient)
+        guard !recipients.isEmpty else { throw CofferError(.malformed, "\(name) holds no recipient") }
+        return recipients
+    }
+
+    private static func parseLines<T>(_ contents: String, name: String, what: String, _ parse: (String) throws -> T) throws -> [T] {
+        var result: [T] = []
+        for (number, rawLine) in contents.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            do { result.append(try parse(trimmed)) } catch let error as CofferError {
+                throw CofferError(error.code, "line \(number + 1) of \(name) is not a valid \(what): \(error.reason)")
+            }
+        }
+        return result
+    }
+}
