@@ -45,7 +45,9 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
         do { next = try reader.readLine(limit: Armor.columns + 2) } catch {
             throw Armor.fail("line \(lineNumber + 1) of the armor is longer than 64 columns")
         }
-        guard var (line, terminated) = next else { return nil }
+        guard let next else { return nil }
+        var line = next.line
+        let terminated = next.terminated
         lineNumber += 1
         if terminated, line.last == 0x0D { line.removeLast() }
         return (line, terminated)

@@ -34,7 +34,7 @@ extension ByteSource {
 }
 
 extension ByteSink {
-    mutating func write(_ bytes: [UInt8]) throws {
+    public mutating func write(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try write($0) }
     }
 }

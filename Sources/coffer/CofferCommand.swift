@@ -1,0 +1,67 @@
+import ArgumentParser
+import Coffer
+import Foundation
+
+@main
+struct CofferCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coffer",
+        abstract: "Encrypt files with age v1, and manage the keys that open them.",
+        discussion: """
+            Files are age v1 (c2sp.org/age): what coffer writes opens with age and rage, \
+            and the other way round. Exit status: 0 success, 1 I/O or other failure, \
+            2 no identity matched or wrong passphrase, 3 damaged or tampered data, \
+            4 malformed input, 5 unsupported version or parameter, 6 refused \
+            (binary to a terminal, existing file), 64 usage.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
+        ]
+    )
+
+    /// Maps every failure to one `coffer: error:` line, an optional
+    /// `coffer: hint:` line and a documented exit status.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as CofferError {
+            StandardError.report(error.reason, hint: ExitStatus.hint(for: error))
+            Foundation.exit(ExitStatus.of(error))
+        } catch let failure as CLIFailure {
+            StandardError.report(failure.message, hint: failure.hint)
+            Foundation.exit(failure.status)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// -r and -R, shared by encrypt and rekey.
+struct RecipientOptions: ParsableArguments {
+    @Option(name: [.customShort("r"), .customLong("recipient")], help: "Encrypt to this recipient (age1…). Repeatable.")
+    var recipients: [String] = []
+
+    @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "Encrypt to the recipients listed in this file. Repeatable.")
+    var recipientFiles: [String] = []
+
+    var isEmpty: Bool { recipients.isEmpty && recipientFiles.isEmpty }
+
+    func resolve() throws -> [any Recipient] {
+        var result = try recipients.map(AgeKeys.recipient)
+        for path in recipientFiles {
+            let contents = String(decoding: try Input.readAll(path: path, what: "the recipients file"), as: UTF8.self)
+            result += try AgeKeys.recipients(fileContents: contents, name: path)
+        }
+        return result
+    }
+}
+
+/// -i, shared by decrypt and rekey.
+func loadIdentities(_ paths: [String]) throws -> [any Identity] {
+    try paths.flatMap { path in
+        let contents = String(decoding: try Input.readAll(path: path, what: "the identity file"), as: UTF8.self)
+        return try AgeKeys.identities(fileContents: contents, name: path)
+    }
+}

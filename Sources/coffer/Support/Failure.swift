@@ -1,0 +1,57 @@
+import Coffer
+import Foundation
+
+/// A failure of the command line itself (as opposed to the library's),
+/// with the hint that tells the user what to do.
+struct CLIFailure: Error {
+    var message: String
+    var hint: String?
+    var status: Int32
+
+    static let refusedStatus: Int32 = 6
+
+    init(_ message: String, hint: String? = nil, status: Int32 = 1) {
+        self.message = message
+        self.hint = hint
+        self.status = status
+    }
+}
+
+/// Exit statuses, documented in the README.
+enum ExitStatus {
+    static func of(_ error: CofferError) -> Int32 {
+        switch error.code {
+        case .noIdentityMatched: 2
+        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload: 3
+        case .malformedHeader, .malformedArmor, .malformed: 4
+        case .unsupported: 5
+        case .invalidArgument: 64
+        default: 1
+        }
+    }
+
+    static func hint(for error: CofferError) -> String? {
+        switch error.code {
+        case .noIdentityMatched:
+            error.reason.contains("passphrase")
+                ? "check the passphrase; a file encrypted to keys needs -i IDENTITY_FILE instead"
+                : "pass the identity file the sender encrypted to with -i, or --passphrase-file for a passphrase-protected file"
+        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload:
+            "the file is damaged or was tampered with; no output was kept"
+        case .malformedArmor:
+            "armored files must be exactly as coffer or age wrote them; only whitespace may surround the block"
+        default: nil
+        }
+    }
+}
+
+enum StandardError {
+    static func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    static func report(_ message: String, hint: String?) {
+        write("coffer: error: \(message)\n")
+        if let hint { write("coffer: hint: \(hint)\n") }
+    }
+}

@@ -1,0 +1,86 @@
+import Coffer
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The input of a command: a path, or standard input for nil and "-".
+struct Input {
+    let source: FileDescriptorSource
+    let name: String
+    /// Size in bytes when the input is a regular file.
+    let size: Int64?
+    private let descriptor: Int32
+
+    init(path: String?) throws {
+        if path == nil || path == "-" {
+            descriptor = STDIN_FILENO
+            name = "standard input"
+        } else {
+            descriptor = open(path!, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw CLIFailure("cannot open \(path!): \(String(cString: strerror(errno)))", status: 1)
+            }
+            name = path!
+        }
+        var info = stat()
+        size = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : nil
+        source = FileDescriptorSource(fileDescriptor: descriptor)
+    }
+
+    var isTerminal: Bool { isatty(descriptor) == 1 }
+
+    func finish() { if descriptor != STDIN_FILENO { close(descriptor) } }
+
+    static func readAll(path: String, what: String) throws -> [UInt8] {
+        let input = try Input(path: path)
+        defer { input.finish() }
+        var source = input.source
+        var sink = BufferSink()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+            if count == 0 { break }
+            try buffer.withUnsafeBytes { try sink.write(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            guard sink.bytes.count <= 16 << 20 else { throw CLIFailure("\(what) \(path) is larger than 16 MiB") }
+        }
+        return sink.bytes
+    }
+}
+
+/// The output of a command: a file written atomically (kept only when the
+/// command succeeds), or standard output.
+final class Output {
+    private let file: AtomicFile?
+    let sink: FileDescriptorSink
+
+    /// - Parameter binary: refuse to write to a terminal.
+    init(path: String?, binary: Bool, hint: String = "use -o FILE to write to a file") throws {
+        if let path, path != "-" {
+            file = try AtomicFile(destination: path)
+            sink = file!.sink
+        } else {
+            if binary && isatty(STDOUT_FILENO) == 1 {
+                throw CLIFailure("refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
+            }
+            file = nil
+            sink = FileDescriptorSink(fileDescriptor: STDOUT_FILENO)
+        }
+    }
+
+    static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Runs `body` with the sink; keeps the file only if `body` succeeds.
+    func write(_ body: (inout FileDescriptorSink) throws -> Void) throws {
+        var sink = self.sink
+        do {
+            try body(&sink)
+            try file?.commit()
+        } catch {
+            file?.abort()
+            throw error
+        }
+    }
+}
