@@ -23,6 +23,7 @@ struct CofferCommand: ParsableCommand {
     /// Maps every failure to one `coffer: error:` line, an optional
     /// `coffer: hint:` line and a documented exit status.
     static func main() {
+        tuneAllocator()
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -65,3 +66,19 @@ func loadIdentities(_ paths: [String]) throws -> [any Identity] {
         return try AgeKeys.identities(fileContents: contents, name: path)
     }
 }
+
+/// swift-crypto's AEAD API returns a fresh `Data` for every 64 KiB chunk.
+/// glibc's default trims the heap when such a buffer is freed and then
+/// faults the pages in again for the next one, which costs more than the
+/// cipher. A fixed trim threshold keeps the few megabytes in use mapped.
+private func tuneAllocator() {
+    #if os(Linux)
+    _ = glibcMallopt(-1, 64 << 20)  // M_TRIM_THRESHOLD (malloc.h, not imported by Glibc)
+    _ = glibcMallopt(-3, 1 << 20)  // M_MMAP_THRESHOLD
+    #endif
+}
+
+#if os(Linux)
+@_silgen_name("mallopt")
+private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+#endif

@@ -93,16 +93,13 @@ public final class AgeRandomAccessFile: Sendable {
         let start = index * sealedChunk
         var sealed = [UInt8](repeating: 0, count: Int(min(sealedChunk, sealedSize - start)))
         try Self.readExactly(descriptor, into: &sealed, at: payloadStart + start)
-        var plaintext = [UInt8](repeating: 0, count: STREAM.chunkSize)
-        let length = sealed.withUnsafeBytes { sealedBytes in
-            plaintext.withUnsafeMutableBytes {
-                STREAM.open(sealedBytes, counter: UInt64(index), last: index == chunkCount - 1, key: key, into: $0)
-            }
+        let plaintext = sealed.withUnsafeBytes {
+            STREAM.open($0, counter: UInt64(index), last: index == chunkCount - 1, key: key)
         }
-        guard let length else {
+        guard let plaintext else {
             throw CofferError(.payloadAuthenticationFailed, "payload chunk \(index) failed to authenticate: the file was modified, truncated or extended")
         }
-        return Array(plaintext[..<length])
+        return Array(plaintext)
     }
 
     private static func readExactly(_ fd: Int32, into buffer: inout [UInt8], at offset: Int64) throws {
