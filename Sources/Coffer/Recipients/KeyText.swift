@@ -33,8 +33,8 @@ public enum AgeKeys {
 
     private static func parseLines<T>(_ contents: String, name: String, what: String, _ parse: (String) throws -> T) throws -> [T] {
         var result: [T] = []
-        for (number, rawLine) in contents.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+        // Character-wise, "\r\n" is one newline, so CRLF files work too.
+        for (number, line) in contents.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             do { result.append(try parse(trimmed)) } catch let error as CofferError {
