@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+/// The independent implementations the interop tests run against: the
+/// `age` CLI (Go) and pyrage (rage, Rust). `.ci/run` installs both.
+///
+/// A missing peer fails the test. Only outside CI, and only when
+/// COFFER_SKIP_INTEROP=1 is set on purpose, are interop tests skipped, and
+/// they say so.
+enum Peers {
+    static let environment = ProcessInfo.processInfo.environment
+
+    static func which(_ name: String) -> String? {
+        for directory in (environment["PATH"] ?? "").split(separator: ":") {
+            let path = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    static let age = which("age")
+    static let ageKeygen = which("age-keygen")
+    static let python: String? = {
+        let candidates = [environment["COFFER_PYTHON"], CLI.packageRoot.appendingPathComponent(".venv/bin/python").path].compactMap { $0 }
+        return candidates.first { path in
+            FileManager.default.isExecutableFile(atPath: path)
+                && (try? CLI.run(path, ["-c", "import pyrage"]).status) == 0
+        }
+    }()
+    static let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/peer.py").path
+
+    static var skipAllowed: Bool { environment["CI"] != "true" && environment["COFFER_SKIP_INTEROP"] == "1" }
+
+    /// Returns false (after saying why) when the test should not go on.
+    static func available(_ needed: [(String, String?)], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let missing = needed.filter { $0.1 == nil }.map(\.0)
+        guard !missing.isEmpty else { return true }
+        let message = "interop peer missing: \(missing.joined(separator: ", ")); run scripts/test (or .ci/run) to install it"
+        if skipAllowed {
+            print("SKIPPED (COFFER_SKIP_INTEROP=1): \(message)")
+        } else {
+            Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+        }
+        return false
+    }
+}
