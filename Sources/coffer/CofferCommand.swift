@@ -34,7 +34,11 @@ struct CofferCommand: ParsableCommand {
             StandardError.report(failure.message, hint: failure.hint)
             Foundation.exit(failure.status)
         } catch {
-            exit(withError: error)
+            // Help and version are "errors" that exit 0: let ArgumentParser print them.
+            let status = exitCode(for: error)
+            if status == .success { exit(withError: error) }
+            StandardError.report(message(for: error), hint: "run 'coffer help' or 'coffer <command> --help' for usage")
+            Foundation.exit(status.rawValue)
         }
     }
 }
