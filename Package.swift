@@ -30,7 +30,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "coffer-bench", dependencies: ["Coffer"]),
+        .executableTarget(
+            name: "coffer-bench",
+            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // zlib, only to inflate the compressed CCTV vectors in tests.
         .systemLibrary(
             name: "CZlib",

@@ -94,3 +94,41 @@ let batch = STREAM.batchChunks * chunk
         }
     }
 }
+
+/// Regular files take the path where workers read their own chunks with
+/// `pread`; it must agree with the streaming path byte for byte.
+@Suite struct FileInputTests {
+    let identity = X25519.Identity()
+
+    func withFile<R>(_ bytes: [UInt8], _ body: (FileHandle) throws -> R) throws -> R {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-file-\(UUID().uuidString)")
+        try Data(bytes).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        return try body(handle)
+    }
+
+    @Test(arguments: [0, 1, chunk, batch - 1, batch, batch + 1, 2 * batch + 3])
+    func encryptAndDecryptFromFilesAtAnOffset(size: Int) throws {
+        let prefix = [UInt8](repeating: 0xEE, count: 7)
+        let plaintext = pattern(size, seed: 9)
+        let encrypted = try withFile(prefix + plaintext) { handle in
+            try handle.seek(toOffset: 7)
+            var source = FileDescriptorSource(fileDescriptor: handle.fileDescriptor)
+            var sink = BufferSink()
+            try Age.encrypt(from: &source, to: &sink, recipients: [identity.recipient])
+            #expect(try handle.offset() == UInt64(7 + size))
+            return sink.bytes
+        }
+        #expect(Array(try Age.decrypt(encrypted, with: [identity])) == plaintext)
+        let decrypted = try withFile(prefix + encrypted) { handle in
+            try handle.seek(toOffset: 7)
+            var source = FileDescriptorSource(fileDescriptor: handle.fileDescriptor)
+            var sink = BufferSink()
+            try Age.decrypt(from: &source, to: &sink, identities: [identity])
+            return sink.bytes
+        }
+        #expect(decrypted == plaintext)
+    }
+}

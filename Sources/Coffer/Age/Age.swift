@@ -44,10 +44,20 @@ public enum Age {
         from source: inout Source, to sink: inout Sink, identities: [any Identity],
         progress: ((Int64) -> Void)? = nil
     ) throws {
-        try withBinaryFile(source) { reader, _ in
+        let fileSource = source as? FileDescriptorSource
+        let file = fileSource?.remainingFileRange
+        try withBinaryFile(source) { reader, armored in
             let header = try Header.read(from: &reader)
             let fileKey = try unwrap(header, identities: identities)
-            try PayloadReader.read(fileKey: fileKey, from: &reader, to: &sink, progress: progress)
+            // A binary regular file: workers read the payload with pread.
+            let headerSize = Int64(header.encoded.count)
+            if let file, !armored, file.length >= headerSize {
+                let payload = FileRange(descriptor: file.descriptor, start: file.start + headerSize, length: file.length - headerSize)
+                try PayloadReader.read(fileKey: fileKey, from: &reader, file: payload, to: &sink, progress: progress)
+                try fileSource?.finishPositionalRead(file)
+            } else {
+                try PayloadReader.read(fileKey: fileKey, from: &reader, to: &sink, progress: progress)
+            }
         }
     }
 

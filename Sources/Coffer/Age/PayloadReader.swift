@@ -1,25 +1,36 @@
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Decrypts an age payload stream. A chunk is released only after it has
 /// authenticated, and chunks are released in order; an error is raised at
 /// the first chunk that fails, after the ones before it.
 enum PayloadReader {
+    /// - Parameter file: when set, the payload (nonce first) is this range
+    ///   of a regular file, read by the workers with `pread`, and `source`
+    ///   is not read.
     static func read<Source: ByteSource, Sink: ByteSink>(
-        fileKey: FileKey, from source: inout Source, to sink: inout Sink,
+        fileKey: FileKey, from source: inout Source, file: FileRange? = nil, to sink: inout Sink,
         progress: ((Int64) -> Void)? = nil
     ) throws {
         var nonce = [UInt8](repeating: 0, count: STREAM.nonceSize)
-        let nonceBytes = try nonce.withUnsafeMutableBytes { try source.readFully(into: $0) }
+        let nonceBytes = try nonce.withUnsafeMutableBytes { buffer in
+            guard let file else { return try source.readFully(into: buffer) }
+            return pread(file.descriptor, buffer.baseAddress, min(buffer.count, Int(max(0, file.length))), off_t(file.start))
+        }
         guard nonceBytes == STREAM.nonceSize else {
             // The test kit counts the nonce as part of the header.
             throw CofferError(.malformedHeader, "the file ends before its 16-byte payload nonce")
         }
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
         var total: Int64 = 0
-        try ChunkPipeline.run(unit: STREAM.sealedChunkSize, from: &source) { batch, index in
-            let start = index * STREAM.sealedChunkSize
-            let sealed = UnsafeRawBufferPointer(rebasing: batch.input[start..<min(start + STREAM.sealedChunkSize, batch.inputBytes)])
+        let chunks = file.map { FileRange(descriptor: $0.descriptor, start: $0.start + Int64(STREAM.nonceSize), length: $0.length - Int64(STREAM.nonceSize)) }
+        try ChunkPipeline.run(unit: STREAM.sealedChunkSize, from: &source, file: chunks) { batch, index in
+            let sealed = batch.chunk(index, unit: STREAM.sealedChunkSize)
             let chunk = batch.firstCounter + UInt64(index)
             // Only a short chunk is known to be the last; a full one may be
             // either, so it is tried as a middle chunk first.

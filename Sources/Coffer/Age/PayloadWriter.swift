@@ -14,11 +14,12 @@ enum PayloadWriter {
         try sink.write(nonce)
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
         var total: Int64 = 0
-        try ChunkPipeline.run(unit: STREAM.chunkSize, from: &source) { batch, index in
-            let start = index * STREAM.chunkSize
-            let end = min(start + STREAM.chunkSize, batch.inputBytes)
+        // A regular file is read by the workers themselves, in parallel.
+        let fileSource = source as? FileDescriptorSource
+        let file = fileSource?.remainingFileRange
+        try ChunkPipeline.run(unit: STREAM.chunkSize, from: &source, file: file) { batch, index in
             batch.results[index] = try? STREAM.seal(
-                UnsafeRawBufferPointer(rebasing: batch.input[start..<end]),
+                batch.chunk(index, unit: STREAM.chunkSize),
                 counter: batch.firstCounter + UInt64(index),
                 last: batch.atEnd && index == batch.chunks - 1, key: key)
         } emit: { batch in
@@ -33,5 +34,6 @@ enum PayloadWriter {
             total += Int64(batch.inputBytes)
             progress?(total)
         }
+        if let file { try fileSource?.finishPositionalRead(file) }
     }
 }

@@ -59,6 +59,28 @@ public struct FileDescriptorSource: ByteSource {
     }
 }
 
+extension FileDescriptorSource {
+    /// When the descriptor is a regular file: the bytes from its current
+    /// offset to its end, which can be read in parallel with `pread`.
+    var remainingFileRange: FileRange? {
+        var info = stat()
+        guard fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let offset = lseek(fileDescriptor, 0, SEEK_CUR)
+        guard offset >= 0, Int64(info.st_size) >= Int64(offset) else { return nil }
+        return FileRange(descriptor: fileDescriptor, start: Int64(offset), length: Int64(info.st_size) - Int64(offset))
+    }
+
+    /// Ends a positional read of `range`: checks that the file still has
+    /// the size it had, and leaves the offset at its end as `read` would.
+    func finishPositionalRead(_ range: FileRange) throws {
+        var info = stat()
+        guard fstat(fileDescriptor, &info) == 0, Int64(info.st_size) == range.start + range.length else {
+            throw CofferError(.io, "the input file changed size while it was read")
+        }
+        lseek(fileDescriptor, off_t(range.start + range.length), SEEK_SET)
+    }
+}
+
 /// Writes to an open file descriptor, which it does not own or close.
 public struct FileDescriptorSink: ByteSink {
     public let fileDescriptor: Int32
