@@ -21,6 +21,19 @@ import Testing
         #expect(Base64.decode(Array("Zh==".utf8), padded: true) == nil)
     }
 
+    /// The armor's line decoder agrees with the general strict decoder on
+    /// every 4-character group over a small alphabet, valid or not.
+    @Test func armorLineDecoderAgreesWithTheStrictDecoder() {
+        let alphabet = Array("AZgh9+/=".utf8)
+        var output = [UInt8](repeating: 0, count: 48)
+        for a in alphabet { for b in alphabet { for c in alphabet { for d in alphabet {
+            let line = ArraySlice(Array("Zm9v".utf8) + [a, b, c, d])
+            let expected = Base64.decode(line, padded: true)
+            let count = output.withUnsafeMutableBytes { Base64.decodePaddedLine(line, into: $0) }
+            #expect(count.map { Array(output[..<$0]) } == expected, "\(String(decoding: line, as: UTF8.self))")
+        } } } }
+    }
+
     // The example keys of c2sp.org/age, "The X25519 recipient type".
     @Test func specExampleKeys() throws {
         let identity = try X25519.Identity("AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX")

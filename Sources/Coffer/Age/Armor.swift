@@ -27,10 +27,13 @@ enum Armor {
 }
 
 /// Decodes an armored age file as a `ByteSource` of the binary file.
+/// Lines are decoded straight into the caller's buffer.
 struct ArmorReader<Source: ByteSource>: ByteSource {
     private var reader: LineReader<Source>
-    private var pending: [UInt8] = []
+    /// Decoded bytes the caller's buffer had no room for (at most a line).
+    private var pending = [UInt8](repeating: 0, count: Armor.bytesPerLine)
     private var pendingStart = 0
+    private var pendingEnd = 0
     private var started = false
     private var finished = false
     /// Set after a short or padded line: only the END line may follow.
@@ -40,17 +43,16 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
     init(_ reader: LineReader<Source>) { self.reader = reader }
 
     /// A line without its LF and an optional CR before it.
-    private mutating func nextLine() throws -> (line: [UInt8], terminated: Bool)? {
-        let next: (line: [UInt8], terminated: Bool)?
+    private mutating func nextLine() throws -> (line: ArraySlice<UInt8>, terminated: Bool)? {
+        let next: (line: ArraySlice<UInt8>, terminated: Bool)?
         do { next = try reader.readLine(limit: Armor.columns + 2) } catch {
             throw Armor.fail("line \(lineNumber + 1) of the armor is longer than 64 columns")
         }
         guard let next else { return nil }
         var line = next.line
-        let terminated = next.terminated
         lineNumber += 1
-        if terminated, line.last == 0x0D { line.removeLast() }
-        return (line, terminated)
+        if next.terminated, line.last == 0x0D { line = line.dropLast() }
+        return (line, next.terminated)
     }
 
     private mutating func start() throws {
@@ -58,18 +60,19 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
             var one: UInt8 = 0
             _ = try withUnsafeMutableBytes(of: &one) { try reader.read(into: $0) }
         }
-        guard let (line, terminated) = try nextLine(), line == Armor.begin, terminated else {
+        guard let (line, terminated) = try nextLine(), line.elementsEqual(Armor.begin), terminated else {
             throw Armor.fail("this is not an age file: it starts neither with \"age-encryption.org/\" nor with an armor line \"-----BEGIN AGE ENCRYPTED FILE-----\"")
         }
         started = true
     }
 
-    /// Decodes the next data line into `pending`, or finishes at END.
-    private mutating func decodeLine() throws {
+    /// Decodes the next data line into `output` (room for 48 bytes) and
+    /// returns the count, or returns 0 after the END line.
+    private mutating func decodeLine(into output: UnsafeMutableRawBufferPointer) throws -> Int {
         guard let (line, terminated) = try nextLine() else {
             throw Armor.fail("the armor has no \"-----END AGE ENCRYPTED FILE-----\" line")
         }
-        if line == Armor.end {
+        if line.elementsEqual(Armor.end) {
             // After the END line, only whitespace may follow.
             var rest = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -80,7 +83,7 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
                 }
             }
             finished = true
-            return
+            return 0
         }
         guard terminated else { throw Armor.fail("the armor ends without an END line") }
         guard !mustEnd else {
@@ -89,26 +92,37 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
         guard !line.isEmpty, line.count <= Armor.columns else {
             throw Armor.fail("line \(lineNumber) of the armor is empty or longer than 64 columns")
         }
-        guard let bytes = Base64.decode(line, padded: true) else {
+        guard let count = Base64.decodePaddedLine(line, into: output) else {
             throw Armor.fail("line \(lineNumber) of the armor is not canonical padded base64")
         }
         if line.count < Armor.columns || line.last == UInt8(ascii: "=") { mustEnd = true }
-        pending = bytes
-        pendingStart = 0
+        return count
     }
 
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if !started { try start() }
-        while pendingStart == pending.count {
-            if finished { return 0 }
-            try decodeLine()
+        var written = 0
+        while written < buffer.count {
+            if pendingStart < pendingEnd {
+                let count = min(buffer.count - written, pendingEnd - pendingStart)
+                pending.withUnsafeBytes {
+                    (buffer.baseAddress! + written).copyMemory(from: $0.baseAddress! + pendingStart, byteCount: count)
+                }
+                pendingStart += count
+                written += count
+                continue
+            }
+            if finished { break }
+            if buffer.count - written >= Armor.bytesPerLine {
+                written += try decodeLine(into: UnsafeMutableRawBufferPointer(rebasing: buffer[written...]))
+            } else {
+                var scratch = pending
+                pendingEnd = try scratch.withUnsafeMutableBytes { try decodeLine(into: $0) }
+                pending = scratch
+                pendingStart = 0
+            }
         }
-        let count = min(buffer.count, pending.count - pendingStart)
-        pending.withUnsafeBytes {
-            buffer.baseAddress!.copyMemory(from: $0.baseAddress! + pendingStart, byteCount: count)
-        }
-        pendingStart += count
-        return count
+        return written
     }
 }
 

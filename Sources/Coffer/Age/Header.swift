@@ -62,13 +62,13 @@ extension Header {
     /// grammar admits one encoding of each header.
     static func read<S: ByteSource>(from reader: inout LineReader<S>) throws -> Header {
         func nextLine(_ what: String) throws -> [UInt8] {
-            let result: (line: [UInt8], terminated: Bool)?
+            let result: (line: ArraySlice<UInt8>, terminated: Bool)?
             do { result = try reader.readLine(limit: maximumLineLength) } catch is LineReader<S>.LineTooLong {
                 throw fail("a header line is longer than \(maximumLineLength) bytes")
             }
             guard let result else { throw fail("the header ends before \(what)") }
             guard result.terminated else { throw fail("the header ends without a line feed in \(what)") }
-            return result.line
+            return Array(result.line)
         }
 
         let first = try nextLine("the version line")

@@ -78,6 +78,32 @@ enum Base64 {
         return output
     }
 
+    /// Decodes one armor line — padded, canonical, a multiple of four
+    /// characters — straight into `output` (room for 3/4 of the line).
+    /// Returns the byte count, or nil for anything not canonical.
+    static func decodePaddedLine(_ line: ArraySlice<UInt8>, into output: UnsafeMutableRawBufferPointer) -> Int? {
+        guard line.count % 4 == 0 else { return nil }
+        var written = 0
+        var index = line.startIndex
+        while index < line.endIndex {
+            let last = index + 4 == line.endIndex
+            let c0 = values[Int(line[index])], c1 = values[Int(line[index + 1])]
+            let p2 = line[index + 2] == UInt8(ascii: "="), p3 = line[index + 3] == UInt8(ascii: "=")
+            let c2 = p2 ? 0 : values[Int(line[index + 2])], c3 = p3 ? 0 : values[Int(line[index + 3])]
+            guard c0 != 0xFF, c1 != 0xFF, c2 != 0xFF, c3 != 0xFF else { return nil }
+            // Padding only at the very end, "==" or "=", with zero spare bits.
+            if p2 || p3 {
+                guard last, p3, !p2 || (c1 & 0x0F) == 0, p2 || (c2 & 0x03) == 0 else { return nil }
+            }
+            output[written] = c0 << 2 | c1 >> 4
+            written += 1
+            if !p2 { output[written] = c1 << 4 | c2 >> 2; written += 1 }
+            if !p3 { output[written] = c2 << 6 | c3; written += 1 }
+            index += 4
+        }
+        return written
+    }
+
     static func decode(_ text: String, padded: Bool = false) -> [UInt8]? {
         decode(Array(text.utf8), padded: padded)
     }

@@ -36,13 +36,14 @@ struct LineReader<Source: ByteSource>: ByteSource {
     }
 
     /// Reads one line up to and including LF. Returns the line without LF
-    /// and whether an LF ended it (false only at the end of input). Returns
-    /// nil at the end of input, or throws `tooLong` past `limit` bytes.
-    mutating func readLine(limit: Int) throws -> (line: [UInt8], terminated: Bool)? {
+    /// (a view into the buffer, valid until the next call) and whether an
+    /// LF ended it (false only at the end of input). Returns nil at the end
+    /// of input, or throws `LineTooLong` past `limit` bytes.
+    mutating func readLine(limit: Int) throws -> (line: ArraySlice<UInt8>, terminated: Bool)? {
         var scanned = 0
         while true {
             if let newline = buffer[(start + scanned)...].firstIndex(of: 0x0A) {
-                let line = Array(buffer[start..<newline])
+                let line = buffer[start..<newline]
                 guard line.count <= limit else { throw LineTooLong() }
                 start = newline + 1
                 return (line, true)
@@ -53,7 +54,7 @@ struct LineReader<Source: ByteSource>: ByteSource {
             try fill(minimum: available + 1)
             if available == before {
                 guard before > 0 else { return nil }
-                let line = Array(buffer[start...])
+                let line = buffer[start...]
                 start = buffer.count
                 return (line, false)
             }
