@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer"]),
         .executableTarget(
             name: "coffer-bench",
             dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto")]

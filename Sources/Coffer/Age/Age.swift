@@ -106,7 +106,7 @@ public enum Age {
         }
         let types = Set(header.stanzas.map(\.type)).sorted().joined(separator: ", ")
         if header.stanzas.contains(where: { $0.type == Scrypt.stanzaType }) {
-            throw CofferError(.noIdentityMatched, "the passphrase is incorrect")
+            throw CofferError(.noIdentityMatched, "the file is passphrase-encrypted and no passphrase given opened it")
         }
         throw CofferError(.noIdentityMatched, "no identity matched any of the file's recipients (stanza types: \(types))")
     }

@@ -7,7 +7,8 @@ public enum AgeKeys {
     public static func recipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("age1") { return try X25519.Recipient(trimmed) }
-        throw CofferError(.malformed, "unknown recipient type: \"\(trimmed.prefix(16))…\" (expected \"age1…\")")
+        // The text is not echoed: a secret pasted by mistake must not reach a log.
+        throw CofferError(.malformed, "unknown recipient type (expected \"age1…\")")
     }
 
     /// An identity from its text form (`AGE-SECRET-KEY-1…`).

@@ -34,7 +34,7 @@ enum ExitStatus {
         switch error.code {
         case .noIdentityMatched:
             error.reason.contains("passphrase")
-                ? "check the passphrase; a file encrypted to keys needs -i IDENTITY_FILE instead"
+                ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)"
                 : "pass the identity file the sender encrypted to with -i, or --passphrase-file for a passphrase-protected file"
         case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload:
             "the file is damaged or was tampered with; no output was kept"
