@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 swift build -c release --product coffer-fuzz --scratch-path .build-fuzz \
-  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOFFER_LIBFUZZER
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOFFER_LIBFUZZER -Xswiftc -use-ld=lld
 corpus=.build-fuzz/corpus
 mkdir -p "$corpus"
 for vector in Tests/CofferTests/Resources/age-cctv/*; do

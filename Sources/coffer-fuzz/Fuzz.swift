@@ -6,9 +6,9 @@ import Foundation
 /// payload, and `inspect`. Each input must end in success or a
 /// `CofferError`; a crash, a trap or a hang is a bug.
 ///
-/// With libFuzzer (see fuzz/run.sh):
+/// With libFuzzer (see fuzz/run.sh), whose driver this calls:
 ///     swift build -c release --product coffer-fuzz --scratch-path .build-fuzz \
-///         -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOFFER_LIBFUZZER
+///         -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOFFER_LIBFUZZER -Xswiftc -use-ld=lld
 /// Without it, `coffer-fuzz FILE…` replays inputs (a corpus, a crash).
 enum FuzzTarget {
     // The identity of the CCTV vectors, so seeds from the test kit get past
@@ -36,10 +36,26 @@ enum FuzzTarget {
 }
 
 #if COFFER_LIBFUZZER
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    FuzzTarget.run(Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
+/// libFuzzer's driver, for programs that keep their own `main` (SwiftPM
+/// names an executable's entry point itself, so libFuzzer's `main` is not
+/// linked in).
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+@main
+struct Fuzz {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(runFuzzerDriver(&argc, &argv) { data, size in
+            FuzzTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+            return 0
+        })
+    }
 }
 #else
 @main
