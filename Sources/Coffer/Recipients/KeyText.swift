@@ -3,18 +3,20 @@ import Foundation
 /// Parsing of the text forms of recipients and identities, and of the
 /// files that hold them (one per line, `#` comments, blank lines).
 public enum AgeKeys {
-    /// A recipient from its text form (`age1…`).
+    /// A recipient from its text form (`age1…`, `age1pq1…`).
     public static func recipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("age1pq1") { return try MLKEM768X25519.Recipient(trimmed) }
         if trimmed.hasPrefix("age1") { return try X25519.Recipient(trimmed) }
         // The text is not echoed: a secret pasted by mistake must not reach a log.
         throw CofferError(.malformed, "unknown recipient type (expected \"age1…\")")
     }
 
-    /// An identity from its text form (`AGE-SECRET-KEY-1…`).
+    /// An identity from its text form (`AGE-SECRET-KEY-1…`, `AGE-SECRET-KEY-PQ-1…`).
     public static func identity(_ text: String) throws -> any Identity {
         if text.hasPrefix("AGE-SECRET-KEY-1") { return try X25519.Identity(text) }
-        throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\")")
+        if text.hasPrefix("AGE-SECRET-KEY-PQ-1") { return try MLKEM768X25519.Identity(text) }
+        throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\" or \"AGE-SECRET-KEY-PQ-1…\")")
     }
 
     /// The identities in an identity file's contents. Errors give the line

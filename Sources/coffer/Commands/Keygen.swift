@@ -26,8 +26,11 @@ struct Keygen: ParsableCommand {
         if let identityFile {
             let contents = String(decoding: try Input.readAll(path: identityFile, what: "the identity file"), as: UTF8.self)
             for identity in try AgeKeys.identities(fileContents: contents, name: identityFile) {
-                guard let x25519 = identity as? X25519.Identity else { continue }
-                print(x25519.recipient)
+                switch identity {
+                case let x25519 as X25519.Identity: print(x25519.recipient)
+                case let hybrid as MLKEM768X25519.Identity: print(hybrid.recipient)
+                default: continue
+                }
             }
             return
         }
