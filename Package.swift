@@ -53,7 +53,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["Coffer", "CofferTesting"]
+            dependencies: ["Coffer", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -100,6 +101,25 @@ import Testing
             }
             Self.expectSuccess(result, "\(test.peer) decrypting \(size) bytes from coffer")
             #expect(try Self.output(directory, "out-\(size)") == pattern(size, seed: UInt32(size + 3)), "size \(size)")
+        }
+    }
+
+    /// rage encrypts to a p256tag (`age1tag1…`) recipient; coffer decrypts
+    /// with the P-256 private key in PEM. (pyrage can only encrypt to tagged
+    /// recipients, and the age CLI of Debian predates them.)
+    @Test(arguments: [false, true])
+    func pyrageToCofferP256Tag(armored: Bool) throws {
+        guard Self.peersAvailable(.pyrage) else { return }
+        let directory = try TemporaryDirectory()
+        let key = try directory.write("p256.pem", Array(P256.KeyAgreement.PrivateKey().pemRepresentation.utf8))
+        let recipient = try CLI.coffer(["keygen", "-y", key]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(recipient.hasPrefix("age1tag1"))
+        for size in [0, 65537] {
+            let input = try directory.write("in", pattern(size))
+            Self.expectSuccess(try CLI.run(Peers.python!, [Peers.script, "pyrage-encrypt", "--recipient", recipient]
+                + (armored ? ["--armor"] : []) + [input, directory.path("in.age")]), "pyrage encrypting to p256tag")
+            Self.expectSuccess(try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]), "coffer decrypting p256tag")
+            #expect(try directory.read("out") == pattern(size))
         }
     }
 

@@ -3,10 +3,11 @@ import Foundation
 /// Parsing of the text forms of recipients and identities, and of the
 /// files that hold them (one per line, `#` comments, blank lines).
 public enum AgeKeys {
-    /// A recipient from its text form (`age1…`, `age1pq1…`).
+    /// A recipient from its text form (`age1…`, `age1pq1…`, `age1tag1…`).
     public static func recipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("age1pq1") { return try MLKEM768X25519.Recipient(trimmed) }
+        if trimmed.hasPrefix("age1tag1") { return try P256Tag.Recipient(trimmed) }
         if trimmed.hasPrefix("age1") { return try X25519.Recipient(trimmed) }
         // The text is not echoed: a secret pasted by mistake must not reach a log.
         throw CofferError(.malformed, "unknown recipient type (expected \"age1…\")")
@@ -19,9 +20,15 @@ public enum AgeKeys {
         throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\" or \"AGE-SECRET-KEY-PQ-1…\")")
     }
 
-    /// The identities in an identity file's contents. Errors give the line
-    /// number but never the line, which may hold a secret.
+    /// The identities in an identity file's contents: `AGE-SECRET-KEY-…`
+    /// lines, or one P-256 private key in PEM (a p256tag identity). Errors
+    /// give the line number but never the line, which may hold a secret.
     public static func identities(fileContents: String, name: String = "the identity file") throws -> [any Identity] {
+        if fileContents.contains("-----BEGIN") {
+            do { return [try P256Tag.Identity(pem: fileContents)] } catch let error as CofferError {
+                throw CofferError(error.code, "\(name): \(error.reason)")
+            }
+        }
         let identities = try parseLines(fileContents, name: name, what: "identity", identity)
         guard !identities.isEmpty else { throw CofferError(.malformed, "\(name) holds no identity") }
         return identities

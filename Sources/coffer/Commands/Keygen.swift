@@ -29,6 +29,7 @@ struct Keygen: ParsableCommand {
                 switch identity {
                 case let x25519 as X25519.Identity: print(x25519.recipient)
                 case let hybrid as MLKEM768X25519.Identity: print(hybrid.recipient)
+                case let tagged as P256Tag.Identity: print(tagged.recipient)
                 default: continue
                 }
             }
