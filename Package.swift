@@ -27,6 +27,7 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "Coffer",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,14 +1,25 @@
 import ArgumentParser
 import Coffer
+import Crypto
 import Foundation
 
 struct Keygen: ParsableCommand {
+    enum KeyType: String, ExpressibleByArgument, CaseIterable {
+        case x25519, mlkem768x25519, p256
+    }
+
     static let configuration = CommandConfiguration(
-        abstract: "Generate an X25519 identity, or print the recipient of one.",
+        abstract: "Generate an identity, or print the recipient of one.",
         discussion: """
-            The identity file is created with mode 0600 and never overwrites an existing \
-            file. Its public recipient is printed on standard error.
+            x25519 (the default) writes an AGE-SECRET-KEY-1… line, mlkem768x25519 a \
+            post-quantum AGE-SECRET-KEY-PQ-1… line, p256 a P-256 private key in PEM \
+            (PKCS#8) whose recipient is age1tag1…. The identity file is created with mode \
+            0600 and never overwrites an existing file. Its public recipient is printed \
+            on standard error.
             """)
+
+    @Option(name: .customLong("type"), help: "x25519, mlkem768x25519 or p256.")
+    var keyType: KeyType = .x25519
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write the identity to this new file.")
     var output: String?
@@ -35,9 +46,22 @@ struct Keygen: ParsableCommand {
             }
             return
         }
-        let identity = X25519.Identity()
         let created = ISO8601DateFormatter().string(from: Date())
-        let text = "# created: \(created)\n# public key: \(identity.recipient)\n\(identity.exportSecretKey())\n"
+        let recipient: String, text: String
+        switch keyType {
+        case .x25519:
+            let identity = X25519.Identity()
+            recipient = identity.recipient.description
+            text = "# created: \(created)\n# public key: \(recipient)\n\(identity.exportSecretKey())\n"
+        case .mlkem768x25519:
+            let identity = try MLKEM768X25519.Identity()
+            recipient = identity.recipient.description
+            text = "# created: \(created)\n# public key: \(recipient)\n\(identity.exportSecretKey())\n"
+        case .p256:
+            let key = P256.KeyAgreement.PrivateKey()
+            recipient = P256Tag.Identity(privateKey: key).recipient.description
+            text = key.pemRepresentation + "\n"
+        }
         if let output, output != "-" {
             if FileManager.default.fileExists(atPath: output) {
                 throw CLIFailure("\(output) already exists; refusing to overwrite an identity file",
@@ -54,9 +78,9 @@ struct Keygen: ParsableCommand {
                 throw CLIFailure("\(output) already exists or cannot be written; refusing to overwrite an identity file",
                                  status: CLIFailure.refusedStatus)
             }
-            StandardError.write("Public key: \(identity.recipient)\n")
+            StandardError.write("Public key: \(recipient)\n")
         } else {
-            if !Output.isTerminal { StandardError.write("Public key: \(identity.recipient)\n") }
+            if !Output.isTerminal { StandardError.write("Public key: \(recipient)\n") }
             print(text, terminator: "")
         }
     }
