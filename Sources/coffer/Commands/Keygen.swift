@@ -18,13 +18,14 @@ struct Keygen: ParsableCommand {
             on standard error.
             """)
 
-    @Option(name: .customLong("type"), help: "x25519, mlkem768x25519 or p256.")
+    @Option(name: .customLong("type"), help: "The kind of key to generate.")
     var keyType: KeyType = .x25519
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write the identity to this new file.")
     var output: String?
 
-    @Option(name: .customShort("y"), help: "Print the recipient of each identity in this file (\"-\" for standard input).")
+    @Option(name: .customShort("y"), help: ArgumentHelp(
+        "Print the recipient of each identity in this file (\"-\" for standard input).", valueName: "identity-file"))
     var identityFile: String?
 
     func validate() throws {
