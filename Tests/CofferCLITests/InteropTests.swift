@@ -123,6 +123,26 @@ import Testing
         }
     }
 
+    /// rage encrypts to an mlkem768p256tag (`age1tagpq1…`) recipient built
+    /// from the recipient string coffer prints; coffer decrypts with its
+    /// software identity.
+    @Test func pyrageToCofferMLKEM768P256Tag() throws {
+        guard Self.peersAvailable(.pyrage) else { return }
+        let directory = try TemporaryDirectory()
+        let key = directory.path("tagpq.txt")
+        Self.expectSuccess(try CLI.coffer(["keygen", "--type", "mlkem768p256", "-o", key]), "coffer keygen mlkem768p256")
+        let recipient = try CLI.coffer(["keygen", "-y", key]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(recipient.hasPrefix("age1tagpq1"))
+        for size in [0, 65537] {
+            let input = try directory.write("in", pattern(size))
+            Self.expectSuccess(try CLI.run(Peers.python!, [Peers.script, "pyrage-encrypt", "--recipient", recipient,
+                                                           input, directory.path("in.age")]), "pyrage encrypting to mlkem768p256tag")
+            Self.expectSuccess(try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]),
+                               "coffer decrypting mlkem768p256tag")
+            #expect(try directory.read("out") == pattern(size))
+        }
+    }
+
     /// A file age wrote, rekeyed by coffer to a key age made, opens with
     /// age; and the payload bytes are the ones age wrote.
     @Test(arguments: [false, true])

@@ -8,6 +8,7 @@ public enum AgeKeys {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("age1pq1") { return try MLKEM768X25519.Recipient(trimmed) }
         if trimmed.hasPrefix("age1tag1") { return try P256Tag.Recipient(trimmed) }
+        if trimmed.hasPrefix("age1tagpq1") { return try MLKEM768P256Tag.Recipient(trimmed) }
         if trimmed.hasPrefix("age1") { return try X25519.Recipient(trimmed) }
         // The text is not echoed: a secret pasted by mistake must not reach a log.
         throw CofferError(.malformed, "unknown recipient type (expected \"age1…\")")
@@ -17,6 +18,7 @@ public enum AgeKeys {
     public static func identity(_ text: String) throws -> any Identity {
         if text.hasPrefix("AGE-SECRET-KEY-1") { return try X25519.Identity(text) }
         if text.hasPrefix("AGE-SECRET-KEY-PQ-1") { return try MLKEM768X25519.Identity(text) }
+        if text.hasPrefix("COFFER-TAGPQ-SECRET-KEY-1") { return try MLKEM768P256Tag.Identity(text) }
         throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\" or \"AGE-SECRET-KEY-PQ-1…\")")
     }
 

@@ -5,7 +5,7 @@ import Foundation
 
 struct Keygen: ParsableCommand {
     enum KeyType: String, ExpressibleByArgument, CaseIterable {
-        case x25519, mlkem768x25519, p256
+        case x25519, mlkem768x25519, p256, mlkem768p256
     }
 
     static let configuration = CommandConfiguration(
@@ -42,6 +42,7 @@ struct Keygen: ParsableCommand {
                 case let x25519 as X25519.Identity: print(x25519.recipient)
                 case let hybrid as MLKEM768X25519.Identity: print(hybrid.recipient)
                 case let tagged as P256Tag.Identity: print(tagged.recipient)
+                case let tagged as MLKEM768P256Tag.Identity: print(tagged.recipient)
                 default: continue
                 }
             }
@@ -56,6 +57,10 @@ struct Keygen: ParsableCommand {
             text = "# created: \(created)\n# public key: \(recipient)\n\(identity.exportSecretKey())\n"
         case .mlkem768x25519:
             let identity = try MLKEM768X25519.Identity()
+            recipient = identity.recipient.description
+            text = "# created: \(created)\n# public key: \(recipient)\n\(identity.exportSecretKey())\n"
+        case .mlkem768p256:
+            let identity = try MLKEM768P256Tag.Identity()
             recipient = identity.recipient.description
             text = "# created: \(created)\n# public key: \(recipient)\n\(identity.exportSecretKey())\n"
         case .p256:

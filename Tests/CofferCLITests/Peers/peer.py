@@ -26,6 +26,8 @@ def pyrage_encrypt(args):
     data = open(args.input, "rb").read()
     if args.passphrase_file:
         out = pyrage.passphrase.encrypt(data, read_passphrase(args.passphrase_file), armored=args.armor)
+    elif args.recipient.startswith("age1tagpq1"):
+        out = pyrage.encrypt(data, [pyrage.tagpq.Recipient.from_str(args.recipient)], armored=args.armor)
     elif args.recipient.startswith("age1tag1"):
         out = pyrage.encrypt(data, [pyrage.tag.Recipient.from_str(args.recipient)], armored=args.armor)
     else:
