@@ -66,8 +66,7 @@ struct RecipientOptions: ParsableArguments {
 /// -i, shared by decrypt and rekey.
 func loadIdentities(_ paths: [String]) throws -> [any Identity] {
     try paths.flatMap { path in
-        let contents = String(decoding: try Input.readAll(path: path, what: "the identity file"), as: UTF8.self)
-        return try AgeKeys.identities(fileContents: contents, name: path)
+        try AgeKeys.identities(fileBytes: try Input.readAll(path: path, what: "the identity file"), name: path)
     }
 }
 

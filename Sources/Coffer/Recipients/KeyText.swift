@@ -1,11 +1,14 @@
+import Crypto
 import Foundation
 
 /// Parsing of the text forms of recipients and identities, and of the
 /// files that hold them (one per line, `#` comments, blank lines).
 public enum AgeKeys {
-    /// A recipient from its text form (`age1…`, `age1pq1…`, `age1tag1…`).
+    /// A recipient from its text form (`age1…`, `age1pq1…`, `age1tag1…`,
+    /// `age1tagpq1…`, or an OpenSSH `ssh-ed25519`/`ssh-rsa` public key line).
     public static func recipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("ssh-") { return try SSHRecipients.recipient(publicKeyLine: trimmed) }
         if trimmed.hasPrefix("age1pq1") { return try MLKEM768X25519.Recipient(trimmed) }
         if trimmed.hasPrefix("age1tag1") { return try P256Tag.Recipient(trimmed) }
         if trimmed.hasPrefix("age1tagpq1") { return try MLKEM768P256Tag.Recipient(trimmed) }
@@ -22,12 +25,36 @@ public enum AgeKeys {
         throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\" or \"AGE-SECRET-KEY-PQ-1…\")")
     }
 
+    /// The identity of one private key: an SSH key (Ed25519 or RSA) is an
+    /// ssh-ed25519 / ssh-rsa identity, a P-256 key a p256tag identity.
+    public static func identity(privateKey: AsymmetricPrivateKey) throws -> any Identity {
+        switch privateKey {
+        case .ed25519(let key): return try SSHEd25519.Identity(privateKey: key)
+        case .rsa(let key): return try SSHRSA.Identity(privateKey: key)
+        case .p256(let key): return P256Tag.Identity(privateKey: try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation))
+        default: throw CofferError(.unsupported, "a \(privateKey.algorithm) key is not an age identity (Ed25519 and RSA SSH keys and P-256 keys are)")
+        }
+    }
+
+    /// The identities in an identity file: `AGE-SECRET-KEY-…` lines, or one
+    /// private key file (SSH Ed25519/RSA → ssh-ed25519/ssh-rsa, P-256 →
+    /// p256tag) in any format `KeyFiles` reads.
+    public static func identities(fileBytes: some Collection<UInt8>, name: String = "the identity file") throws -> [any Identity] {
+        let bytes = Array(fileBytes)
+        if let text = String(validating: bytes, as: UTF8.self), !PEM.looksLikePEM(bytes) {
+            return try identities(fileContents: text, name: name)
+        }
+        do { return [try identity(privateKey: try KeyFiles.privateKey(bytes))] } catch let error as CofferError {
+            throw CofferError(error.code, "\(name): \(error.reason)")
+        }
+    }
+
     /// The identities in an identity file's contents: `AGE-SECRET-KEY-…`
-    /// lines, or one P-256 private key in PEM (a p256tag identity). Errors
-    /// give the line number but never the line, which may hold a secret.
+    /// lines, or one private key in PEM. Errors give the line number but
+    /// never the line, which may hold a secret.
     public static func identities(fileContents: String, name: String = "the identity file") throws -> [any Identity] {
         if fileContents.contains("-----BEGIN") {
-            do { return [try P256Tag.Identity(pem: fileContents)] } catch let error as CofferError {
+            do { return [try identity(privateKey: try KeyFiles.privateKey(Array(fileContents.utf8)))] } catch let error as CofferError {
                 throw CofferError(error.code, "\(name): \(error.reason)")
             }
         }

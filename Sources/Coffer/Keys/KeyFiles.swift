@@ -1,0 +1,212 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// Reading and writing key files. The format is detected from the bytes:
+/// PEM or DER PKCS#8 / SPKI, PKCS#1 (RSA), SEC 1 (EC), OpenSSH, and Apple's
+/// SecKey external representations (EC `04‖X‖Y` and `04‖X‖Y‖D`, RSA
+/// PKCS#1 DER). Errors say what was expected; they never quote the key.
+public enum KeyFiles {
+    /// The formats `encode` can write.
+    public enum Format: String, CaseIterable, Sendable {
+        case pkcs8, spki, pkcs1, sec1, openssh, apple
+    }
+
+    static let privateFormats = "PEM or DER PKCS#8 (\"PRIVATE KEY\"), PKCS#1 (\"RSA PRIVATE KEY\"), SEC 1 (\"EC PRIVATE KEY\"), OpenSSH (\"OPENSSH PRIVATE KEY\"), or Apple's external representation (04 ‖ X ‖ Y ‖ D)"
+    static let publicFormats = "PEM or DER SPKI (\"PUBLIC KEY\"), PKCS#1 (\"RSA PUBLIC KEY\"), an OpenSSH public key line, or Apple's external representation (04 ‖ X ‖ Y, or RSA PKCS#1 DER)"
+
+    // ML-DSA-65 (id-ml-dsa-65, 2.16.840.1.101.3.4.3.18), RFC 9881: the
+    // seed-only private key form and the SPKI, as fixed DER prefixes.
+    static let mldsa65PKCS8Prefix: [UInt8] = [0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x04, 0x22, 0x80, 0x20]
+    static let mldsa65SPKIPrefix: [UInt8] = [0x30, 0x82, 0x07, 0xb2, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x03, 0x82, 0x07, 0xa1, 0x00]
+
+    // MARK: reading
+
+    /// A private key from a key file's bytes.
+    public static func privateKey(_ bytes: some Collection<UInt8>) throws -> AsymmetricPrivateKey {
+        let bytes = Array(bytes)
+        if PEM.looksLikePEM(bytes) {
+            let block = try PEM.decode(String(decoding: bytes, as: UTF8.self))
+            switch block.label {
+            case OpenSSH.privateKeyLabel: return try OpenSSH.privateKey(bytes: block.bytes)
+            case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
+                if let key = privateKey(der: block.bytes) { return key }
+                throw CofferError(.malformed, "the \"\(block.label)\" PEM block does not hold a private key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)")
+            case "ENCRYPTED PRIVATE KEY":
+                throw CofferError(.unsupported, "the private key is encrypted (PKCS#8 \"ENCRYPTED PRIVATE KEY\"); decrypt a copy first: openssl pkey -in KEY -out PLAIN")
+            case "PUBLIC KEY", "RSA PUBLIC KEY":
+                throw CofferError(.invalidArgument, "this is a public key (\"\(block.label)\"); a private key is needed: \(privateFormats)")
+            default:
+                throw CofferError(.malformed, "a PEM \"\(block.label)\" block is not a private key; expected \(privateFormats)")
+            }
+        }
+        if bytes.starts(with: Array("ssh-".utf8)) || bytes.starts(with: Array("ecdsa-".utf8)) {
+            throw CofferError(.invalidArgument, "this is an OpenSSH public key; a private key is needed: \(privateFormats)")
+        }
+        if let key = privateKey(der: bytes) { return key }
+        if bytes.first == 0x04, let key = appleECPrivateKey(bytes) { return key }
+        throw CofferError(.malformed, "not a private key in a format Coffer reads; expected \(privateFormats)")
+    }
+
+    static func privateKey(der: [UInt8]) -> AsymmetricPrivateKey? {
+        guard der.first == 0x30 else { return nil }
+        if der.count == mldsa65PKCS8Prefix.count + 32, der.starts(with: mldsa65PKCS8Prefix),
+           let key = try? MLDSA65.PrivateKey(seedRepresentation: der.suffix(32), publicKey: nil) {
+            return .mldsa65(key)
+        }
+        if let key = try? Curve25519.Signing.PrivateKey(derRepresentation: der) { return .ed25519(key) }
+        if let key = try? Curve25519.KeyAgreement.PrivateKey(derRepresentation: der) { return .x25519(key) }
+        if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
+        if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
+        if let key = try? P521.Signing.PrivateKey(derRepresentation: der) { return .p521(key) }
+        if let key = try? _RSA.Signing.PrivateKey(derRepresentation: der) { return .rsa(key) }
+        return nil
+    }
+
+    static func appleECPrivateKey(_ bytes: [UInt8]) -> AsymmetricPrivateKey? {
+        switch bytes.count {
+        case 97: (try? P256.Signing.PrivateKey(x963Representation: bytes)).map { .p256($0) }
+        case 145: (try? P384.Signing.PrivateKey(x963Representation: bytes)).map { .p384($0) }
+        case 199: (try? P521.Signing.PrivateKey(x963Representation: bytes)).map { .p521($0) }
+        default: nil
+        }
+    }
+
+    /// A public key from a key file's bytes. A private key file is accepted
+    /// too, and gives its public key.
+    public static func publicKey(_ bytes: some Collection<UInt8>) throws -> AsymmetricPublicKey {
+        let bytes = Array(bytes)
+        if PEM.looksLikePEM(bytes) {
+            let block = try PEM.decode(String(decoding: bytes, as: UTF8.self))
+            switch block.label {
+            case "PUBLIC KEY", "RSA PUBLIC KEY":
+                if let key = publicKey(der: block.bytes) { return key }
+                throw CofferError(.malformed, "the \"\(block.label)\" PEM block does not hold a public key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)")
+            default:
+                return try privateKey(bytes).publicKey
+            }
+        }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("ssh-") || text.hasPrefix("ecdsa-sha2-") {
+            return try OpenSSH.parsePublicKeyLine(text).key
+        }
+        if let key = publicKey(der: bytes) { return key }
+        if bytes.first == 0x04 {
+            switch bytes.count {
+            case 65: if let key = try? P256.Signing.PublicKey(x963Representation: bytes) { return .p256(key) }
+            case 97: if let key = try? P384.Signing.PublicKey(x963Representation: bytes) { return .p384(key) }
+            case 133: if let key = try? P521.Signing.PublicKey(x963Representation: bytes) { return .p521(key) }
+            default: if let key = appleECPrivateKey(bytes) { return key.publicKey }
+            }
+            throw CofferError(.malformed, "the \(bytes.count) bytes starting 04 are not a point on P-256 (65), P-384 (97) or P-521 (133)")
+        }
+        if let key = privateKey(der: bytes) { return key.publicKey }
+        throw CofferError(.malformed, "not a public key in a format Coffer reads; expected \(publicFormats)")
+    }
+
+    static func publicKey(der: [UInt8]) -> AsymmetricPublicKey? {
+        guard der.first == 0x30 else { return nil }
+        if der.count == mldsa65SPKIPrefix.count + 1952, der.starts(with: mldsa65SPKIPrefix),
+           let key = try? MLDSA65.PublicKey(rawRepresentation: der.suffix(1952)) {
+            return .mldsa65(key)
+        }
+        if let key = try? Curve25519.Signing.PublicKey(derRepresentation: der) { return .ed25519(key) }
+        if let key = try? Curve25519.KeyAgreement.PublicKey(derRepresentation: der) { return .x25519(key) }
+        if let key = try? P256.Signing.PublicKey(derRepresentation: der) { return .p256(key) }
+        if let key = try? P384.Signing.PublicKey(derRepresentation: der) { return .p384(key) }
+        if let key = try? P521.Signing.PublicKey(derRepresentation: der) { return .p521(key) }
+        if let key = try? _RSA.Signing.PublicKey(derRepresentation: der) { return .rsa(key) }
+        return nil
+    }
+
+    // MARK: writing
+
+    /// A private key in `format`; PEM unless `der` (which OpenSSH has not).
+    public static func encode(_ key: AsymmetricPrivateKey, as format: Format, der: Bool = false) throws -> [UInt8] {
+        func out(_ label: String, _ bytes: some Collection<UInt8>) -> [UInt8] {
+            der ? Array(bytes) : Array(PEM.encode(label: label, bytes).utf8)
+        }
+        switch (format, key) {
+        case (.pkcs8, .ed25519(let key)): return out("PRIVATE KEY", key.derRepresentation)
+        case (.pkcs8, .x25519(let key)): return out("PRIVATE KEY", key.derRepresentation)
+        case (.pkcs8, .p256(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .p384(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .p521(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .rsa(let key)): return out("PRIVATE KEY", key.pkcs8DERRepresentation)
+        case (.pkcs8, .mldsa65(let key)): return out("PRIVATE KEY", mldsa65PKCS8Prefix + key.seedRepresentation)
+        case (.pkcs1, .rsa(let key)): return out("RSA PRIVATE KEY", key.derRepresentation)
+        case (.apple, .rsa(let key)): return Array(key.derRepresentation)
+        case (.sec1, .p256(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
+        case (.sec1, .p384(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
+        case (.sec1, .p521(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
+        case (.apple, .p256(let key)): return Array(key.x963Representation)
+        case (.apple, .p384(let key)): return Array(key.x963Representation)
+        case (.apple, .p521(let key)): return Array(key.x963Representation)
+        case (.openssh, _):
+            guard !der else { throw CofferError(.invalidArgument, "OpenSSH private keys are PEM only") }
+            return Array(try OpenSSH.privateKeyPEM(key).utf8)
+        default:
+            throw CofferError(.invalidArgument, "a \(key.algorithm) private key cannot be written as \(format.rawValue)")
+        }
+    }
+
+    /// A public key in `format`.
+    public static func encode(_ key: AsymmetricPublicKey, as format: Format, der: Bool = false) throws -> [UInt8] {
+        func out(_ label: String, _ bytes: some Collection<UInt8>) -> [UInt8] {
+            der ? Array(bytes) : Array(PEM.encode(label: label, bytes).utf8)
+        }
+        switch (format, key) {
+        case (.spki, .ed25519(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .x25519(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .p256(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .p384(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .p521(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .rsa(let key)): return out("PUBLIC KEY", key.derRepresentation)
+        case (.spki, .mldsa65(let key)): return out("PUBLIC KEY", mldsa65SPKIPrefix + key.rawRepresentation)
+        case (.pkcs1, .rsa(let key)): return out("RSA PUBLIC KEY", key.pkcs1DERRepresentation)
+        case (.apple, .rsa(let key)): return Array(key.pkcs1DERRepresentation)
+        case (.apple, .p256(let key)): return Array(key.x963Representation)
+        case (.apple, .p384(let key)): return Array(key.x963Representation)
+        case (.apple, .p521(let key)): return Array(key.x963Representation)
+        case (.openssh, _):
+            guard !der else { throw CofferError(.invalidArgument, "OpenSSH public keys are text lines only") }
+            return Array((try OpenSSH.publicKeyLine(key) + "\n").utf8)
+        default:
+            throw CofferError(.invalidArgument, "a \(key.algorithm) public key cannot be written as \(format.rawValue)")
+        }
+    }
+
+    /// SEC 1 ECPrivateKey out of a PKCS#8 PrivateKeyInfo: the OCTET STRING
+    /// privateKey holds it. A small DER walk over swift-crypto's own output.
+    static func sec1(_ pkcs8: Data) throws -> [UInt8] {
+        var reader = DERReader(Array(pkcs8))
+        var info = try reader.element(tag: 0x30)
+        _ = try info.element(tag: 0x02)  // version
+        _ = try info.element(tag: 0x30)  // algorithm
+        return try info.element(tag: 0x04).contents
+    }
+}
+
+/// Definite-length DER elements, enough to walk a PKCS#8 structure.
+struct DERReader {
+    private var bytes: ArraySlice<UInt8>
+    var contents: [UInt8] { Array(bytes) }
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
+
+    mutating func element(tag: UInt8) throws -> DERReader {
+        guard bytes.count >= 2, bytes.first == tag else { throw CofferError(.malformed, "unexpected DER structure") }
+        var index = bytes.startIndex + 1
+        var length = Int(bytes[index]); index += 1
+        if length & 0x80 != 0 {
+            let count = length & 0x7f
+            guard count >= 1, count <= 3, bytes.endIndex - index >= count else { throw CofferError(.malformed, "bad DER length") }
+            length = bytes[index..<(index + count)].reduce(0) { $0 << 8 | Int($1) }
+            index += count
+        }
+        guard bytes.endIndex - index >= length else { throw CofferError(.malformed, "truncated DER element") }
+        let element = DERReader(Array(bytes[index..<(index + length)]))
+        bytes = bytes[(index + length)...]
+        return element
+    }
+}
