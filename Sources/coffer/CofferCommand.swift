@@ -17,6 +17,7 @@ struct CofferCommand: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
+            RSA.self, Agree.self, Sign.self, Verify.self, Key.self,
         ]
     )
 
