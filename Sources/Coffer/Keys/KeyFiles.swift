@@ -54,8 +54,14 @@ public enum KeyFiles {
            let key = try? MLDSA65.PrivateKey(seedRepresentation: der.suffix(32), publicKey: nil) {
             return .mldsa65(key)
         }
-        if let key = try? Curve25519.Signing.PrivateKey(derRepresentation: der) { return .ed25519(key) }
-        if let key = try? Curve25519.KeyAgreement.PrivateKey(derRepresentation: der) { return .x25519(key) }
+        // swift-crypto's Curve25519 DER readers do not tell Ed25519 from
+        // X25519 by the OID, so the OID decides here.
+        switch rfc8410Algorithm(der, isPrivate: true) {
+        case 0x70: return (try? Curve25519.Signing.PrivateKey(derRepresentation: der)).map { .ed25519($0) }
+        case 0x6e: return (try? Curve25519.KeyAgreement.PrivateKey(derRepresentation: der)).map { .x25519($0) }
+        case .some: return nil
+        case nil: break
+        }
         if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
         if let key = try? P521.Signing.PrivateKey(derRepresentation: der) { return .p521(key) }
@@ -92,12 +98,15 @@ public enum KeyFiles {
         }
         if let key = publicKey(der: bytes) { return key }
         if bytes.first == 0x04 {
+            // 97 bytes is a P-384 point or a P-256 private key: a P-256
+            // private key is a point on P-384 with negligible probability.
             switch bytes.count {
             case 65: if let key = try? P256.Signing.PublicKey(x963Representation: bytes) { return .p256(key) }
             case 97: if let key = try? P384.Signing.PublicKey(x963Representation: bytes) { return .p384(key) }
             case 133: if let key = try? P521.Signing.PublicKey(x963Representation: bytes) { return .p521(key) }
-            default: if let key = appleECPrivateKey(bytes) { return key.publicKey }
+            default: break
             }
+            if let key = appleECPrivateKey(bytes) { return key.publicKey }
             throw CofferError(.malformed, "the \(bytes.count) bytes starting 04 are not a point on P-256 (65), P-384 (97) or P-521 (133)")
         }
         if let key = privateKey(der: bytes) { return key.publicKey }
@@ -110,13 +119,28 @@ public enum KeyFiles {
            let key = try? MLDSA65.PublicKey(rawRepresentation: der.suffix(1952)) {
             return .mldsa65(key)
         }
-        if let key = try? Curve25519.Signing.PublicKey(derRepresentation: der) { return .ed25519(key) }
-        if let key = try? Curve25519.KeyAgreement.PublicKey(derRepresentation: der) { return .x25519(key) }
+        switch rfc8410Algorithm(der, isPrivate: false) {
+        case 0x70: return (try? Curve25519.Signing.PublicKey(derRepresentation: der)).map { .ed25519($0) }
+        case 0x6e: return (try? Curve25519.KeyAgreement.PublicKey(derRepresentation: der)).map { .x25519($0) }
+        case .some: return nil
+        case nil: break
+        }
         if let key = try? P256.Signing.PublicKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PublicKey(derRepresentation: der) { return .p384(key) }
         if let key = try? P521.Signing.PublicKey(derRepresentation: der) { return .p521(key) }
         if let key = try? _RSA.Signing.PublicKey(derRepresentation: der) { return .rsa(key) }
         return nil
+    }
+
+    /// The last byte of an RFC 8410 algorithm OID 1.3.101.x (0x6e X25519,
+    /// 0x70 Ed25519, …) when `der` is a PKCS#8 / SPKI structure with one.
+    static func rfc8410Algorithm(_ der: [UInt8], isPrivate: Bool) -> UInt8? {
+        var reader = DERReader(der)
+        guard var outer = try? reader.element(tag: 0x30) else { return nil }
+        if isPrivate { guard (try? outer.element(tag: 0x02)) != nil else { return nil } }
+        guard var algorithm = try? outer.element(tag: 0x30), let oid = try? algorithm.element(tag: 0x06) else { return nil }
+        let bytes = oid.contents
+        return bytes.count == 3 && bytes[0] == 0x2b && bytes[1] == 0x65 ? bytes[2] : nil
     }
 
     // MARK: writing
@@ -136,9 +160,12 @@ public enum KeyFiles {
         case (.pkcs8, .mldsa65(let key)): return out("PRIVATE KEY", mldsa65PKCS8Prefix + key.seedRepresentation)
         case (.pkcs1, .rsa(let key)): return out("RSA PRIVATE KEY", key.derRepresentation)
         case (.apple, .rsa(let key)): return Array(key.derRepresentation)
-        case (.sec1, .p256(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
-        case (.sec1, .p384(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
-        case (.sec1, .p521(let key)): return out("EC PRIVATE KEY", try sec1(key.derRepresentation))
+        case (.sec1, .p256(let key)):
+            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07], point: key.publicKey.x963Representation))
+        case (.sec1, .p384(let key)):
+            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x22], point: key.publicKey.x963Representation))
+        case (.sec1, .p521(let key)):
+            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x23], point: key.publicKey.x963Representation))
         case (.apple, .p256(let key)): return Array(key.x963Representation)
         case (.apple, .p384(let key)): return Array(key.x963Representation)
         case (.apple, .p521(let key)): return Array(key.x963Representation)
@@ -176,14 +203,22 @@ public enum KeyFiles {
         }
     }
 
-    /// SEC 1 ECPrivateKey out of a PKCS#8 PrivateKeyInfo: the OCTET STRING
-    /// privateKey holds it. A small DER walk over swift-crypto's own output.
-    static func sec1(_ pkcs8: Data) throws -> [UInt8] {
-        var reader = DERReader(Array(pkcs8))
-        var info = try reader.element(tag: 0x30)
-        _ = try info.element(tag: 0x02)  // version
-        _ = try info.element(tag: 0x30)  // algorithm
-        return try info.element(tag: 0x04).contents
+    /// SEC 1 (RFC 5915) ECPrivateKey with the curve named and the public
+    /// key included, as `openssl ec` writes it.
+    static func sec1(scalar: Data, curve: [UInt8], point: Data) -> [UInt8] {
+        let body = DERWriter.element(0x02, [0x01]) + DERWriter.element(0x04, Array(scalar))
+            + DERWriter.element(0xa0, DERWriter.element(0x06, curve))
+            + DERWriter.element(0xa1, DERWriter.element(0x03, [0x00] + Array(point)))
+        return DERWriter.element(0x30, body)
+    }
+}
+
+enum DERWriter {
+    static func element(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
+        let count = contents.count
+        let length: [UInt8] = count < 0x80 ? [UInt8(count)]
+            : count < 0x100 ? [0x81, UInt8(count)] : [0x82, UInt8(count >> 8), UInt8(count & 0xff)]
+        return [tag] + length + contents
     }
 }
 

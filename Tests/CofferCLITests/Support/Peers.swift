@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 /// The independent implementations the interop tests run against: the
-/// `age` CLI (Go) and pyrage (rage, Rust). `.ci/run` installs both.
+/// `age` CLI (Go), pyrage (rage, Rust), OpenSSH's ssh-keygen, the openssl
+/// CLI and Python's cryptography (its own OpenSSL build). `.ci/run`
+/// installs them all.
 ///
 /// A missing peer fails the test. Only outside CI, and only when
 /// COFFER_SKIP_INTEROP=1 is set on purpose, are interop tests skipped, and
@@ -20,11 +22,13 @@ enum Peers {
 
     static let age = which("age")
     static let ageKeygen = which("age-keygen")
+    static let sshKeygen = which("ssh-keygen")
+    static let openssl = which("openssl")
     static let python: String? = {
         let candidates = [environment["COFFER_PYTHON"], CLI.packageRoot.appendingPathComponent(".venv/bin/python").path].compactMap { $0 }
         return candidates.first { path in
             FileManager.default.isExecutableFile(atPath: path)
-                && (try? CLI.run(path, ["-c", "import pyrage"]).status) == 0
+                && (try? CLI.run(path, ["-c", "import pyrage, cryptography.hazmat.primitives.asymmetric.mldsa"]).status) == 0
         }
     }()
     static let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/peer.py").path
