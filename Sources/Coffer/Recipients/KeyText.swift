@@ -8,7 +8,7 @@ public enum AgeKeys {
     /// `age1tagpq1…`, or an OpenSSH `ssh-ed25519`/`ssh-rsa` public key line).
     public static func recipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasPrefix("ssh-") { return try SSHRecipients.recipient(publicKeyLine: trimmed) }
+        if trimmed.hasPrefix("ssh-") || trimmed.hasPrefix("ecdsa-") { return try SSHRecipients.recipient(publicKeyLine: trimmed) }
         if trimmed.hasPrefix("age1pq1") { return try MLKEM768X25519.Recipient(trimmed) }
         if trimmed.hasPrefix("age1tag1") { return try P256Tag.Recipient(trimmed) }
         if trimmed.hasPrefix("age1tagpq1") { return try MLKEM768P256Tag.Recipient(trimmed) }
