@@ -17,36 +17,86 @@ public enum KeyAgreement {
     /// more, but no key needs it.
     public static let maximumSize = 8160
 
-    static func sharedSecret(_ privateKey: AsymmetricPrivateKey, _ peer: AsymmetricPublicKey) throws -> SharedSecret {
-        do {
-            switch (privateKey, peer) {
-            case (.p256(let key), .p256(let other)):
-                return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(rawRepresentation: other.rawRepresentation))
-            case (.p384(let key), .p384(let other)):
-                return try P384.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P384.KeyAgreement.PublicKey(rawRepresentation: other.rawRepresentation))
-            case (.p521(let key), .p521(let other)):
-                return try P521.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P521.KeyAgreement.PublicKey(rawRepresentation: other.rawRepresentation))
-            case (.x25519(let key), .x25519(let other)):
-                let secret = try key.sharedSecretFromKeyAgreement(with: other)
-                guard !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
-                    throw CofferError(.malformed, "the X25519 peer key is a low-order point (the shared secret is zero)")
-                }
-                return secret
-            default: break
-            }
-        } catch let error as CofferError {
-            throw error
-        } catch {
-            throw CofferError(.malformed, "key agreement failed: the peer key is not valid on its curve")
+    /// A private key made ready for repeated agreements (the conversion to
+    /// swift-crypto's key-agreement type happens once).
+    public struct Party: Sendable {
+        enum Key: Sendable {
+            case p256(P256.KeyAgreement.PrivateKey), p384(P384.KeyAgreement.PrivateKey)
+            case p521(P521.KeyAgreement.PrivateKey), x25519(Curve25519.KeyAgreement.PrivateKey)
         }
-        switch privateKey {
-        case .p256, .p384, .p521, .x25519:
-            throw CofferError(.invalidArgument, "the private key is \(privateKey.algorithm) but the peer key is \(peer.algorithm); both must be on the same curve")
-        default:
-            throw CofferError(.invalidArgument, "key agreement needs a P-256, P-384, P-521 or X25519 private key, not \(privateKey.algorithm)")
+        let key: Key
+        let algorithm: String
+
+        public init(privateKey: AsymmetricPrivateKey) throws {
+            algorithm = privateKey.algorithm
+            switch privateKey {
+            case .p256(let k): key = .p256(try P256.KeyAgreement.PrivateKey(rawRepresentation: k.rawRepresentation))
+            case .p384(let k): key = .p384(try P384.KeyAgreement.PrivateKey(rawRepresentation: k.rawRepresentation))
+            case .p521(let k): key = .p521(try P521.KeyAgreement.PrivateKey(rawRepresentation: k.rawRepresentation))
+            case .x25519(let k): key = .x25519(k)
+            default:
+                throw CofferError(.invalidArgument, "key agreement needs a P-256, P-384, P-521 or X25519 private key, not \(privateKey.algorithm)")
+            }
+        }
+
+        /// The derived key: `size` bytes from `kdf` over the ECDH secret,
+        /// with `sharedInfo` (X9.63's SharedInfo, HKDF's info; HKDF's salt is empty).
+        public func agree(with peer: Peer, kdf: KDF = .x963SHA256, size: Int = 32, sharedInfo: some DataProtocol = Data()) throws -> SymmetricKey {
+            guard (1...maximumSize).contains(size) else {
+                throw CofferError(.invalidArgument, "the derived size must be 1 to \(maximumSize) bytes, not \(size)")
+            }
+            let secret = try sharedSecret(with: peer)
+            return switch kdf {
+            case .x963SHA256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .hkdfSHA256: secret.hkdfDerivedSymmetricKey(using: SHA256.self, salt: Data(), sharedInfo: sharedInfo, outputByteCount: size)
+            }
+        }
+
+        func sharedSecret(with peer: Peer) throws -> SharedSecret {
+            do {
+                switch (key, peer.key) {
+                case (.p256(let key), .p256(let other)): return try key.sharedSecretFromKeyAgreement(with: other)
+                case (.p384(let key), .p384(let other)): return try key.sharedSecretFromKeyAgreement(with: other)
+                case (.p521(let key), .p521(let other)): return try key.sharedSecretFromKeyAgreement(with: other)
+                case (.x25519(let key), .x25519(let other)):
+                    let secret = try key.sharedSecretFromKeyAgreement(with: other)
+                    guard !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
+                        throw CofferError(.malformed, "the X25519 peer key is a low-order point (the shared secret is zero)")
+                    }
+                    return secret
+                default:
+                    throw CofferError(.invalidArgument, "the private key is \(algorithm) but the peer key is \(peer.algorithm); both must be on the same curve")
+                }
+            } catch let error as CofferError {
+                throw error
+            } catch {
+                throw CofferError(.malformed, "key agreement failed: the peer key is not valid on its curve")
+            }
+        }
+    }
+
+    /// The other side's public key, made ready for agreements.
+    public struct Peer: Sendable {
+        enum Key: Sendable {
+            case p256(P256.KeyAgreement.PublicKey), p384(P384.KeyAgreement.PublicKey)
+            case p521(P521.KeyAgreement.PublicKey), x25519(Curve25519.KeyAgreement.PublicKey)
+        }
+        let key: Key
+        let algorithm: String
+
+        public init(publicKey: AsymmetricPublicKey) throws {
+            algorithm = publicKey.algorithm
+            switch publicKey {
+            case .p256(let k): key = .p256(try P256.KeyAgreement.PublicKey(rawRepresentation: k.rawRepresentation))
+            case .p384(let k): key = .p384(try P384.KeyAgreement.PublicKey(rawRepresentation: k.rawRepresentation))
+            case .p521(let k): key = .p521(try P521.KeyAgreement.PublicKey(rawRepresentation: k.rawRepresentation))
+            case .x25519(let k): key = .x25519(k)
+            default:
+                throw CofferError(.invalidArgument, "key agreement needs a P-256, P-384, P-521 or X25519 peer key, not \(publicKey.algorithm)")
+            }
         }
     }
 
@@ -54,23 +104,13 @@ public enum KeyAgreement {
     /// `sharedInfo` (X9.63's SharedInfo, HKDF's info; HKDF's salt is empty).
     public static func agree(privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey, kdf: KDF = .x963SHA256,
                              size: Int = 32, sharedInfo: some DataProtocol = Data()) throws -> SymmetricKey {
-        guard (1...maximumSize).contains(size) else {
-            throw CofferError(.invalidArgument, "the derived size must be 1 to \(maximumSize) bytes, not \(size)")
-        }
-        let secret = try sharedSecret(privateKey, peer)
-        return switch kdf {
-        case .x963SHA256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
-        case .x963SHA1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: size)
-        case .x963SHA384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: size)
-        case .x963SHA512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: size)
-        case .hkdfSHA256: secret.hkdfDerivedSymmetricKey(using: SHA256.self, salt: Data(), sharedInfo: sharedInfo, outputByteCount: size)
-        }
+        try Party(privateKey: privateKey).agree(with: try Peer(publicKey: peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
     }
 
     /// The ECDH output itself (the x-coordinate, or X25519's u), which is
     /// not uniformly random and must not be used as a key directly. For
     /// interoperating with systems that apply their own KDF.
     public static func insecureRawSharedSecret(privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey) throws -> [UInt8] {
-        try sharedSecret(privateKey, peer).withUnsafeBytes { Array($0) }
+        try Party(privateKey: privateKey).sharedSecret(with: try Peer(publicKey: peer)).withUnsafeBytes { Array($0) }
     }
 }

@@ -14,36 +14,64 @@ public enum RSAEncryption {
         var name: String { self == .sha256 ? "OAEP-SHA-256" : "OAEP-SHA-1" }
     }
 
-    static func rsaKey(_ key: AsymmetricPublicKey, for operation: String) throws -> _RSA.Encryption.PublicKey {
-        guard case .rsa(let rsa) = key else {
-            throw CofferError(.invalidArgument, "\(operation) needs an RSA key, not \(key.algorithm)")
-        }
-        return try _RSA.Encryption.PublicKey(derRepresentation: rsa.derRepresentation)
-    }
-
     /// The largest message a key takes: k − 2h − 2 bytes.
     public static func limit(modulusBits: Int, hash: Hash) -> Int { (modulusBits + 7) / 8 - 2 * hash.byteCount - 2 }
 
-    public static func encrypt(_ message: some DataProtocol, to key: AsymmetricPublicKey, hash: Hash = .sha256) throws -> Data {
-        let rsa = try rsaKey(key, for: "RSA encryption")
-        let limit = limit(modulusBits: rsa.keySizeInBits, hash: hash)
-        guard message.count <= limit else {
-            throw CofferError(.invalidArgument, "the message is \(message.count) bytes; RSA \(hash.name) with a \(rsa.keySizeInBits)-bit key takes at most \(limit) bytes (k − 2h − 2)")
+    // swift-crypto does not mark _RSA.Encryption keys Sendable (its
+    // _RSA.Signing keys are). Both wrap an immutable BoringSSL EVP_PKEY that
+    // is only read, as the Signing keys' conformance already relies on.
+
+    /// A public key made ready for repeated encryptions.
+    public struct Encryptor: @unchecked Sendable {
+        let key: _RSA.Encryption.PublicKey
+        public let hash: Hash
+
+        public init(publicKey: AsymmetricPublicKey, hash: Hash = .sha256) throws {
+            guard case .rsa(let rsa) = publicKey else {
+                throw CofferError(.invalidArgument, "RSA encryption needs an RSA key, not \(publicKey.algorithm)")
+            }
+            key = try _RSA.Encryption.PublicKey(derRepresentation: rsa.derRepresentation)
+            self.hash = hash
         }
-        return try rsa.encrypt(message, padding: hash.padding)
+
+        public func encrypt(_ message: some DataProtocol) throws -> Data {
+            let limit = RSAEncryption.limit(modulusBits: key.keySizeInBits, hash: hash)
+            guard message.count <= limit else {
+                throw CofferError(.invalidArgument, "the message is \(message.count) bytes; RSA \(hash.name) with a \(key.keySizeInBits)-bit key takes at most \(limit) bytes (k − 2h − 2)")
+            }
+            return try key.encrypt(message, padding: hash.padding)
+        }
+    }
+
+    /// A private key made ready for repeated decryptions.
+    public struct Decryptor: @unchecked Sendable {
+        let key: _RSA.Encryption.PrivateKey
+        public let hash: Hash
+
+        public init(privateKey: AsymmetricPrivateKey, hash: Hash = .sha256) throws {
+            guard case .rsa(let signing) = privateKey else {
+                throw CofferError(.invalidArgument, "RSA decryption needs an RSA private key, not \(privateKey.algorithm)")
+            }
+            key = try _RSA.Encryption.PrivateKey(derRepresentation: signing.derRepresentation)
+            self.hash = hash
+        }
+
+        public func decrypt(_ ciphertext: some DataProtocol) throws -> Data {
+            let k = (key.keySizeInBits + 7) / 8
+            guard ciphertext.count == k else {
+                throw CofferError(.malformed, "an RSA ciphertext for a \(key.keySizeInBits)-bit key is exactly \(k) bytes, not \(ciphertext.count)")
+            }
+            do { return try key.decrypt(ciphertext, padding: hash.padding) } catch {
+                throw CofferError(.payloadAuthenticationFailed, "RSA \(hash.name) decryption failed: wrong key, wrong hash (--hash), or damaged ciphertext")
+            }
+        }
+    }
+
+    public static func encrypt(_ message: some DataProtocol, to key: AsymmetricPublicKey, hash: Hash = .sha256) throws -> Data {
+        try Encryptor(publicKey: key, hash: hash).encrypt(message)
     }
 
     public static func decrypt(_ ciphertext: some DataProtocol, with key: AsymmetricPrivateKey, hash: Hash = .sha256) throws -> Data {
-        guard case .rsa(let signing) = key else {
-            throw CofferError(.invalidArgument, "RSA decryption needs an RSA private key, not \(key.algorithm)")
-        }
-        let rsa = try _RSA.Encryption.PrivateKey(derRepresentation: signing.derRepresentation)
-        let k = (rsa.keySizeInBits + 7) / 8
-        guard ciphertext.count == k else {
-            throw CofferError(.malformed, "an RSA ciphertext for a \(rsa.keySizeInBits)-bit key is exactly \(k) bytes, not \(ciphertext.count)")
-        }
-        do { return try rsa.decrypt(ciphertext, padding: hash.padding) } catch {
-            throw CofferError(.payloadAuthenticationFailed, "RSA \(hash.name) decryption failed: wrong key, wrong hash (--hash), or damaged ciphertext")
-        }
+        try Decryptor(privateKey: key, hash: hash).decrypt(ciphertext)
     }
 }
