@@ -35,7 +35,7 @@ let package = Package(
         .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer"]),
         .executableTarget(
             name: "coffer-bench",
-            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         // zlib, only to inflate the compressed CCTV vectors in tests.
         .systemLibrary(
