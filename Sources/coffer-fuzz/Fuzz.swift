@@ -31,6 +31,17 @@ enum FuzzTarget {
         if let text = String(bytes: bytes, encoding: .utf8) {
             _ = try? AgeKeys.identities(fileContents: text)
             _ = try? AgeKeys.recipients(fileContents: text)
+            _ = try? OpenSSH.parsePublicKeyLine(text)
+        }
+        // Key files in every format, and the OpenSSH private key body alone.
+        let keyParsers: [(String, () throws -> Void)] = [
+            ("KeyFiles.privateKey", { _ = try KeyFiles.privateKey(bytes) }),
+            ("KeyFiles.publicKey", { _ = try KeyFiles.publicKey(bytes) }),
+            ("OpenSSH.privateKey", { _ = try OpenSSH.privateKey(bytes: Array("openssh-key-v1\0".utf8) + bytes) }),
+            ("OpenSSH.publicKey", { _ = try OpenSSH.publicKey(wire: bytes) }),
+        ]
+        for (name, parse) in keyParsers {
+            do { try parse() } catch is CofferError {} catch { fatalError("\(name) threw a non-Coffer error: \(error)") }
         }
     }
 }

@@ -25,6 +25,8 @@ public enum RSAEncryption {
     public struct Encryptor: @unchecked Sendable {
         let key: _RSA.Encryption.PublicKey
         public let hash: Hash
+        /// The largest message this key takes.
+        public let limit: Int
 
         public init(publicKey: AsymmetricPublicKey, hash: Hash = .sha256) throws {
             guard case .rsa(let rsa) = publicKey else {
@@ -32,10 +34,10 @@ public enum RSAEncryption {
             }
             key = try _RSA.Encryption.PublicKey(derRepresentation: rsa.derRepresentation)
             self.hash = hash
+            limit = RSAEncryption.limit(modulusBits: key.keySizeInBits, hash: hash)
         }
 
         public func encrypt(_ message: some DataProtocol) throws -> Data {
-            let limit = RSAEncryption.limit(modulusBits: key.keySizeInBits, hash: hash)
             guard message.count <= limit else {
                 throw CofferError(.invalidArgument, "the message is \(message.count) bytes; RSA \(hash.name) with a \(key.keySizeInBits)-bit key takes at most \(limit) bytes (k − 2h − 2)")
             }
@@ -47,6 +49,7 @@ public enum RSAEncryption {
     public struct Decryptor: @unchecked Sendable {
         let key: _RSA.Encryption.PrivateKey
         public let hash: Hash
+        let k: Int
 
         public init(privateKey: AsymmetricPrivateKey, hash: Hash = .sha256) throws {
             guard case .rsa(let signing) = privateKey else {
@@ -54,10 +57,10 @@ public enum RSAEncryption {
             }
             key = try _RSA.Encryption.PrivateKey(derRepresentation: signing.derRepresentation)
             self.hash = hash
+            k = (key.keySizeInBits + 7) / 8
         }
 
         public func decrypt(_ ciphertext: some DataProtocol) throws -> Data {
-            let k = (key.keySizeInBits + 7) / 8
             guard ciphertext.count == k else {
                 throw CofferError(.malformed, "an RSA ciphertext for a \(key.keySizeInBits)-bit key is exactly \(k) bytes, not \(ciphertext.count)")
             }
