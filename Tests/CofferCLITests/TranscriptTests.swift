@@ -4,12 +4,31 @@ import Testing
 /// The CLI as a user sees it: `--help` and every error path, compared as
 /// whole transcripts.
 @Suite struct TranscriptTests {
-    static let commands = ["", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour"]
+    static let commands = ["", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
+                           "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert"]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {
-        let arguments = command.isEmpty ? ["--help"] : [command, "--help"]
-        try Transcript.check("help-\(command.isEmpty ? "coffer" : command)", "coffer \(arguments.joined(separator: " "))", CLI.coffer(arguments))
+        let arguments = command.split(separator: " ").map(String.init) + ["--help"]
+        let name = command.isEmpty ? "coffer" : command.replacingOccurrences(of: " ", with: "-")
+        try Transcript.check("help-\(name)", "coffer \(arguments.joined(separator: " "))", CLI.coffer(arguments))
+    }
+
+    /// The public-key commands' failures: each says what was expected.
+    @Test func publicKeyErrorPaths() throws {
+        let fixture = try Fixture()
+        let directory = fixture.directory
+        try #require(CLI.coffer(["keygen", "--type", "ed25519", "-o", "ed.key"], in: directory.url).status == 0)
+        try #require(CLI.coffer(["keygen", "--type", "p256", "-o", "p256.pem"], in: directory.url).status == 0)
+        try directory.write("sig", [UInt8](repeating: 1, count: 64))
+        try fixture.check("rsa-encrypt-not-rsa", ["rsa", "encrypt", "-k", "ed.key", "-o", "out", "plain.txt"])
+        try fixture.check("agree-not-ecdh", ["agree", "--private", "ed.key", "--peer", "p256.pem"])
+        try fixture.check("agree-other-curve", ["agree", "--private", "p256.pem", "--peer", "ed.key"])
+        try fixture.check("agree-raw-to-terminal", ["agree", "--private", "p256.pem", "--peer", "p256.pem", "--raw"])
+        try fixture.check("verify-invalid", ["verify", "-k", "ed.key", "-s", "sig", "plain.txt"])
+        try fixture.check("sign-not-a-key", ["sign", "-k", "plain.txt", "-o", "out", "plain.txt"])
+        try fixture.check("key-convert-impossible", ["key", "convert", "--to", "pkcs1", "-o", "out", "ed.key"])
+        try fixture.check("decrypt-identity-not-age", ["decrypt", "-i", "plain.txt", "-o", "out", "file.age"])
     }
 
     /// Runs coffer in a directory holding an identity, a second identity

@@ -173,7 +173,7 @@ public enum KeyFiles {
             guard !der else { throw CofferError(.invalidArgument, "OpenSSH private keys are PEM only") }
             return Array(try OpenSSH.privateKeyPEM(key).utf8)
         default:
-            throw CofferError(.invalidArgument, "a \(key.algorithm) private key cannot be written as \(format.rawValue)")
+            throw CofferError(.invalidArgument, "this \(key.algorithm) private key cannot be written as \(format.rawValue)")
         }
     }
 
@@ -199,7 +199,7 @@ public enum KeyFiles {
             guard !der else { throw CofferError(.invalidArgument, "OpenSSH public keys are text lines only") }
             return Array((try OpenSSH.publicKeyLine(key) + "\n").utf8)
         default:
-            throw CofferError(.invalidArgument, "a \(key.algorithm) public key cannot be written as \(format.rawValue)")
+            throw CofferError(.invalidArgument, "this \(key.algorithm) public key cannot be written as \(format.rawValue)")
         }
     }
 

@@ -22,7 +22,7 @@ public enum AgeKeys {
         if text.hasPrefix("AGE-SECRET-KEY-1") { return try X25519.Identity(text) }
         if text.hasPrefix("AGE-SECRET-KEY-PQ-1") { return try MLKEM768X25519.Identity(text) }
         if text.hasPrefix("COFFER-TAGPQ-SECRET-KEY-1") { return try MLKEM768P256Tag.Identity(text) }
-        throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\" or \"AGE-SECRET-KEY-PQ-1…\")")
+        throw CofferError(.malformed, "unknown identity type (expected \"AGE-SECRET-KEY-1…\", \"AGE-SECRET-KEY-PQ-1…\", \"COFFER-TAGPQ-SECRET-KEY-1…\", or one private key file: SSH Ed25519 or RSA, P-256)")
     }
 
     /// The identity of one private key: an SSH key (Ed25519 or RSA) is an
