@@ -34,6 +34,22 @@ import Testing
         #expect(Array(try Age.decrypt(file, with: fromFile)) == pattern(size))
     }
 
+    /// Identity files in every P-256 private key format open the file:
+    /// PKCS#8 and SEC 1 in PEM and DER, and Apple's 97 bytes.
+    @Test func identityFilesInEveryFormat() throws {
+        let identity = P256Tag.Identity(privateKey: key)
+        let file = try Age.encrypt(pattern(100), to: [identity.recipient])
+        let signingKey = AsymmetricPrivateKey.p256(try P256.Signing.PrivateKey(rawRepresentation: key.rawRepresentation))
+        var files: [[UInt8]] = [Array(key.x963Representation)]
+        for format in [KeyFiles.Format.pkcs8, .sec1] {
+            for der in [false, true] { files.append(try KeyFiles.encode(signingKey, as: format, der: der)) }
+        }
+        for bytes in files {
+            let identities = try AgeKeys.identities(fileBytes: bytes)
+            #expect(Array(try Age.decrypt(file, with: identities)) == pattern(100))
+        }
+    }
+
     /// The tag is HKDF-Extract over enc ‖ SHA-256(recipient)[:4]: a stanza
     /// whose tag is changed is not this identity's, so it does not match.
     @Test func stanzaRules() throws {

@@ -50,3 +50,28 @@ public struct Stanza: Sendable, Hashable {
         return output
     }
 }
+
+/// The checks every identity makes on a stanza of its own type before any
+/// cryptography, each failing as a malformed header that names the rule.
+extension Stanza {
+    func requireArgumentCount(_ count: Int) throws {
+        guard arguments.count == count else {
+            throw CofferError(.malformedHeader, "the \(type) stanza must have exactly \(count) argument\(count == 1 ? "" : "s")")
+        }
+    }
+
+    /// Argument `index`, which must be canonical base64 of `byteCount` bytes.
+    func decodedArgument(_ index: Int, byteCount: Int, name: String) throws -> [UInt8] {
+        guard let bytes = Base64.decode(arguments[index]), bytes.count == byteCount else {
+            throw CofferError(.malformedHeader, "the \(type) stanza's \(name) must be \(byteCount) bytes of canonical base64")
+        }
+        return Array(bytes)
+    }
+
+    /// Checked before decrypting, against partitioning oracles.
+    func requireBodyCount(_ byteCount: Int) throws {
+        guard body.count == byteCount else {
+            throw CofferError(.malformedHeader, "the \(type) stanza's body must be \(byteCount) bytes")
+        }
+    }
+}

@@ -138,18 +138,10 @@ public enum MLKEM768P256Tag {
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let recipientPoint = p256.publicKey.x963Representation
             for stanza in stanzas where stanza.type == stanzaType {
-                guard stanza.arguments.count == 2 else {
-                    throw CofferError(.malformedHeader, "an mlkem768p256tag stanza must have exactly two arguments")
-                }
-                guard let tag = Base64.decode(stanza.arguments[0]), tag.count == 4 else {
-                    throw CofferError(.malformedHeader, "an mlkem768p256tag stanza's tag must be 4 bytes of canonical base64")
-                }
-                guard let encapsulated = Base64.decode(stanza.arguments[1]), encapsulated.count == encapsulatedKeySize else {
-                    throw CofferError(.malformedHeader, "an mlkem768p256tag stanza's share must be 1153 bytes of canonical base64")
-                }
-                guard stanza.body.count == FileKey.byteCount + 16 else {
-                    throw CofferError(.malformedHeader, "an mlkem768p256tag stanza's body must be 32 bytes")
-                }
+                try stanza.requireArgumentCount(2)
+                let tag = try stanza.decodedArgument(0, byteCount: 4, name: "tag")
+                let encapsulated = try stanza.decodedArgument(1, byteCount: encapsulatedKeySize, name: "share")
+                try stanza.requireBodyCount(FileKey.byteCount + 16)
                 let enc = Data(encapsulated)
                 guard MLKEM768P256Tag.tag(encapsulatedKey: enc, recipientPoint: recipientPoint) == tag else { continue }
                 let ctT = enc.suffix(pointSize)

@@ -78,18 +78,10 @@ public enum P256Tag {
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let compressed = privateKey.publicKey.compressedRepresentation
             for stanza in stanzas where stanza.type == stanzaType {
-                guard stanza.arguments.count == 2 else {
-                    throw CofferError(.malformedHeader, "a p256tag stanza must have exactly two arguments")
-                }
-                guard let tag = Base64.decode(stanza.arguments[0]), tag.count == 4 else {
-                    throw CofferError(.malformedHeader, "a p256tag stanza's tag must be 4 bytes of canonical base64")
-                }
-                guard let encapsulated = Base64.decode(stanza.arguments[1]), encapsulated.count == 65 else {
-                    throw CofferError(.malformedHeader, "a p256tag stanza's share must be 65 bytes of canonical base64")
-                }
-                guard stanza.body.count == FileKey.byteCount + 16 else {
-                    throw CofferError(.malformedHeader, "a p256tag stanza's body must be 32 bytes")
-                }
+                try stanza.requireArgumentCount(2)
+                let tag = try stanza.decodedArgument(0, byteCount: 4, name: "tag")
+                let encapsulated = try stanza.decodedArgument(1, byteCount: 65, name: "share")
+                try stanza.requireBodyCount(FileKey.byteCount + 16)
                 // Another recipient's stanza: skip it without any ECDH.
                 guard P256Tag.tag(encapsulatedKey: Data(encapsulated), recipient: compressed) == tag else { continue }
                 guard var receiver = try? HPKE.Recipient(

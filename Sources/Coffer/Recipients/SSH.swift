@@ -80,19 +80,11 @@ public enum SSHEd25519 {
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let expectedTag = SSHRecipients.tag(wire: recipient.wire)
             for stanza in stanzas where stanza.type == stanzaType {
-                guard stanza.arguments.count == 2 else {
-                    throw CofferError(.malformedHeader, "an ssh-ed25519 stanza must have exactly two arguments")
-                }
-                guard let tag = Base64.decode(stanza.arguments[0]), tag.count == 4 else {
-                    throw CofferError(.malformedHeader, "an ssh-ed25519 stanza's tag must be 4 bytes of canonical base64")
-                }
-                guard let share = Base64.decode(stanza.arguments[1]), share.count == 32 else {
-                    throw CofferError(.malformedHeader, "an ssh-ed25519 stanza's share must be 32 bytes of canonical base64")
-                }
-                guard stanza.body.count == FileKey.byteCount + 16 else {
-                    throw CofferError(.malformedHeader, "an ssh-ed25519 stanza's body must be 32 bytes")
-                }
-                guard Array(tag) == expectedTag else { continue }
+                try stanza.requireArgumentCount(2)
+                let tag = try stanza.decodedArgument(0, byteCount: 4, name: "tag")
+                let share = try stanza.decodedArgument(1, byteCount: 32, name: "share")
+                try stanza.requireBodyCount(FileKey.byteCount + 16)
+                guard tag == expectedTag else { continue }
                 let peer = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: share)
                 guard let secret = try? privateKey.sharedSecretFromKeyAgreement(with: peer),
                       !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }),
@@ -147,16 +139,9 @@ public enum SSHRSA {
             let expectedTag = SSHRecipients.tag(wire: recipient.wire)
             let modulusBytes = (privateKey.keySizeInBits + 7) / 8
             for stanza in stanzas where stanza.type == stanzaType {
-                guard stanza.arguments.count == 1 else {
-                    throw CofferError(.malformedHeader, "an ssh-rsa stanza must have exactly one argument")
-                }
-                guard let tag = Base64.decode(stanza.arguments[0]), tag.count == 4 else {
-                    throw CofferError(.malformedHeader, "an ssh-rsa stanza's tag must be 4 bytes of canonical base64")
-                }
-                guard Array(tag) == expectedTag else { continue }
-                guard stanza.body.count == modulusBytes else {
-                    throw CofferError(.malformedHeader, "an ssh-rsa stanza's body must be as long as the key's modulus")
-                }
+                try stanza.requireArgumentCount(1)
+                guard try stanza.decodedArgument(0, byteCount: 4, name: "tag") == expectedTag else { continue }
+                try stanza.requireBodyCount(modulusBytes)
                 guard let plaintext = try? RSAKeys.oaepSHA256Decrypt(stanza.body, label: label, with: privateKey) else { continue }
                 return try FileKey(unwrapped: plaintext)
             }
