@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Coffer", targets: ["Coffer"]),
+        .library(name: "CofferCompat", targets: ["CofferCompat"]),
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
@@ -22,11 +23,21 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Reading and migrating what iOS apps already stored: SecKey,
+        // RNCryptor v3, the CommonCrypto recipe, CryptoKit sealed boxes.
+        .target(
+            name: "CofferCompat",
+            dependencies: [
+                "Coffer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(name: "CofferTesting", dependencies: ["Coffer"]),
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "Coffer",
+                "Coffer", "CofferCompat",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -50,6 +61,15 @@ let package = Package(
                 "Coffer", "CofferTesting", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "CofferCompatTests",
+            dependencies: [
+                "Coffer", "CofferCompat",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             resources: [.copy("Resources")]
         ),

@@ -4,7 +4,7 @@ import Foundation
 /// Streaming digests and HMACs of files, for `coffer hash` and `coffer hmac`.
 public enum FileDigest {
     public enum Algorithm: String, CaseIterable, Sendable {
-        case sha256, sha384, sha512, sha1, md5
+        case sha256, sha384, sha512, sha224, sha1, md5
 
         /// SHA-1 and MD5 are broken for collision resistance: offered only
         /// to check old checksums, and marked insecure wherever shown.
@@ -17,6 +17,12 @@ public enum FileDigest {
         case .sha256: try digest(&source, SHA256.self)
         case .sha384: try digest(&source, SHA384.self)
         case .sha512: try digest(&source, SHA512.self)
+        case .sha224:
+            try {
+                var function = SHA224()
+                try forEachBlock(&source) { function.update($0) }
+                return function.finalize()
+            }()
         case .sha1: try digest(&source, Insecure.SHA1.self)
         case .md5: try digest(&source, Insecure.MD5.self)
         }
@@ -28,6 +34,7 @@ public enum FileDigest {
         case .sha256: try mac(&source, key, SHA256.self)
         case .sha384: try mac(&source, key, SHA384.self)
         case .sha512: try mac(&source, key, SHA512.self)
+        case .sha224: throw CofferError(.unsupported, "HMAC-SHA-224 is not offered; use sha256")
         case .sha1: try mac(&source, key, Insecure.SHA1.self)
         case .md5: try mac(&source, key, Insecure.MD5.self)
         }

@@ -1,0 +1,71 @@
+import Coffer
+import Foundation
+
+/// The SecKeyAlgorithm values Coffer reads and writes, parsed from either
+/// spelling: Swift's (`eciesEncryptionCofactorVariableIVX963SHA256AESGCM`,
+/// with or without the leading dot) or the C constant
+/// (`kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM`).
+public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
+    public enum Hash: String, Sendable, CaseIterable {
+        case sha1 = "SHA1", sha224 = "SHA224", sha256 = "SHA256", sha384 = "SHA384", sha512 = "SHA512"
+    }
+
+    /// ECIES; `cofactor` names the Cofactor variant, which on the NIST
+    /// curves (cofactor 1) computes exactly what Standard does.
+    case ecies(cofactor: Bool, variableIV: Bool, hash: Hash)
+    case rsaOAEPAESGCM(hash: Hash)
+    /// ECDH key exchange; `hash` nil is the raw shared secret.
+    case ecdhKeyExchange(cofactor: Bool, hash: Hash?)
+
+    public init(_ name: String) throws {
+        var text = name.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix(".") { text.removeFirst() }
+        if text.hasPrefix("kSecKeyAlgorithm") {
+            text.removeFirst("kSecKeyAlgorithm".count)
+            for acronym in ["ECIES", "RSA", "ECDH"] where text.hasPrefix(acronym) {
+                text = acronym.lowercased() + text.dropFirst(acronym.count)
+            }
+        }
+        func hash(_ suffix: Substring) -> Hash? { Hash(rawValue: String(suffix)) }
+        let unknown = CofferError(.invalidArgument, "unknown SecKey algorithm \"\(name)\"; expected e.g. eciesEncryptionCofactorVariableIVX963SHA256AESGCM, rsaEncryptionOAEPSHA256AESGCM or ecdhKeyExchangeCofactorX963SHA256 (or their kSecKeyAlgorithm… constants)")
+        if text.hasPrefix("eciesEncryption"), text.hasSuffix("AESGCM") {
+            var middle = text.dropFirst("eciesEncryption".count).dropLast("AESGCM".count)
+            let cofactor: Bool
+            if middle.hasPrefix("Standard") { cofactor = false; middle = middle.dropFirst(8) }
+            else if middle.hasPrefix("Cofactor") { cofactor = true; middle = middle.dropFirst(8) }
+            else { throw unknown }
+            let variableIV = middle.hasPrefix("VariableIV")
+            if variableIV { middle = middle.dropFirst(10) }
+            guard middle.hasPrefix("X963"), let hash = hash(middle.dropFirst(4)) else { throw unknown }
+            guard !(variableIV && hash == .sha1) else {
+                throw CofferError(.invalidArgument, "Apple defines no VariableIV ECIES variant with SHA-1 (\(name))")
+            }
+            self = .ecies(cofactor: cofactor, variableIV: variableIV, hash: hash)
+        } else if text.hasPrefix("rsaEncryptionOAEP"), text.hasSuffix("AESGCM") {
+            guard let hash = hash(text.dropFirst("rsaEncryptionOAEP".count).dropLast(6)) else { throw unknown }
+            self = .rsaOAEPAESGCM(hash: hash)
+        } else if text.hasPrefix("ecdhKeyExchange") {
+            var rest = text.dropFirst("ecdhKeyExchange".count)
+            let cofactor: Bool
+            if rest.hasPrefix("Standard") { cofactor = false; rest = rest.dropFirst(8) }
+            else if rest.hasPrefix("Cofactor") { cofactor = true; rest = rest.dropFirst(8) }
+            else { throw unknown }
+            if rest.isEmpty { self = .ecdhKeyExchange(cofactor: cofactor, hash: nil); return }
+            guard rest.hasPrefix("X963"), let hash = hash(rest.dropFirst(4)) else { throw unknown }
+            self = .ecdhKeyExchange(cofactor: cofactor, hash: hash)
+        } else {
+            throw unknown
+        }
+    }
+
+    /// The Swift spelling.
+    public var description: String {
+        switch self {
+        case let .ecies(cofactor, variableIV, hash):
+            "eciesEncryption\(cofactor ? "Cofactor" : "Standard")\(variableIV ? "VariableIV" : "")X963\(hash.rawValue)AESGCM"
+        case let .rsaOAEPAESGCM(hash): "rsaEncryptionOAEP\(hash.rawValue)AESGCM"
+        case let .ecdhKeyExchange(cofactor, hash):
+            "ecdhKeyExchange\(cofactor ? "Cofactor" : "Standard")" + (hash.map { "X963\($0.rawValue)" } ?? "")
+        }
+    }
+}
