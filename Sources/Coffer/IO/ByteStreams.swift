@@ -22,7 +22,7 @@ public protocol ByteSink {
 
 extension ByteSource {
     /// Reads until `buffer` is full or the source ends; returns the count.
-    mutating func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    public mutating func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         var filled = 0
         while filled < buffer.count {
             let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
