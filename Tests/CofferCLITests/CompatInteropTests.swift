@@ -66,4 +66,102 @@ import Testing
         let refused = try CLI.coffer(["apple", "encrypt", "--algorithm", "rsaEncryptionOAEPSHA384AESGCM", "--key", publicKey, "-o", directory.path("x"), input])
         #expect(refused.status == 5 && refused.stderr.contains("SHA-1 and SHA-256"))
     }
+
+    static let compatPeer = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/compat_peer.py").path
+
+    @Test func rncryptorWithPyPIPackage() throws {
+        guard Peers.available([("python3 with rncryptor", Peers.python)]) else { return }
+        let directory = try TemporaryDirectory()
+        let password = try directory.write("pw", Array("correct horse battery staple\n".utf8))
+        for size in Self.sizes {
+            let input = try directory.write("in", pattern(size))
+            Self.ok(try CLI.coffer(["rncryptor", "encrypt", "--passphrase-file", password, "-o", directory.path("c1"), input]), "coffer encrypt")
+            Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "rncryptor-decrypt", password, directory.path("c1"), directory.path("p1")]), "rncryptor decrypt")
+            #expect(try directory.read("p1") == pattern(size), "size \(size)")
+            Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "rncryptor-encrypt", password, input, directory.path("c2")]), "rncryptor encrypt")
+            Self.ok(try CLI.coffer(["rncryptor", "decrypt", "--passphrase-file", password, "-o", directory.path("p2"), directory.path("c2")]), "coffer decrypt")
+            #expect(try directory.read("p2") == pattern(size), "size \(size)")
+        }
+        // A damaged message: exit 3, and no output file.
+        var damaged = try directory.read("c2")
+        damaged[damaged.count / 2] ^= 1
+        let bad = try directory.write("bad", damaged)
+        #expect(try CLI.coffer(["rncryptor", "decrypt", "--passphrase-file", password, "-o", directory.path("never"), bad]).status == 3)
+        #expect(!directory.exists("never"))
+    }
+
+    /// The recipe's dictionary made by openssl enc (AES-256-CBC and -ECB)
+    /// with a PBKDF2-SHA512 key from hashlib, as JSON, XML and binary plists.
+    @Test(arguments: ["cbc", "ecb"])
+    func legacyRecipeWithOpenSSL(mode: String) throws {
+        guard Peers.available([("openssl", Peers.openssl), ("python3", Peers.python)]) else { return }
+        let directory = try TemporaryDirectory()
+        let password = try directory.write("pw", Array("hunter2".utf8))
+        for (index, form) in ["json", "xml", "binary"].enumerated() {
+            for size in [0, 1, 16, 1037, 1 << 20] where index == 0 || size == 1037 {
+                let input = try directory.write("in", pattern(size))
+                Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "legacy-make", mode, password, input, directory.path("stored"), form]), "legacy-make")
+                let result = Self.ok(try CLI.coffer(["legacy", "decrypt", "--mode", mode, "--passphrase-file", password, "-o", directory.path("out"), directory.path("stored")]), "coffer legacy decrypt")
+                #expect(result.stderr.contains("unauthenticated"))
+                #expect(try directory.read("out") == pattern(size), "\(mode) \(form) \(size)")
+            }
+        }
+    }
+
+    @Test(arguments: ["aesgcm", "chachapoly"])
+    func cryptokitBoxesWithPython(cipher: String) throws {
+        guard Peers.available([("python3 with cryptography", Peers.python)]) else { return }
+        let directory = try TemporaryDirectory()
+        let key = try directory.write("key", (0..<32).map { UInt8($0 * 7 & 0xff) })
+        for size in Self.sizes {
+            let input = try directory.write("in", pattern(size))
+            Self.ok(try CLI.coffer(["cryptokit", "seal", "--cipher", cipher, "--key-file", key, "-o", directory.path("c1"), input]), "coffer seal")
+            #expect(try directory.read("c1").count == 12 + size + 16)
+            Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "cryptokit-open", cipher, key, directory.path("c1"), directory.path("p1")]), "python open")
+            #expect(try directory.read("p1") == pattern(size))
+            Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "cryptokit-seal", cipher, key, input, directory.path("c2")]), "python seal")
+            Self.ok(try CLI.coffer(["cryptokit", "open", "--cipher", cipher, "--key-file", key, "-o", directory.path("p2"), directory.path("c2")]), "coffer open")
+            #expect(try directory.read("p2") == pattern(size))
+        }
+    }
+
+    /// Each old format, made by its peer, converts to an age file that age
+    /// opens; damaged old data converts to nothing.
+    @Test func convertEveryFormatToAge() throws {
+        guard Peers.available([("python3 with cryptography and rncryptor", Peers.python), ("openssl", Peers.openssl), ("age", Peers.age)]) else { return }
+        let directory = try TemporaryDirectory()
+        Self.ok(try CLI.run(Peers.ageKeygen!, ["-o", directory.path("age.key")]), "age-keygen")
+        let recipient = try CLI.run(Peers.ageKeygen!, ["-y", directory.path("age.key")]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let input = try directory.write("in", pattern(5000))
+        let password = try directory.write("pw", Array("migrate me".utf8))
+        let ckKey = try directory.write("ck.key", [UInt8](repeating: 0x42, count: 32))
+        Self.ok(try CLI.run(Peers.python!, [Self.appleReference, "keygen-ec", "P-256", directory.path("ec.private"), directory.path("ec.public")]), "keygen")
+        Self.ok(try CLI.run(Peers.python!, [Self.appleReference, "ecies-encrypt", directory.path("ec.public"), "sha256", "1", input, directory.path("old.apple")]), "ecies")
+        Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "rncryptor-encrypt", password, input, directory.path("old.rncryptor")]), "rncryptor")
+        Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "legacy-make", "cbc", password, input, directory.path("old.cbc"), "xml"]), "legacy cbc")
+        Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "legacy-make", "ecb", password, input, directory.path("old.ecb"), "json"]), "legacy ecb")
+        Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "cryptokit-seal", "aesgcm", ckKey, input, directory.path("old.gcm")]), "gcm")
+        Self.ok(try CLI.run(Peers.python!, [Self.compatPeer, "cryptokit-seal", "chachapoly", ckKey, input, directory.path("old.chacha")]), "chacha")
+        let cases: [(String, String, [String])] = [
+            ("apple-ecies", "old.apple", ["--algorithm", "eciesEncryptionStandardVariableIVX963SHA256AESGCM", "--key", directory.path("ec.private")]),
+            ("rncryptor", "old.rncryptor", ["--passphrase-file", password]),
+            ("legacy-cbc", "old.cbc", ["--passphrase-file", password]),
+            ("legacy-ecb", "old.ecb", ["--passphrase-file", password]),
+            ("cryptokit-aesgcm", "old.gcm", ["--key-file", ckKey]),
+            ("cryptokit-chachapoly", "old.chacha", ["--key-file", ckKey]),
+        ]
+        for (format, file, credentials) in cases {
+            Self.ok(try CLI.coffer(["convert", "--from", format] + credentials + ["-r", recipient, "-o", directory.path("\(format).age"), directory.path(file)]), "convert \(format)")
+            Self.ok(try CLI.run(Peers.age!, ["-d", "-i", directory.path("age.key"), "-o", directory.path("\(format).out"), directory.path("\(format).age")]), "age -d \(format)")
+            #expect(try directory.read("\(format).out") == pattern(5000), "\(format)")
+            if !format.hasPrefix("legacy") {
+                var damaged = try directory.read(file)
+                damaged[damaged.count - 5] ^= 1
+                let bad = try directory.write("bad", damaged)
+                let result = try CLI.coffer(["convert", "--from", format] + credentials + ["-r", recipient, "-o", directory.path("never.age"), bad])
+                #expect(result.status == 3, "damaged \(format): \(result.stderr)")
+                #expect(!directory.exists("never.age"))
+            }
+        }
+    }
 }

@@ -28,7 +28,7 @@ enum Peers {
         let candidates = [environment["COFFER_PYTHON"], CLI.packageRoot.appendingPathComponent(".venv/bin/python").path].compactMap { $0 }
         return candidates.first { path in
             FileManager.default.isExecutableFile(atPath: path)
-                && (try? CLI.run(path, ["-c", "import pyrage, cryptography.hazmat.primitives.asymmetric.mldsa"]).status) == 0
+                && (try? CLI.run(path, ["-c", "import pyrage, rncryptor, cryptography.hazmat.primitives.asymmetric.mldsa"]).status) == 0
         }
     }()
     static let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/peer.py").path

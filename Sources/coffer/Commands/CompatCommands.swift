@@ -1,0 +1,229 @@
+import ArgumentParser
+import Coffer
+import CofferCompat
+import Foundation
+
+extension LegacyRecipe.Mode: ExpressibleByArgument {}
+extension CryptoKitBox.Cipher: ExpressibleByArgument {}
+
+/// A password (from a file, or asked on the terminal) or a 64-byte key file.
+struct RNCryptorCredentials: ParsableArguments {
+    @Option(name: .customLong("passphrase-file"), help: "Read the password from this file (one final line break is ignored).")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("key-file"), help: "64 bytes: the encryption key, then the HMAC key.")
+    var keyFile: String?
+
+    func validate() throws {
+        if passphraseFile != nil && keyFile != nil { throw ValidationError("give --passphrase-file or --key-file, not both") }
+    }
+
+    func resolve(confirm: Bool) throws -> RNCryptor.Credentials {
+        if let keyFile { return try RNCryptor.Credentials.keyFile(try Input.readAll(path: keyFile, what: "the key file")) }
+        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
+        return .password(try Passphrase.prompt("Password", confirm: confirm))
+    }
+}
+
+struct RNCryptorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rncryptor",
+        abstract: "Read and write RNCryptor v3 messages.",
+        discussion: """
+            Password messages use PBKDF2-HMAC-SHA1 (10,000 rounds); key messages take a \
+            64-byte key file. Decryption checks the HMAC over the whole message before it \
+            decrypts anything, and writes the output only when everything checked.
+            """,
+        subcommands: [RNCryptorEncrypt.self, RNCryptorDecrypt.self])
+}
+
+struct RNCryptorEncrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "encrypt", abstract: "Write an RNCryptor v3 message.")
+    @OptionGroup var credentials: RNCryptorCredentials
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+    @Argument(help: "The input file; standard input when absent or \"-\".")
+    var input: String?
+
+    func run() throws {
+        let credentials = try credentials.resolve(confirm: true)
+        let file = try Input(path: input ?? "-")
+        defer { file.finish() }
+        let out = try Output(path: output, binary: true)
+        var source = file.source
+        try out.write { sink in try RNCryptor.encrypt(from: &source, to: &sink, credentials: credentials) }
+    }
+}
+
+struct RNCryptorDecrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "decrypt", abstract: "Read an RNCryptor v3 message.")
+    @OptionGroup var credentials: RNCryptorCredentials
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+    @Argument(help: "The input file; standard input when absent or \"-\".")
+    var input: String?
+
+    func run() throws {
+        let credentials = try credentials.resolve(confirm: false)
+        let file = try Input(path: input ?? "-")
+        defer { file.finish() }
+        let out = try Output(path: output, binary: false)
+        var source = file.source
+        try out.write { sink in try RNCryptor.decrypt(from: &source, to: &sink, credentials: credentials) }
+    }
+}
+
+struct Legacy: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read the CommonCrypto \"data at rest\" recipe's stored dictionaries.",
+        subcommands: [LegacyDecrypt.self])
+}
+
+struct LegacyDecrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt",
+        abstract: "Decrypt {EncryptionData, EncryptionIV, EncryptionSalt} (plist or JSON).",
+        discussion: """
+            PBKDF2-HMAC-SHA512 with 14,271 rounds, then AES-256 with PKCS#7. --mode cbc is what \
+            the recipe's code does; --mode ecb is what kCCOptionPKCS7Padding + kCCModeCBC \
+            actually selects (they add up to the ECB option). There is no MAC: the output is \
+            unauthenticated, and a warning says so.
+            """)
+
+    @Option(help: "cbc or ecb: how the data was written. Never guessed.")
+    var mode: LegacyRecipe.Mode
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file.")
+    var passphraseFile: String?
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+
+    @Argument(help: "The stored dictionary: a binary or XML property list, or JSON.")
+    var input: String
+
+    func run() throws {
+        let passphrase = try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
+        let envelope = try LegacyRecipe.envelope(try Input.readAll(path: input, what: "the input"))
+        let plaintext = try LegacyRecipe.decrypt(envelope, passphrase: passphrase, mode: mode)
+        StandardError.write("coffer: warning: this format has no MAC; the plaintext is unauthenticated (only its padding was checked)\n")
+        try KeyFile.write(plaintext.bytes, to: output, binary: false)
+    }
+}
+
+struct CryptoKitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cryptokit",
+        abstract: "Seal and open CryptoKit sealed boxes (combined: nonce ‖ ciphertext ‖ tag).",
+        subcommands: [CryptoKitSeal.self, CryptoKitOpen.self])
+}
+
+struct CryptoKitOptions: ParsableArguments {
+    @Option(help: "aesgcm (AES.GCM) or chachapoly (ChaChaPoly).")
+    var cipher: CryptoKitBox.Cipher
+
+    @Option(name: .customLong("key-file"), help: "The 256-bit key: a file of 32 bytes.")
+    var keyFile: String
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+
+    @Argument(help: "The input file; standard input when absent or \"-\".")
+    var input: String?
+}
+
+struct CryptoKitSeal: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "seal", abstract: "Seal with a fresh random nonce.")
+    @OptionGroup var options: CryptoKitOptions
+
+    func run() throws {
+        let key = try Input.readAll(path: options.keyFile, what: "the key file")
+        let plaintext = try Input.readAll(path: options.input ?? "-", what: "the input")
+        try KeyFile.write(try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.output, binary: true)
+    }
+}
+
+struct CryptoKitOpen: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "open", abstract: "Open a sealed box's combined representation.")
+    @OptionGroup var options: CryptoKitOptions
+
+    func run() throws {
+        let key = try Input.readAll(path: options.keyFile, what: "the key file")
+        let combined = try Input.readAll(path: options.input ?? "-", what: "the input")
+        try KeyFile.write(try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.output, binary: false)
+    }
+}
+
+struct Convert: ParsableCommand {
+    enum Source: String, ExpressibleByArgument, CaseIterable {
+        case appleECIES = "apple-ecies", rncryptor, legacyCBC = "legacy-cbc", legacyECB = "legacy-ecb"
+        case cryptokitAESGCM = "cryptokit-aesgcm", cryptokitChaChaPoly = "cryptokit-chachapoly"
+    }
+
+    static let configuration = CommandConfiguration(
+        abstract: "Migrate stored data to an age file: read the old format, encrypt to age recipients.",
+        discussion: """
+            Credentials as for the old format's own command: apple-ecies takes --algorithm and \
+            --key; rncryptor --passphrase-file or --key-file; legacy-cbc/legacy-ecb \
+            --passphrase-file; cryptokit-* --key-file (32 bytes). Nothing is written unless the \
+            old data authenticated (for the legacy recipe, which has no MAC, unless its padding \
+            is right; a warning says it was unauthenticated). The plaintext is held in memory.
+            """)
+
+    @Option(help: "apple-ecies, rncryptor, legacy-cbc, legacy-ecb, cryptokit-aesgcm or cryptokit-chachapoly.")
+    var from: Source
+
+    @Option(help: "apple-ecies: the SecKey algorithm (any eciesEncryption… or rsaEncryptionOAEP…AESGCM).")
+    var algorithm: String?
+
+    @Option(name: [.customShort("k"), .customLong("key")], help: "apple-ecies: the private key file.")
+    var key: String?
+
+    @Option(name: .customLong("passphrase-file"), help: "rncryptor, legacy-*: the password file.")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("key-file"), help: "rncryptor: 64 bytes; cryptokit-*: 32 bytes.")
+    var keyFile: String?
+
+    @OptionGroup var recipients: RecipientOptions
+
+    @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write an ASCII-armored age file.")
+    var armor = false
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the age file here instead of standard output.")
+    var output: String?
+
+    @Argument(help: "The old data; standard input when absent or \"-\".")
+    var input: String?
+
+    func validate() throws {
+        if recipients.isEmpty { throw ValidationError("give at least one recipient (-r or -R)") }
+    }
+
+    func run() throws {
+        let recipientList = try recipients.resolve()
+        let old = try Input.readAll(path: input ?? "-", what: "the input")
+        let plaintext: Data
+        switch from {
+        case .appleECIES:
+            guard let algorithm, let key else { throw ValidationError("apple-ecies needs --algorithm and --key") }
+            plaintext = try AppleSecKey.decrypt(old, with: try AppleKeyFile.load(key), algorithm: try AppleAlgorithm(algorithm))
+        case .rncryptor:
+            let credentials = try RNCryptorCredentials.parse(
+                (passphraseFile.map { ["--passphrase-file", $0] } ?? []) + (keyFile.map { ["--key-file", $0] } ?? []))
+            plaintext = try RNCryptor.decrypt(old, credentials: try credentials.resolve(confirm: false))
+        case .legacyCBC, .legacyECB:
+            let passphrase = try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
+            plaintext = try LegacyRecipe.decrypt(try LegacyRecipe.envelope(old), passphrase: passphrase,
+                                                 mode: from == .legacyCBC ? .cbc : .ecb).bytes
+            StandardError.write("coffer: warning: the legacy recipe has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n")
+        case .cryptokitAESGCM, .cryptokitChaChaPoly:
+            guard let keyFile else { throw ValidationError("\(from.rawValue) needs --key-file") }
+            plaintext = try CryptoKitBox.open(old, key: try Input.readAll(path: keyFile, what: "the key file"),
+                                              cipher: from == .cryptokitAESGCM ? .aesgcm : .chachapoly)
+        }
+        let out = try Output(path: output, binary: !armor, hint: "did you mean to use -a/--armor, or -o FILE?")
+        var source = BufferSource(plaintext)
+        try out.write { sink in try Age.encrypt(from: &source, to: &sink, recipients: recipientList, armored: armor) }
+    }
+}
