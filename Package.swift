@@ -43,7 +43,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer"]),
+        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", .product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "coffer-bench",
             dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]

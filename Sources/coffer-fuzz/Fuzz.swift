@@ -1,4 +1,6 @@
 import Coffer
+import CofferCompat
+import Crypto
 import Foundation
 
 /// A fuzz target for every parser the decryptor runs on untrusted input:
@@ -17,6 +19,9 @@ enum FuzzTarget {
         try! X25519.Identity("AGE-SECRET-KEY-1EGTZVFFV20835NWYV6270LXYVK2VKNX2MMDKWYKLMGR48UAWX40Q2P2LM0"),
         Scrypt.Identity(passphrase: Array("password".utf8), maximumWorkFactor: 12),
     ]
+
+    static let rncryptorKeys = RNCryptor.Credentials.keys(encryption: SymmetricKey(size: .bits256), hmac: SymmetricKey(size: .bits256))
+    static let appleKey = AppleKey.ecPrivate(.p256(P256.Signing.PrivateKey()))
 
     static func run(_ bytes: [UInt8]) {
         var source = BufferSource(bytes)
@@ -40,7 +45,16 @@ enum FuzzTarget {
             ("OpenSSH.privateKey", { _ = try OpenSSH.privateKey(bytes: Array("openssh-key-v1\0".utf8) + bytes) }),
             ("OpenSSH.publicKey", { _ = try OpenSSH.publicKey(wire: bytes) }),
         ]
-        for (name, parse) in keyParsers {
+        // The compatibility formats' readers (key-based RNCryptor, so that no
+        // input costs a PBKDF2 run).
+        let compatParsers: [(String, () throws -> Void)] = [
+            ("RNCryptor.decrypt", { _ = try RNCryptor.decrypt(bytes, credentials: rncryptorKeys) }),
+            ("AppleSecKey.decrypt", { _ = try AppleSecKey.decrypt(bytes, with: appleKey, algorithm: .ecies(cofactor: true, variableIV: true, hash: .sha256)) }),
+            ("LegacyRecipe.envelope", { _ = try LegacyRecipe.envelope(bytes) }),
+            ("CryptoKitBox.open", { _ = try CryptoKitBox.open(bytes, key: [UInt8](repeating: 1, count: 32), cipher: .chachapoly) }),
+            ("AppleKey", { _ = try AppleKey(fileBytes: bytes) }),
+        ]
+        for (name, parse) in keyParsers + compatParsers {
             do { try parse() } catch is CofferError {} catch { fatalError("\(name) threw a non-Coffer error: \(error)") }
         }
     }

@@ -5,7 +5,9 @@ import Testing
 /// whole transcripts.
 @Suite struct TranscriptTests {
     static let commands = ["", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
-                           "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert"]
+                           "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
+                           "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
+                           "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert"]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {
@@ -21,6 +23,7 @@ import Testing
         try #require(CLI.coffer(["keygen", "--type", "ed25519", "-o", "ed.key"], in: directory.url).status == 0)
         try #require(CLI.coffer(["keygen", "--type", "p256", "-o", "p256.pem"], in: directory.url).status == 0)
         try directory.write("sig", [UInt8](repeating: 1, count: 64))
+        try directory.write("pw", Array("pw\n".utf8))
         try fixture.check("rsa-encrypt-not-rsa", ["rsa", "encrypt", "-k", "ed.key", "-o", "out", "plain.txt"])
         try fixture.check("agree-not-ecdh", ["agree", "--private", "ed.key", "--peer", "p256.pem"])
         try fixture.check("agree-other-curve", ["agree", "--private", "p256.pem", "--peer", "ed.key"])
@@ -29,6 +32,16 @@ import Testing
         try fixture.check("sign-not-a-key", ["sign", "-k", "plain.txt", "-o", "out", "plain.txt"])
         try fixture.check("key-convert-impossible", ["key", "convert", "--to", "pkcs1", "-o", "out", "ed.key"])
         try fixture.check("decrypt-identity-not-age", ["decrypt", "-i", "plain.txt", "-o", "out", "file.age"])
+        // The compatibility formats.
+        try fixture.check("apple-unknown-algorithm", ["apple", "decrypt", "--algorithm", "eciesEncryptionX963SHA256AESGCM", "--key", "p256.pem", "file.age"])
+        try fixture.check("apple-rsa-sha384", ["apple", "encrypt", "--algorithm", "rsaEncryptionOAEPSHA384AESGCM", "--key", "p256.pem", "plain.txt"])
+        try fixture.check("apple-wrong-key-kind", ["apple", "decrypt", "--algorithm", "rsaEncryptionOAEPSHA256AESGCM", "--key", "p256.pem", "file.age"])
+        try fixture.check("apple-not-ecies", ["apple", "decrypt", "--algorithm", "eciesEncryptionCofactorX963SHA256AESGCM", "--key", "p256.pem", "-o", "out", "plain.txt"])
+        try fixture.check("rncryptor-not-rncryptor", ["rncryptor", "decrypt", "--passphrase-file", "pw", "-o", "out", "file.age"])
+        try directory.write("ck.key", [UInt8](repeating: 1, count: 31))
+        try fixture.check("cryptokit-short-key", ["cryptokit", "open", "--cipher", "aesgcm", "--key-file", "ck.key", "file.age"])
+        try fixture.check("legacy-not-a-dictionary", ["legacy", "decrypt", "--mode", "cbc", "--passphrase-file", "pw", "plain.txt"])
+        try fixture.check("convert-no-recipient", ["convert", "--from", "rncryptor", "--passphrase-file", "pw", "file.age"])
     }
 
     /// Runs coffer in a directory holding an identity, a second identity

@@ -108,7 +108,7 @@ public enum AppleSecKey {
         case (.ecdhKeyExchange, _):
             throw CofferError(.invalidArgument, "\(algorithm) is a key exchange, not an encryption algorithm")
         default:
-            throw CofferError(.invalidArgument, "\(algorithm) needs \(algorithm.keyKind) key, not \(key)")
+            throw CofferError(.invalidArgument, "\(algorithm) needs \(algorithm.keyKind) key, not this \(key)")
         }
     }
 
@@ -121,7 +121,7 @@ public enum AppleSecKey {
         case (.ecdhKeyExchange, _):
             throw CofferError(.invalidArgument, "\(algorithm) is a key exchange, not an encryption algorithm")
         default:
-            throw CofferError(.invalidArgument, "decrypting with \(algorithm) needs \(algorithm.keyKind) private key, not \(key)")
+            throw CofferError(.invalidArgument, "decrypting with \(algorithm) needs \(algorithm.keyKind) private key, not this \(key)")
         }
     }
 
