@@ -183,4 +183,17 @@ import Testing
             #expect(ours == theirs && ours.count == 547, "\(hash)")
         }
     }
+
+    /// Coffer's own SHA-224 against Python's hashlib, at lengths around the
+    /// block and padding edges and one of 1 MiB.
+    @Test func sha224AgainstHashlib() throws {
+        guard Peers.available([("python3", Peers.python)]) else { return }
+        let directory = try TemporaryDirectory()
+        for size in [0, 1, 55, 56, 63, 64, 65, 1037, 1 << 20] {
+            let input = try directory.write("in", pattern(size))
+            let ours = Self.ok(try CLI.coffer(["hash", "--algorithm", "sha224", input]), "coffer hash").stdoutText.split(separator: " ").first.map(String.init)
+            let theirs = Self.ok(try CLI.run(Peers.python!, ["-c", "import hashlib,sys; print(hashlib.sha224(open(sys.argv[1],'rb').read()).hexdigest())", input]), "hashlib").stdoutText
+            #expect(ours == theirs.trimmingCharacters(in: .whitespacesAndNewlines), "size \(size)")
+        }
+    }
 }

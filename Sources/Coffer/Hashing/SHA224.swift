@@ -32,14 +32,22 @@ public struct SHA224: Sendable {
     }
 
     public mutating func update(_ data: some Sequence<UInt8>) {
-        for byte in data {
-            buffer.append(byte)
-            length &+= 1
-            if buffer.count == 64 {
-                compress(buffer)
-                buffer.removeAll(keepingCapacity: true)
-            }
+        let bytes = Array(data)
+        length &+= UInt64(bytes.count)
+        var index = 0
+        if !buffer.isEmpty {
+            let take = min(64 - buffer.count, bytes.count)
+            buffer += bytes[0..<take]
+            index = take
+            guard buffer.count == 64 else { return }
+            compress(buffer[...])
+            buffer.removeAll(keepingCapacity: true)
         }
+        while bytes.count - index >= 64 {
+            compress(bytes[index..<(index + 64)])
+            index += 64
+        }
+        buffer += bytes[index...]
     }
 
     public func finalize() -> [UInt8] {
@@ -48,21 +56,23 @@ public struct SHA224: Sendable {
         copy.buffer.append(0x80)
         if copy.buffer.count > 56 {
             copy.buffer += [UInt8](repeating: 0, count: 64 - copy.buffer.count)
-            copy.compress(copy.buffer)
+            copy.compress(copy.buffer[...])
             copy.buffer = []
         }
         copy.buffer += [UInt8](repeating: 0, count: 56 - copy.buffer.count)
         copy.buffer += (0..<8).map { UInt8(truncatingIfNeeded: bitLength >> (56 - 8 * UInt64($0))) }
-        copy.compress(copy.buffer)
+        copy.compress(copy.buffer[...])
         return copy.state.prefix(7).flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (24 - 8 * UInt32($0))) } }
     }
 
     private static func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
 
-    private mutating func compress(_ block: [UInt8]) {
+    private mutating func compress(_ block: ArraySlice<UInt8>) {
         var w = [UInt32](repeating: 0, count: 64)
+        let base = block.startIndex
         for t in 0..<16 {
-            w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16 | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
+            let i = base + 4 * t
+            w[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
         }
         for t in 16..<64 {
             let s0 = SHA224.rotate(w[t - 15], 7) ^ SHA224.rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)

@@ -6,7 +6,7 @@ import Foundation
 extension FileDigest.Algorithm: ExpressibleByArgument {}
 
 struct DigestOptions: ParsableArguments {
-    @Option(help: "sha256, sha384, sha512, or the insecure sha1 and md5.")
+    @Option(help: "sha256, sha384, sha512, sha224 (not for hmac), or the insecure sha1 and md5.")
     var algorithm: FileDigest.Algorithm = .sha256
 
     @Argument(help: "Files to read; standard input when none or \"-\".")
