@@ -32,4 +32,5 @@ if command -v ssh-keygen >/dev/null 2>&1; then
     ssh-keygen -q -t "$type" -N "" -C fuzz -f "$corpus/ssh-$type" || true
   done
 fi
-.build-fuzz/release/coffer-fuzz "$corpus" -max_total_time="$seconds" -max_len=200000 -timeout=10 -rss_limit_mb=4096
+LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+  .build-fuzz/release/coffer-fuzz "$corpus" -max_total_time="$seconds" -max_len=200000 -timeout=10 -rss_limit_mb=4096
