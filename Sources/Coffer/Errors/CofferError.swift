@@ -37,6 +37,13 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
         public static let invalidArgument = Code("invalidArgument")
         /// Reading or writing failed.
         public static let io = Code("io")
+        /// The password (or key-encryption key) does not unlock the key
+        /// ring; distinct from a key ring whose sealed body was tampered with.
+        public static let wrongPassword = Code("wrongPassword")
+        /// The value was sealed under a key that has been disabled.
+        public static let keyDisabled = Code("keyDisabled")
+        /// The value names a key this key ring does not hold.
+        public static let keyNotFound = Code("keyNotFound")
     }
 
     public var code: Code

@@ -21,10 +21,11 @@ struct CLIFailure: Error {
 enum ExitStatus {
     static func of(_ error: CofferError) -> Int32 {
         switch error.code {
-        case .noIdentityMatched: 2
+        case .noIdentityMatched, .wrongPassword, .keyNotFound: 2
         case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload: 3
         case .malformedHeader, .malformedArmor, .malformed: 4
         case .unsupported: 5
+        case .keyDisabled: 6
         case .invalidArgument: 64
         default: 1
         }
@@ -36,8 +37,14 @@ enum ExitStatus {
             error.reason.contains("passphrase")
                 ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)"
                 : "pass the identity file the sender encrypted to with -i, or --passphrase-file for a passphrase-protected file"
+        case .payloadAuthenticationFailed where error.reason.contains("sealed value"):
+            "a value opens only with the --context it was sealed with, and only with its own key ring"
         case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload:
             "the file is damaged or was tampered with; no output was kept"
+        case .wrongPassword:
+            "check the passphrase (--passphrase-file FILE) or the --kek-file"
+        case .keyDisabled:
+            "the key was disabled in the key ring; values under it must be rewrapped before disabling"
         case .malformedArmor:
             "armored files must be exactly as coffer or age wrote them; only whitespace may surround the block"
         default: nil

@@ -1,0 +1,95 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// Sealed value v1: Coffer's compact format for small secrets (docs/sealed-values.md).
+///
+///     version 0x01 (1) ‖ key id (4, big-endian) ‖ nonce (12) ‖ ciphertext (n) ‖ tag (16)
+///
+/// AES-256-GCM-SIV (RFC 8452) with a random nonce; associated data =
+/// version ‖ key id ‖ context. The context (where the value belongs, e.g.
+/// `notes/42/description`) is bound but not stored, so a value moved to
+/// another place does not open there. Overhead: 33 bytes. The text form is
+/// `cs1.` followed by the binary form in unpadded base64url (RFC 4648 §5).
+public enum SealedValue {
+    public static let version: UInt8 = 1
+    public static let textPrefix = "cs1."
+    static let nonceSize = 12
+    static let tagSize = 16
+    /// Bytes a sealed value adds to its plaintext in binary form.
+    public static let overhead = 1 + 4 + nonceSize + tagSize
+
+    static func associatedData(keyID: UInt32, context: some DataProtocol) -> Data {
+        var aad = Data([version, UInt8(keyID >> 24), UInt8(keyID >> 16 & 0xff), UInt8(keyID >> 8 & 0xff), UInt8(keyID & 0xff)])
+        aad.append(contentsOf: context)
+        return aad
+    }
+
+    /// Seals under one data key with a fresh random nonce.
+    static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol) throws -> Data {
+        try seal(plaintext, keyID: keyID, key: key, context: context, nonce: AES.GCM._SIV.Nonce())
+    }
+
+    /// With a given nonce: only the format vectors' check uses it.
+    static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol, nonce: AES.GCM._SIV.Nonce) throws -> Data {
+        var sealed = Data(capacity: overhead + plaintext.count)
+        sealed.append(contentsOf: associatedData(keyID: keyID, context: Data()))
+        sealed.append(try aeadSeal(plaintext, key: key, nonce: nonce, associatedData: associatedData(keyID: keyID, context: context)))
+        return sealed
+    }
+
+    /// The AEAD step alone, AES-256-GCM-SIV: nonce ‖ ciphertext ‖ tag.
+    /// RFC 8452's vectors run through this and `aeadOpen`.
+    static func aeadSeal(_ plaintext: some DataProtocol, key: SymmetricKey, nonce: AES.GCM._SIV.Nonce, associatedData: some DataProtocol) throws -> Data {
+        try AES.GCM._SIV.seal(plaintext, using: key, nonce: nonce, authenticating: associatedData).combined
+    }
+
+    static func aeadOpen(_ combined: some DataProtocol, key: SymmetricKey, associatedData: some DataProtocol) throws -> Data {
+        try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: combined), using: key, authenticating: associatedData)
+    }
+
+    /// The key id a sealed value names, after checking its version and length.
+    public static func keyID(of sealed: some DataProtocol) throws -> UInt32 {
+        let bytes = Array(sealed.prefix(5))
+        guard sealed.count >= overhead else {
+            throw CofferError(.malformed, "a sealed value is at least \(overhead) bytes, not \(sealed.count)")
+        }
+        guard bytes[0] == version else {
+            throw CofferError(.unsupported, "sealed value version \(bytes[0]) is not supported (only \(version))")
+        }
+        return bytes[1...4].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    static func open(_ sealed: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol) throws -> Data {
+        let bytes = Data(sealed)
+        do {
+            return try aeadOpen(bytes.dropFirst(5), key: key, associatedData: associatedData(keyID: keyID, context: context))
+        } catch {
+            throw CofferError(.payloadAuthenticationFailed, "the sealed value does not open: wrong context, wrong key ring, or damaged value")
+        }
+    }
+
+    /// The text form: `cs1.` + unpadded base64url.
+    public static func text(_ sealed: some DataProtocol) -> String {
+        textPrefix + Data(sealed).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Binary from either form: text is recognised by its prefix.
+    public static func binary(_ input: some DataProtocol) throws -> Data {
+        let bytes = Data(input)
+        guard bytes.starts(with: Array(textPrefix.utf8)) else { return bytes }
+        var body = String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !body.isEmpty, body.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            throw CofferError(.malformed, "a text sealed value is \(textPrefix) followed by unpadded base64url")
+        }
+        body = body.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = body.count % 4
+        guard remainder != 1 else { throw CofferError(.malformed, "the sealed value's base64url has an impossible length") }
+        if remainder > 0 { body += String(repeating: "=", count: 4 - remainder) }
+        guard let decoded = Data(base64Encoded: body), text(decoded) == textPrefix + String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) else {
+            throw CofferError(.malformed, "the sealed value's base64url is not canonical")
+        }
+        return decoded
+    }
+}

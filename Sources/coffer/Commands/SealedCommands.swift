@@ -1,0 +1,244 @@
+import ArgumentParser
+import Coffer
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension PasswordKDF {
+    static func named(_ name: String) throws -> PasswordKDF {
+        switch name {
+        case "scrypt": .defaultScrypt
+        case "pbkdf2": .defaultPBKDF2
+        default: throw ValidationError("--kdf is scrypt or pbkdf2")
+        }
+    }
+}
+
+/// How a command unlocks a key ring: a passphrase file, a 32-byte KEK
+/// file, or (on a terminal) a prompt.
+struct KeyRingUnlock: ParsableArguments {
+    @Option(name: .customLong("keyring"), help: "The key ring file.")
+    var keyring: String
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the key ring's passphrase from this file.")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
+    var kekFile: String?
+
+    func validate() throws {
+        if passphraseFile != nil && kekFile != nil { throw ValidationError("give --passphrase-file or --kek-file, not both") }
+    }
+
+    func secret(confirm: Bool = false) throws -> KeyRingFile.Secret {
+        if let kekFile {
+            let bytes = try Input.readAll(path: kekFile, what: "the KEK file")
+            guard bytes.count == 32 else {
+                throw CLIFailure("the KEK file \(kekFile) holds \(bytes.count) bytes; a key-encryption key is 32", status: 64)
+            }
+            return .key(SymmetricKey(data: bytes))
+        }
+        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
+        return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
+    }
+
+    func unlockFile() throws -> KeyRingFile {
+        let contents = try Input.readAll(path: keyring, what: "the key ring")
+        let file = try KeyRingFile(contents: contents, secret: try secret())
+        if file.upgradeDue {
+            StandardError.write("coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n")
+        }
+        return file
+    }
+
+    /// Read-modify-write under an exclusive lock on a sidecar lock file, so
+    /// that processes changing the same key ring at once never lose one
+    /// another's keys; the new file replaces the old one atomically.
+    func modify(_ change: (inout KeyRingFile) throws -> Void) throws {
+        let lockPath = (keyring as NSString).deletingLastPathComponent.isEmpty
+            ? ".\(keyring).lock"
+            : "\((keyring as NSString).deletingLastPathComponent)/.\((keyring as NSString).lastPathComponent).lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw CLIFailure("cannot open the lock file \(lockPath)") }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw CLIFailure("cannot lock \(lockPath)") }
+        }
+        var file = try unlockFile()
+        try change(&file)
+        try KeyRingStore.write(try file.contents(), to: keyring, replace: true)
+    }
+}
+
+enum KeyRingStore {
+    static func write(_ bytes: Data, to path: String, replace: Bool) throws {
+        let file = try AtomicFile(destination: path, mode: 0o600)
+        var sink = file.sink
+        do {
+            try sink.write(Array(bytes))
+            try file.commit(replace: replace)
+        } catch {
+            file.abort()
+            if !replace { throw CLIFailure("\(path) already exists; refusing to overwrite a key ring", status: CLIFailure.refusedStatus) }
+            throw error
+        }
+    }
+}
+
+struct KeyRingCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keyring",
+        abstract: "Create and manage key rings: data keys sealed under a passphrase or a KEK file.",
+        subcommands: [KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingPasswd.self, KeyRingUpgrade.self])
+}
+
+struct KeyRingNew: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "new", abstract: "Create a key ring with one primary key (never overwrites).")
+    @OptionGroup var unlock: KeyRingUnlock
+    @Option(help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
+    var kdf = "scrypt"
+
+    func run() throws {
+        let file = try KeyRingFile(keyRing: KeyRing(), secret: try unlock.secret(confirm: true), kdf: try PasswordKDF.named(kdf))
+        try KeyRingStore.write(try file.contents(), to: unlock.keyring, replace: false)
+        StandardError.write("Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
+    }
+}
+
+struct KeyRingRotate: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rotate", abstract: "Add a new primary key; older keys stay active.")
+    @OptionGroup var unlock: KeyRingUnlock
+
+    func run() throws {
+        var id: UInt32 = 0
+        try unlock.modify { file in try file.update { id = try $0.rotate() } }
+        print(String(format: "%08x", id))
+    }
+}
+
+struct KeyRingList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List key ids, states and creation times (never key bytes).")
+    @OptionGroup var unlock: KeyRingUnlock
+
+    func run() throws {
+        let file = try unlock.unlockFile()
+        let formatter = ISO8601DateFormatter()
+        for key in file.keyRing.keys {
+            print("\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))")
+        }
+        print("# protected by \(file.kdf?.description ?? "a 32-byte key-encryption key")")
+    }
+}
+
+struct KeyRingDisable: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a key: values sealed under it no longer open.")
+    @OptionGroup var unlock: KeyRingUnlock
+    @Argument(help: "The key id (8 hex digits, as list prints it).")
+    var id: String
+
+    func run() throws {
+        guard id.count <= 8, let value = UInt32(id, radix: 16) else { throw ValidationError("a key id is up to 8 hex digits") }
+        try unlock.modify { file in try file.update { try $0.disable(value) } }
+    }
+}
+
+struct KeyRingPasswd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passwd",
+        abstract: "Change the key ring's passphrase (or KEK); no value is re-encrypted.")
+    @OptionGroup var unlock: KeyRingUnlock
+    @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
+    var newPassphraseFile: String?
+    @Option(name: .customLong("new-kek-file"), help: "A new 32-byte key-encryption key instead.")
+    var newKEKFile: String?
+    @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")
+    var kdf = "scrypt"
+
+    func run() throws {
+        let secret: KeyRingFile.Secret
+        if let newKEKFile {
+            let bytes = try Input.readAll(path: newKEKFile, what: "the new KEK file")
+            guard bytes.count == 32 else { throw CLIFailure("a key-encryption key is 32 bytes", status: 64) }
+            secret = .key(SymmetricKey(data: bytes))
+        } else if let newPassphraseFile {
+            secret = .password(try Passphrase.read(file: newPassphraseFile))
+        } else {
+            secret = .password(try Passphrase.prompt("New key ring passphrase", confirm: true))
+        }
+        let kdf = try PasswordKDF.named(kdf)
+        try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
+    }
+}
+
+struct KeyRingUpgrade: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "upgrade", abstract: "Re-derive the passphrase key with today's default parameters.")
+    @OptionGroup var unlock: KeyRingUnlock
+
+    func run() throws {
+        guard case .password(let password) = try unlock.secret() else {
+            throw CLIFailure("a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
+        }
+        try unlock.modify { file in try file.upgrade(password: password) }
+    }
+}
+
+struct SealOptions: ParsableArguments {
+    @OptionGroup var unlock: KeyRingUnlock
+    @Option(help: "Where the value belongs (e.g. notes/42/description): bound to it, not stored.")
+    var context: String
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+    @Argument(help: "The input; standard input when absent or \"-\".")
+    var input: String?
+}
+
+struct Seal: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Seal a small value under the key ring's primary key (docs/sealed-values.md).")
+    @OptionGroup var options: SealOptions
+    @Flag(help: "Write the text form (cs1.… base64url) instead of binary.")
+    var text = false
+
+    func run() throws {
+        let file = try options.unlock.unlockFile()
+        let plaintext = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let sealed = try file.keyRing.seal(plaintext, context: Array(options.context.utf8))
+        if text {
+            try KeyFile.write(Array((SealedValue.text(sealed) + "\n").utf8), to: options.output, binary: false)
+        } else {
+            try KeyFile.write(sealed, to: options.output, binary: true)
+        }
+    }
+}
+
+struct Open: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Open a sealed value (binary or text form).")
+    @OptionGroup var options: SealOptions
+
+    func run() throws {
+        let file = try options.unlock.unlockFile()
+        let sealed = try SealedValue.binary(try Input.readAll(path: options.input ?? "-", what: "the input"))
+        try KeyFile.write(try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.output, binary: false)
+    }
+}
+
+struct Rewrap: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-seal a value under the current primary key, without printing it; keeps its form.")
+    @OptionGroup var options: SealOptions
+
+    func run() throws {
+        let file = try options.unlock.unlockFile()
+        let input = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let rewrapped = try file.keyRing.rewrap(try SealedValue.binary(input), context: Array(options.context.utf8))
+        if input.starts(with: Array(SealedValue.textPrefix.utf8)) {
+            try KeyFile.write(Array((SealedValue.text(rewrapped) + "\n").utf8), to: options.output, binary: false)
+        } else {
+            try KeyFile.write(rewrapped, to: options.output, binary: true)
+        }
+    }
+}
