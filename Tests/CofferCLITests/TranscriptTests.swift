@@ -7,7 +7,9 @@ import Testing
     static let commands = ["", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
                            "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
                            "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
-                           "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert"]
+                           "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
+                           "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring passwd",
+                           "keyring upgrade", "seal", "open", "rewrap"]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {
