@@ -17,12 +17,12 @@ import Glibc
 @main
 struct Benchmark {
     static func main() throws {
-        if CommandLine.arguments.dropFirst().first == "keys" {
+        if let mode = CommandLine.arguments.dropFirst().first, mode == "keys" || mode == "sealed" {
             var seconds = 2.0
             if let index = CommandLine.arguments.firstIndex(of: "--seconds"), index + 1 < CommandLine.arguments.count {
                 seconds = Double(CommandLine.arguments[index + 1]) ?? seconds
             }
-            try KeyBenchmark.run(seconds: seconds)
+            try mode == "keys" ? KeyBenchmark.run(seconds: seconds) : SealedBenchmark.run(seconds: seconds)
             return
         }
         var sizeMiB = 1024, runs = 3
@@ -34,7 +34,7 @@ struct Benchmark {
             case "--dir": directory = arguments.next() ?? directory
             case "--runs": runs = Int(arguments.next() ?? "") ?? runs
             default:
-                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys [--seconds N]")
+                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys|sealed [--seconds N]")
                 exit(64)
             }
         }

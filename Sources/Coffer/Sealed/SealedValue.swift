@@ -19,22 +19,28 @@ public enum SealedValue {
     /// Bytes a sealed value adds to its plaintext in binary form.
     public static let overhead = 1 + 4 + nonceSize + tagSize
 
-    static func associatedData(keyID: UInt32, context: some DataProtocol) -> Data {
-        var aad = Data([version, UInt8(keyID >> 24), UInt8(keyID >> 16 & 0xff), UInt8(keyID >> 8 & 0xff), UInt8(keyID & 0xff)])
+    static func header(keyID: UInt32) -> [UInt8] {
+        [version, UInt8(keyID >> 24), UInt8(keyID >> 16 & 0xff), UInt8(keyID >> 8 & 0xff), UInt8(keyID & 0xff)]
+    }
+
+    static func associatedData(keyID: UInt32, context: some DataProtocol) -> [UInt8] {
+        var aad = header(keyID: keyID)
         aad.append(contentsOf: context)
         return aad
     }
 
     /// Seals under one data key with a fresh random nonce.
     static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        try seal(plaintext, keyID: keyID, key: key, context: context, nonce: AES.GCM._SIV.Nonce())
+        var nonce = [UInt8](repeating: 0, count: nonceSize)
+        NonceSource.shared.nonce(into: &nonce, count: nonceSize)
+        return try seal(plaintext, keyID: keyID, key: key, context: context, nonce: AES.GCM._SIV.Nonce(data: nonce))
     }
 
     /// With a given nonce: only the format vectors' check uses it.
     static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol, nonce: AES.GCM._SIV.Nonce) throws -> Data {
-        var sealed = Data(capacity: overhead + plaintext.count)
-        sealed.append(contentsOf: associatedData(keyID: keyID, context: Data()))
-        sealed.append(try aeadSeal(plaintext, key: key, nonce: nonce, associatedData: associatedData(keyID: keyID, context: context)))
+        let aad = associatedData(keyID: keyID, context: context)
+        var sealed = Data(aad.prefix(5))
+        sealed.append(try aeadSeal(plaintext, key: key, nonce: nonce, associatedData: aad))
         return sealed
     }
 
