@@ -25,6 +25,7 @@ enum FuzzTarget {
     static let rncryptorEncryptionKey = SymmetricKey(size: .bits256)
     static let rncryptorHMACKey = SymmetricKey(size: .bits256)
     static let appleP256Key = P256.Signing.PrivateKey()
+    static let sealedRing = KeyRing()
 
     static func run(_ bytes: [UInt8]) {
         var source = BufferSource(bytes)
@@ -60,6 +61,8 @@ enum FuzzTarget {
             ("LegacyRecipe.envelope", { _ = try LegacyRecipe.envelope(bytes) }),
             ("CryptoKitBox.open", { _ = try CryptoKitBox.open(bytes, key: [UInt8](repeating: 1, count: 32), cipher: .chachapoly) }),
             ("AppleKey", { _ = try AppleKey(fileBytes: bytes) }),
+            ("SealedValue", { _ = try sealedRing.open(try SealedValue.binary(bytes), context: [1]) }),
+            ("KeyRingFile", { _ = try KeyRingFile(contents: bytes, secret: .key(rncryptorHMACKey)) }),
         ]
         for (name, parse) in keyParsers + compatParsers {
             do { try parse() } catch is CofferError {} catch { fatalError("\(name) threw a non-Coffer error: \(error)") }
