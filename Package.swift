@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Coffer", targets: ["Coffer"]),
         .library(name: "CofferCompat", targets: ["CofferCompat"]),
+        .library(name: "CofferKeychain", targets: ["CofferKeychain"]),
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
@@ -33,7 +34,17 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .target(name: "CofferTesting", dependencies: ["Coffer"]),
+        // Apple's keychain model everywhere: in memory, a crash-safe
+        // encrypted file on Linux.
+        .target(
+            name: "CofferKeychain",
+            dependencies: [
+                "Coffer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .target(name: "CofferTesting", dependencies: ["Coffer", "CofferKeychain"]),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -76,6 +87,10 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["Coffer", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "CofferKeychainTests",
+            dependencies: ["Coffer", "CofferKeychain", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
     ]
 )

@@ -1,0 +1,160 @@
+import Coffer
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// The items of a keychain and the rules of Apple's model over them; the
+/// in-memory and file backends both apply operations through it.
+struct ItemStore: Codable, Sendable {
+    struct Entry: Codable, Sendable {
+        var item: KeychainItem
+        var data: [UInt8]
+    }
+
+    var entries: [Entry] = []
+
+    mutating func add(_ item: KeychainItem, data: SecretBytes) throws {
+        if item.itemClass == .genericPassword, item.service == nil || item.account == nil {
+            throw KeychainError(.invalidArgument, "a password item needs a service and an account")
+        }
+        if item.itemClass == .key, item.applicationTag == nil || item.keyType == nil {
+            throw KeychainError(.invalidArgument, "a key item needs an application tag and a key type")
+        }
+        guard !entries.contains(where: { $0.item.collides(with: item) }) else {
+            throw KeychainError(.duplicateItem, "an item with the same \(item.itemClass == .key ? "tag and key type" : "service and account") exists")
+        }
+        entries.append(Entry(item: item, data: data.revealed()))
+    }
+
+    func matching(_ query: KeychainQuery) throws -> [Int] {
+        let indices = entries.indices.filter { query.matches(entries[$0].item) }
+        guard !indices.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
+        return indices
+    }
+
+    func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { try matching(query).map { entries[$0].item } }
+
+    func copyData(_ query: KeychainQuery) throws -> SecretBytes {
+        let indices = try matching(query)
+        guard indices.count == 1 else { throw KeychainError(.invalidArgument, "\(indices.count) items match; name exactly one") }
+        return SecretBytes(entries[indices[0]].data)
+    }
+
+    mutating func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws {
+        let indices = try matching(query)
+        var updated = entries
+        let now = Date()
+        for index in indices {
+            if let label { updated[index].item.label = label }
+            if let comment { updated[index].item.comment = comment }
+            if let data { updated[index].data = data.revealed() }
+            updated[index].item.modified = now
+        }
+        for (position, entry) in updated.enumerated() where updated[(position + 1)...].contains(where: { $0.item.collides(with: entry.item) }) {
+            throw KeychainError(.duplicateItem, "the update would make two items collide")
+        }
+        entries = updated
+    }
+
+    mutating func delete(_ query: KeychainQuery) throws {
+        let indices = Set(try matching(query))
+        entries = entries.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+    }
+}
+
+/// Keys generated straight into a keychain, and the one named way out.
+extension Keychain {
+    /// Generates a key of `type` under `tag` and returns its public key
+    /// (nil for a symmetric key). The private key stays in the keychain
+    /// (PKCS#8 DER, or the 32 raw bytes of a symmetric key).
+    @discardableResult
+    public func generateKey(_ type: KeychainKeyType, tag: String, label: String? = nil) throws -> AsymmetricPublicKey? {
+        let privateKey: AsymmetricPrivateKey?
+        let bytes: [UInt8]
+        switch type {
+        case .p256:
+            let key = AsymmetricPrivateKey.p256(P256.Signing.PrivateKey())
+            privateKey = key
+            bytes = try KeyFiles.encode(key, as: .pkcs8, der: true)
+        case .x25519:
+            let key = AsymmetricPrivateKey.x25519(Curve25519.KeyAgreement.PrivateKey())
+            privateKey = key
+            bytes = try KeyFiles.encode(key, as: .pkcs8, der: true)
+        case .rsa2048, .rsa3072, .rsa4096:
+            let bits = type == .rsa2048 ? 2048 : type == .rsa3072 ? 3072 : 4096
+            let key = AsymmetricPrivateKey.rsa(try _RSA.Signing.PrivateKey(keySize: .init(bitCount: bits)))
+            privateKey = key
+            bytes = try KeyFiles.encode(key, as: .pkcs8, der: true)
+        case .symmetric256:
+            privateKey = nil
+            bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        }
+        try add(.key(tag: tag, type: type, label: label), data: SecretBytes(bytes))
+        return privateKey?.publicKey
+    }
+
+    /// The public key of the key under `tag`.
+    public func publicKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPublicKey {
+        try exportPrivateKey(tag: tag, type: type).publicKey
+    }
+
+    /// The private key itself: the explicit, named way a key leaves the keychain.
+    public func exportPrivateKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPrivateKey {
+        guard type != .symmetric256 else { throw KeychainError(.invalidArgument, "a symmetric key has no public half; use exportSymmetricKey") }
+        let data = try copyData(.key(tag: tag, type: type))
+        do { return try KeyFiles.privateKey(data.revealed()) } catch {
+            throw KeychainError(.corrupted, "the stored \(type.rawValue) key under tag \(tag) does not parse")
+        }
+    }
+
+    /// A symmetric key's bytes: the explicit way out.
+    public func exportSymmetricKey(tag: String) throws -> SymmetricKey {
+        SymmetricKey(data: try copyData(.key(tag: tag, type: .symmetric256)).revealed())
+    }
+
+    /// The key under `tag`, generated first if there is none (the seed's
+    /// "get or create an RSA-2048 key by tag").
+    public func getOrCreateKey(_ type: KeychainKeyType, tag: String, label: String? = nil) throws -> AsymmetricPublicKey? {
+        do {
+            if type == .symmetric256 { _ = try copyData(.key(tag: tag, type: type)); return nil }
+            return try publicKey(tag: tag, type: type)
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            do { return try generateKey(type, tag: tag, label: label) } catch let error as KeychainError where error.code == .duplicateItem {
+                return type == .symmetric256 ? nil : try publicKey(tag: tag, type: type)  // another process made it first
+            }
+        }
+    }
+
+    /// The password for service/account, stored from `make()` first if there is none.
+    public func getOrCreatePassword(service: String, account: String, make: () throws -> SecretBytes) throws -> SecretBytes {
+        do { return try copyData(.password(service: service, account: account)) } catch let error as KeychainError where error.code == .itemNotFound {
+            let secret = try make()
+            do { try add(.password(service: service, account: account), data: secret) } catch let error as KeychainError where error.code == .duplicateItem {
+                return try copyData(.password(service: service, account: account))
+            }
+            return secret
+        }
+    }
+}
+
+/// Keeps items in memory: for tests and previews.
+public final class InMemoryKeychain: Keychain, @unchecked Sendable {  // state guarded by `lock`
+    private let lock = NSLock()
+    private var store = ItemStore()
+
+    public init() {}
+
+    private func locked<T>(_ body: (inout ItemStore) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&store)
+    }
+
+    public func add(_ item: KeychainItem, data: SecretBytes) throws { try locked { try $0.add(item, data: data) } }
+    public func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { try locked { try $0.copyMatching(query) } }
+    public func copyData(_ query: KeychainQuery) throws -> SecretBytes { try locked { try $0.copyData(query) } }
+    public func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws {
+        try locked { try $0.update(query, label: label, comment: comment, data: data) }
+    }
+    public func delete(_ query: KeychainQuery) throws { try locked { try $0.delete(query) } }
+}

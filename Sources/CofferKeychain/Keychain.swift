@@ -1,0 +1,172 @@
+import Coffer
+import Foundation
+
+/// Errors of the keychain, with open codes like `CofferError`'s.
+public struct KeychainError: Error, Hashable, CustomStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        public static let itemNotFound = Code("itemNotFound")
+        public static let duplicateItem = Code("duplicateItem")
+        /// Locked, and no way to unlock it without a person.
+        public static let interactionNotAllowed = Code("interactionNotAllowed")
+        /// The password or key file does not unlock the keychain.
+        public static let authenticationFailed = Code("authenticationFailed")
+        /// The keychain's bytes do not authenticate or do not parse.
+        public static let corrupted = Code("corrupted")
+        /// The file or its folder is open to other users, or is a symlink.
+        public static let insecurePermissions = Code("insecurePermissions")
+        public static let unsupportedVersion = Code("unsupportedVersion")
+        public static let io = Code("io")
+        public static let invalidArgument = Code("invalidArgument")
+    }
+
+    public var code: Code
+    /// For people; never holds a secret.
+    public var reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var description: String { "\(code): \(reason)" }
+    public static func == (lhs: KeychainError, rhs: KeychainError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+/// Apple's two item classes that Coffer needs.
+public enum ItemClass: String, Codable, Sendable, CaseIterable {
+    /// Primary key: service + account.
+    case genericPassword
+    /// Primary key: application tag + key type.
+    case key
+}
+
+/// The key types a keychain generates and stores.
+public enum KeychainKeyType: String, Codable, Sendable, CaseIterable {
+    case p256, x25519, rsa2048, rsa3072, rsa4096, symmetric256
+}
+
+/// When an item may be read (kSecAttrAccessible…): stored everywhere,
+/// enforced only by the Apple backend.
+public enum Accessibility: String, Codable, Sendable, CaseIterable {
+    case whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly, whenPasscodeSetThisDeviceOnly
+}
+
+/// An item's attributes (never its secret).
+public struct KeychainItem: Codable, Sendable, Equatable {
+    public var itemClass: ItemClass
+    public var service: String?
+    public var account: String?
+    public var applicationTag: String?
+    public var keyType: KeychainKeyType?
+    public var label: String?
+    public var comment: String?
+    public var accessGroup: String?
+    public var accessibility: Accessibility
+    public var synchronizable: Bool
+    public var created: Date
+    public var modified: Date
+
+    /// A generic password named by service and account.
+    public static func password(service: String, account: String, label: String? = nil, comment: String? = nil,
+                                accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false) -> KeychainItem {
+        let now = Date()
+        return KeychainItem(itemClass: .genericPassword, service: service, account: account, applicationTag: nil, keyType: nil, label: label,
+                            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
+                            created: now, modified: now)
+    }
+
+    /// A key named by application tag and type.
+    public static func key(tag: String, type: KeychainKeyType, label: String? = nil, comment: String? = nil,
+                           accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false) -> KeychainItem {
+        let now = Date()
+        return KeychainItem(itemClass: .key, service: nil, account: nil, applicationTag: tag, keyType: type, label: label,
+                            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
+                            created: now, modified: now)
+    }
+
+    /// Two items collide when they are of one class and share the primary key
+    /// (and the access group, the namespace).
+    func collides(with other: KeychainItem) -> Bool {
+        guard itemClass == other.itemClass, accessGroup == other.accessGroup else { return false }
+        switch itemClass {
+        case .genericPassword: return service == other.service && account == other.account
+        case .key: return applicationTag == other.applicationTag && keyType == other.keyType
+        }
+    }
+}
+
+/// What to match: nil fields match anything.
+public struct KeychainQuery: Sendable, Equatable {
+    public var itemClass: ItemClass
+    public var service: String?
+    public var account: String?
+    public var applicationTag: String?
+    public var keyType: KeychainKeyType?
+    public var label: String?
+    public var accessGroup: String?
+
+    public init(itemClass: ItemClass, service: String? = nil, account: String? = nil, applicationTag: String? = nil,
+                keyType: KeychainKeyType? = nil, label: String? = nil, accessGroup: String? = nil) {
+        self.itemClass = itemClass
+        self.service = service
+        self.account = account
+        self.applicationTag = applicationTag
+        self.keyType = keyType
+        self.label = label
+        self.accessGroup = accessGroup
+    }
+
+    public static func password(service: String? = nil, account: String? = nil) -> KeychainQuery {
+        KeychainQuery(itemClass: .genericPassword, service: service, account: account)
+    }
+
+    public static func key(tag: String? = nil, type: KeychainKeyType? = nil) -> KeychainQuery {
+        KeychainQuery(itemClass: .key, applicationTag: tag, keyType: type)
+    }
+
+    public func matches(_ item: KeychainItem) -> Bool {
+        item.itemClass == itemClass
+            && (service == nil || item.service == service) && (account == nil || item.account == account)
+            && (applicationTag == nil || item.applicationTag == applicationTag) && (keyType == nil || item.keyType == keyType)
+            && (label == nil || item.label == label) && (accessGroup == nil || item.accessGroup == accessGroup)
+    }
+}
+
+/// Secret bytes: printed as `<redacted>`, compared in constant time.
+public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    private let storage: [UInt8]
+    public init(_ bytes: some Sequence<UInt8>) { storage = Array(bytes) }
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try storage.withUnsafeBytes(body) }
+    public var count: Int { storage.count }
+    /// The bytes themselves: an explicit act.
+    public func revealed() -> [UInt8] { storage }
+    public var description: String { "SecretBytes(\(storage.count) bytes, <redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["count": storage.count]) }
+    public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool {
+        guard lhs.storage.count == rhs.storage.count else { return false }
+        var difference: UInt8 = 0
+        for index in lhs.storage.indices { difference |= lhs.storage[index] ^ rhs.storage[index] }
+        return difference == 0
+    }
+}
+
+/// Apple's keychain model, on every platform (docs/keychain.md).
+///
+/// - `add` fails with `duplicateItem` when an item with the same primary key exists.
+/// - `copyMatching` returns every match (throws `itemNotFound` when none).
+/// - `update` changes every match; a change that makes two items collide is `duplicateItem`.
+/// - `delete` removes every match (throws `itemNotFound` when none).
+public protocol Keychain: Sendable {
+    func add(_ item: KeychainItem, data: SecretBytes) throws
+    func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem]
+    /// The secret of the one item matching `query`.
+    func copyData(_ query: KeychainQuery) throws -> SecretBytes
+    func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws
+    func delete(_ query: KeychainQuery) throws
+}
