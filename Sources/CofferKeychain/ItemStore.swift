@@ -8,7 +8,7 @@ import Foundation
 struct ItemStore: Codable, Sendable {
     struct Entry: Codable, Sendable {
         var item: KeychainItem
-        var data: [UInt8]
+        var data: Data
     }
 
     var entries: [Entry] = []
@@ -23,7 +23,7 @@ struct ItemStore: Codable, Sendable {
         guard !entries.contains(where: { $0.item.collides(with: item) }) else {
             throw KeychainError(.duplicateItem, "an item with the same \(item.itemClass == .key ? "tag and key type" : "service and account") exists")
         }
-        entries.append(Entry(item: item, data: data.revealed()))
+        entries.append(Entry(item: item, data: Data(data.revealed())))
     }
 
     func matching(_ query: KeychainQuery) throws -> [Int] {
@@ -47,7 +47,7 @@ struct ItemStore: Codable, Sendable {
         for index in indices {
             if let label { updated[index].item.label = label }
             if let comment { updated[index].item.comment = comment }
-            if let data { updated[index].data = data.revealed() }
+            if let data { updated[index].data = Data(data.revealed()) }
             updated[index].item.modified = now
         }
         for (position, entry) in updated.enumerated() where updated[(position + 1)...].contains(where: { $0.item.collides(with: entry.item) }) {

@@ -1,4 +1,6 @@
+import Coffer
 import CofferKeychain
+import Crypto
 import CofferTesting
 import Foundation
 import Testing
@@ -6,5 +8,37 @@ import Testing
 @Suite struct ConformanceTests {
     @Test func inMemory() throws {
         try KeychainConformance.run { InMemoryKeychain() }
+    }
+}
+
+/// A private folder for FileKeychain tests.
+final class KeychainFolder {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "coffer-keychain-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    var keychain: String { path + "/test.keychain" }
+}
+
+extension ConformanceTests {
+    @Test func fileWithKeyFile() throws {
+        let folder = try KeychainFolder()
+        var index = 0
+        try KeychainConformance.run {
+            index += 1
+            return try FileKeychain.create(path: folder.path + "/k\(index).keychain", secret: .keyFile(SymmetricKey(size: .bits256)))
+        }
+    }
+
+    @Test func fileWithPassphrase() throws {
+        let folder = try KeychainFolder()
+        var index = 0
+        try KeychainConformance.run {
+            index += 1
+            return try FileKeychain.create(path: folder.path + "/p\(index).keychain", secret: .password(Array("pass \(index)".utf8)),
+                                           kdf: .scrypt(logN: 10, r: 8, p: 1))
+        }
     }
 }

@@ -51,7 +51,7 @@ public enum PasswordKDF: Sendable, Equatable {
     }
 
     /// The 32-byte key for `password` and `salt`, after checking the caps.
-    func derive(password: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
+    public func derive(password: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
         try checkLimits()
         switch self {
         case let .scrypt(logN, r, p):
