@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "Coffer", "CofferCompat",
+                "Coffer", "CofferCompat", "CofferKeychain",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(
             name: "CofferCompatTests",
             dependencies: [
-                "Coffer", "CofferCompat",
+                "Coffer", "CofferCompat", "CofferKeychain",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Coffer
+import CofferKeychain
 import Foundation
 
 @main
@@ -19,7 +20,7 @@ struct CofferCommand: ParsableCommand {
             Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
             RSA.self, Agree.self, Sign.self, Verify.self, Key.self,
             Apple.self, RNCryptorCommand.self, Legacy.self, CryptoKitCommand.self, Convert.self,
-            KeyRingCommand.self, Seal.self, Open.self, Rewrap.self,
+            KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, KeychainCommand.self,
         ]
     )
 
@@ -31,6 +32,9 @@ struct CofferCommand: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch let error as CofferError {
+            StandardError.report(error.reason, hint: ExitStatus.hint(for: error))
+            Foundation.exit(ExitStatus.of(error))
+        } catch let error as KeychainError {
             StandardError.report(error.reason, hint: ExitStatus.hint(for: error))
             Foundation.exit(ExitStatus.of(error))
         } catch let failure as CLIFailure {

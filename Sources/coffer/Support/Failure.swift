@@ -1,4 +1,5 @@
 import Coffer
+import CofferKeychain
 import Foundation
 
 /// A failure of the command line itself (as opposed to the library's),
@@ -47,6 +48,30 @@ enum ExitStatus {
             "the key was disabled in the key ring; values under it must be rewrapped before disabling"
         case .malformedArmor:
             "armored files must be exactly as coffer or age wrote them; only whitespace may surround the block"
+        default: nil
+        }
+    }
+}
+
+extension ExitStatus {
+    /// Keychain errors on the same scale: not found 2, authentication 2,
+    /// damaged 4, unsupported 5, refused (duplicate, insecure) 6, usage 64.
+    static func of(_ error: KeychainError) -> Int32 {
+        switch error.code {
+        case .itemNotFound, .authenticationFailed: 2
+        case .corrupted: 4
+        case .unsupportedVersion: 5
+        case .duplicateItem, .insecurePermissions, .interactionNotAllowed: 6
+        case .invalidArgument: 64
+        default: 1
+        }
+    }
+
+    static func hint(for error: KeychainError) -> String? {
+        switch error.code {
+        case .authenticationFailed: "check the keychain passphrase (--passphrase-file FILE) or --key-file"
+        case .insecurePermissions: "keychain files must be 0600 and their folder 0700, owned by you, and not symlinks"
+        case .corrupted: "the keychain file was damaged; restore it from a backup"
         default: nil
         }
     }

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file keychain from the command line, with several processes and
+/// `kill -9`: nothing acknowledged is ever lost, the file always opens,
+/// and no temporary file outlives the next write.
+@Suite(.serialized) struct KeychainCLITests {
+    struct Setup: @unchecked Sendable {  // its directory is only read after init
+        let directory: TemporaryDirectory
+        var environment: [String: String] { ["COFFER_KEYCHAIN_DIR": directory.path("chains")] }
+        var unlock: [String] { ["--key-file", directory.path("key")] }
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            chmod(directory.url.path, 0o700)
+            try directory.write("key", (0..<32).map { UInt8($0 * 3 & 0xff) })
+            let created = try CLI.coffer(["keychain", "create"] + unlock, environment: environment)
+            #expect(created.status == 0, "\(created.stderr)")
+        }
+
+        func coffer(_ arguments: [String], stdin: [UInt8] = []) throws -> CLI.Result {
+            try CLI.coffer(arguments + unlock, stdin: stdin, environment: environment)
+        }
+
+        func start(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = arguments + unlock
+            var environment = ProcessInfo.processInfo.environment
+            environment["COFFER_KEYCHAIN_DIR"] = directory.path("chains")
+            process.environment = environment
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+
+        func accounts() throws -> Set<String> {
+            let list = try coffer(["keychain", "list", "--json"])
+            #expect(list.status == 0, "the keychain does not open: \(list.stderr)")
+            let items = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]] ?? []
+            return Set(items.compactMap { $0["account"] as? String })
+        }
+    }
+
+    /// Four processes add 200 items each to one keychain, at once.
+    @Test func fourProcessesAddConcurrently() throws {
+        let setup = try Setup()
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for index in 0..<200 {
+                let result = try? setup.coffer(["keychain", "add-password", "--service", "load", "--account", "\(worker)-\(index)"], stdin: [UInt8(index)])
+                if result?.status != 0 { failures.add() }
+            }
+        }
+        #expect(failures.value == 0)
+        let accounts = try setup.accounts()
+        print("keychain concurrent adds: 4 processes × 200, \(accounts.count) present, \(failures.value) failed")
+        #expect(accounts.count == 800)
+    }
+
+    /// ≥ 300 rounds of `kill -9` at random moments during writes.
+    @Test func killNineDuringWrites() throws {
+        let setup = try Setup()
+        var acknowledged = Set<String>()
+        var killed = 0
+        for round in 0..<300 {
+            let account = "item-\(round)"
+            let process = try setup.start(["keychain", "add-password", "--service", "kill", "--account", account, "--secret-file", setup.directory.path("key")])
+            usleep(useconds_t.random(in: 0...120_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            if process.terminationReason == .exit && process.terminationStatus == 0 { acknowledged.insert(account) } else { killed += 1 }
+            if round % 25 == 24 {
+                let present = try setup.accounts()
+                #expect(acknowledged.isSubset(of: present), "acknowledged items lost: \(acknowledged.subtracting(present))")
+            }
+        }
+        let present = try setup.accounts()
+        #expect(acknowledged.isSubset(of: present))
+        // The next write sweeps whatever a killed writer left.
+        #expect(try setup.coffer(["keychain", "add-password", "--service", "after", "--account", "x"], stdin: [1]).status == 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: setup.directory.path("chains")).filter { $0.contains(".coffer-") }
+        print("keychain kill -9: 300 rounds, \(killed) killed, \(acknowledged.count) acknowledged, all present: \(acknowledged.isSubset(of: present)), temp files after next write: \(leftovers.count)")
+        #expect(leftovers.isEmpty)
+    }
+
+    /// The seed's flows: get-or-create an RSA-2048 key by tag and encrypt to
+    /// it; passwords in and out through stdin/stdout; delete.
+    @Test func seedFlows() throws {
+        let setup = try Setup()
+        let first = try setup.coffer(["keychain", "generate-key", "--tag", "com.example.rsa", "--type", "rsa2048", "--if-missing"])
+        let second = try setup.coffer(["keychain", "generate-key", "--tag", "com.example.rsa", "--type", "rsa2048", "--if-missing"])
+        #expect(first.status == 0 && first.stdout == second.stdout && first.stdoutText.hasPrefix("-----BEGIN PUBLIC KEY-----"))
+        #expect(try setup.coffer(["keychain", "generate-key", "--tag", "com.example.rsa", "--type", "rsa2048"]).status == 6)
+        let publicKey = try setup.directory.write("rsa.pub", first.stdout)
+        let message = try setup.directory.write("m", Array("hello from the seed".utf8))
+        #expect(try CLI.coffer(["rsa", "encrypt", "-k", publicKey, "-o", setup.directory.path("c"), message]).status == 0)
+        #expect(try setup.coffer(["keychain", "add-password", "--service", "api", "--account", "me"], stdin: Array("tok".utf8)).status == 0)
+        #expect(try setup.coffer(["keychain", "add-password", "--service", "api", "--account", "me"], stdin: Array("tok".utf8)).status == 6)
+        #expect(try setup.coffer(["keychain", "get-password", "--service", "api", "--account", "me"]).stdoutText == "tok")
+        #expect(try setup.coffer(["keychain", "update-password", "--service", "api", "--account", "me"], stdin: Array("new".utf8)).status == 0)
+        #expect(try setup.coffer(["keychain", "get-password", "--service", "api", "--account", "me"]).stdoutText == "new")
+        let list = try setup.coffer(["keychain", "list"])
+        #expect(list.stdoutText.contains("service=api") && !list.stdoutText.contains("new"))
+        #expect(try setup.coffer(["keychain", "delete", "--tag", "com.example.rsa"]).status == 0)
+        #expect(try setup.coffer(["keychain", "public-key", "--tag", "com.example.rsa", "--type", "rsa2048"]).status == 2)
+        let wrong = try CLI.coffer(["keychain", "list", "--key-file", message], environment: setup.environment)
+        #expect(wrong.status == 64)
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
