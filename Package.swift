@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", .product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "coffer-bench",
-            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
+            dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         // zlib, only to inflate the compressed CCTV vectors in tests.
         .systemLibrary(

@@ -17,6 +17,14 @@ import Glibc
 @main
 struct Benchmark {
     static func main() throws {
+        if CommandLine.arguments.dropFirst().first == "keychain" {
+            var directory = NSTemporaryDirectory()
+            if let index = CommandLine.arguments.firstIndex(of: "--dir"), index + 1 < CommandLine.arguments.count {
+                directory = CommandLine.arguments[index + 1]
+            }
+            try KeychainBenchmark.run(directory: directory)
+            return
+        }
         if let mode = CommandLine.arguments.dropFirst().first, mode == "keys" || mode == "sealed" {
             var seconds = 2.0
             if let index = CommandLine.arguments.firstIndex(of: "--seconds"), index + 1 < CommandLine.arguments.count {
@@ -34,7 +42,7 @@ struct Benchmark {
             case "--dir": directory = arguments.next() ?? directory
             case "--runs": runs = Int(arguments.next() ?? "") ?? runs
             default:
-                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys|sealed [--seconds N]")
+                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR]")
                 exit(64)
             }
         }
