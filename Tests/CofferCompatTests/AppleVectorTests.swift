@@ -29,16 +29,7 @@ import Testing
         return file.vectors.map { var vector = $0; vector.file = name; return vector }
     }
 
-    static func hex(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            bytes.append(UInt8(text[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
+    static func hex(_ text: String) -> [UInt8] { Hex.decode(text)! }
 
     enum Outcome: Equatable { case passed, unsupported(String) }
 

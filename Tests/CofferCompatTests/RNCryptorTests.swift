@@ -14,17 +14,7 @@ import Testing
         var fields: [String: String]
         var testDescription: String { "\(file): \(fields["title"] ?? "?")" }
         func text(_ name: String) -> String { fields[name] ?? "" }
-        func hex(_ name: String) -> [UInt8] {
-            let digits = text(name).filter { !$0.isWhitespace }
-            var bytes: [UInt8] = []
-            var index = digits.startIndex
-            while index < digits.endIndex {
-                let next = digits.index(index, offsetBy: 2)
-                bytes.append(UInt8(digits[index..<next], radix: 16)!)
-                index = next
-            }
-            return bytes
-        }
+        func hex(_ name: String) -> [UInt8] { Hex.decode(text(name))! }
     }
 
     static func load(_ file: String) -> [Vector] {

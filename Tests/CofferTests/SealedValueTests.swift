@@ -5,16 +5,7 @@ import Foundation
 import PropertyBased
 import Testing
 
-func hexBytes(_ text: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        bytes.append(UInt8(text[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
-}
+func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
 
 @Suite struct SealedValueTests {
     let ring = KeyRing()

@@ -11,18 +11,7 @@ enum Ed25519Conversion {
     private static let inverseExponent: [UInt8] = [0x7f] + [UInt8](repeating: 0xff, count: 30) + [0xeb]
     private static let eulerExponent: [UInt8] = [0x3f] + [UInt8](repeating: 0xff, count: 30) + [0xf6]
     // d = −121665/121666 mod p (RFC 8032 §5.1).
-    private static let d = MontgomeryModulus.limbs(bigEndian: hex("52036cee2b6ffe738cc740797779e89800700a4d4141d8ab75eb4dca135978a3"))
-
-    private static func hex(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            bytes.append(UInt8(text[index..<next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
+    private static let d = MontgomeryModulus.limbs(bigEndian: Hex.decode("52036cee2b6ffe738cc740797779e89800700a4d4141d8ab75eb4dca135978a3")!)
 
     private static func add(_ a: [UInt64], _ b: [UInt64]) -> [UInt64] {
         var sum = [UInt64](repeating: 0, count: 4)
