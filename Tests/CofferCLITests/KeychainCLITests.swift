@@ -114,6 +114,27 @@ import Glibc
     }
 }
 
+extension KeychainCLITests {
+    /// An age identity kept in the keychain decrypts a file.
+    @Test func ageIdentityFromKeychain() throws {
+        let setup = try Setup()
+        let key = setup.directory.path("id.txt")
+        #expect(try CLI.coffer(["keygen", "-o", key]).status == 0)
+        let recipient = try CLI.coffer(["keygen", "-y", key]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let input = try setup.directory.write("in", pattern(70000))
+        #expect(try CLI.coffer(["encrypt", "-r", recipient, "-o", setup.directory.path("f.age"), input]).status == 0)
+        #expect(try setup.coffer(["keychain", "add-identity", "--label", "work", "--secret-file", key]).status == 0)
+        #expect(try setup.coffer(["keychain", "add-identity", "--label", "junk"], stdin: Array("not an identity\n".utf8)).status == 4)
+        let unlock = ["--keychain-key-file", setup.directory.path("key")]
+        let decrypted = try CLI.coffer(["decrypt", "--keychain", "default", "--identity", "work"] + unlock + ["-o", setup.directory.path("out"), setup.directory.path("f.age")],
+                                       environment: setup.environment)
+        #expect(decrypted.status == 0, "\(decrypted.stderr)")
+        #expect(try setup.directory.read("out") == pattern(70000))
+        let missing = try CLI.coffer(["decrypt", "--keychain", "default", "--identity", "other"] + unlock + [setup.directory.path("f.age")], environment: setup.environment)
+        #expect(missing.status == 2 && missing.stderr.contains("no age identity labelled other"))
+    }
+}
+
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0

@@ -9,7 +9,7 @@ import Testing
                            "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
                            "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
                            "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring passwd",
-                           "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list",
+                           "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list", "keychain add-identity",
                            "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
                            "keychain generate-key", "keychain public-key", "keychain passwd"]
 

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Coffer
+import CofferKeychain
+import Foundation
 
 struct Decrypt: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,8 +12,18 @@ struct Decrypt: ParsableCommand {
             authenticates: output goes to a temporary file that is renamed into place.
             """)
 
-    @Option(name: [.customShort("i"), .customLong("identity")], help: "An identity file (AGE-SECRET-KEY-1… lines). Repeatable.")
+    @Option(name: [.customShort("i"), .customLong("identity")],
+            help: "An identity file (AGE-SECRET-KEY-1… lines, or a private key file); with --keychain, the label of an identity kept there. Repeatable.")
     var identityFiles: [String] = []
+
+    @Option(name: .customLong("keychain"), help: "Take the --identity labels from this file keychain (coffer keychain add-identity).")
+    var keychain: String?
+
+    @Option(name: .customLong("keychain-passphrase-file"), help: "The keychain's passphrase (with --keychain).")
+    var keychainPassphraseFile: String?
+
+    @Option(name: .customLong("keychain-key-file"), help: "The keychain's 32-byte key file (with --keychain).")
+    var keychainKeyFile: String?
 
     @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file (a path or /dev/fd/N).")
     var passphraseFile: String?
@@ -22,8 +34,27 @@ struct Decrypt: ParsableCommand {
     @Argument(help: "The age file; standard input when absent or \"-\".")
     var input: String?
 
+    func validate() throws {
+        if keychain != nil && identityFiles.isEmpty { throw ValidationError("--keychain needs the --identity label of an identity kept there") }
+    }
+
     func run() throws {
-        var identities = try loadIdentities(identityFiles)
+        var identities: [any Identity]
+        if let keychain {
+            var options = ["--keychain", keychain]
+            if let keychainPassphraseFile { options += ["--passphrase-file", keychainPassphraseFile] }
+            if let keychainKeyFile { options += ["--key-file", keychainKeyFile] }
+            let file = try KeychainOptions.parse(options).open()
+            identities = try identityFiles.flatMap { label in
+                let bytes: SecretBytes
+                do { bytes = try file.copyData(AgeIdentityItem.query(label: label)) } catch let error as KeychainError where error.code == .itemNotFound {
+                    throw KeychainError(.itemNotFound, "the keychain \(keychain) holds no age identity labelled \(label) (coffer keychain add-identity)")
+                }
+                return try AgeKeys.identities(fileBytes: bytes.revealed(), name: "keychain identity \(label)")
+            }
+        } else {
+            identities = try loadIdentities(identityFiles)
+        }
         if identities.isEmpty || passphraseFile != nil {
             identities.append(LazyPassphraseIdentity(file: passphraseFile))
         }

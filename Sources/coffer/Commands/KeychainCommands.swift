@@ -55,7 +55,7 @@ struct KeychainCommand: ParsableCommand {
             Secrets are read from standard input or --secret-file, never from the command line; \
             list never prints them.
             """,
-        subcommands: [KeychainCreate.self, KeychainList.self, KeychainAddPassword.self, KeychainGetPassword.self,
+        subcommands: [KeychainCreate.self, KeychainList.self, KeychainAddIdentity.self, KeychainAddPassword.self, KeychainGetPassword.self,
                       KeychainUpdatePassword.self, KeychainDelete.self, KeychainGenerateKey.self, KeychainPublicKey.self,
                       KeychainPasswd.self])
 }
@@ -226,5 +226,28 @@ struct KeychainPasswd: ParsableCommand {
             secret = .password(try Passphrase.prompt("New keychain passphrase", confirm: true))
         }
         _ = try keychain.open().changeSecret(to: secret)
+    }
+}
+
+/// age identities kept in a keychain: generic password items of service
+/// `coffer.age-identity`, named by label (the account is the label too).
+enum AgeIdentityItem {
+    static let service = "coffer.age-identity"
+    static func query(label: String) -> KeychainQuery { .password(service: service, account: label) }
+}
+
+struct KeychainAddIdentity: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-identity",
+        abstract: "Keep an age identity (AGE-SECRET-KEY-… lines or a private key file) under a label; coffer decrypt --keychain uses it.")
+    @OptionGroup var keychain: KeychainOptions
+    @Option(help: "The label decrypt --identity names.")
+    var label: String
+    @OptionGroup var secret: SecretInput
+
+    func run() throws {
+        let bytes = try secret.read()
+        _ = try AgeKeys.identities(fileBytes: bytes.revealed(), name: "the identity")  // refuse what would not decrypt anything
+        try keychain.open().add(.password(service: AgeIdentityItem.service, account: label, label: label), data: bytes)
     }
 }
