@@ -43,6 +43,9 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     private let lock = NSLock()
     /// The data key, and the slot bytes it came from (re-derived only when they change).
     private var cached: (slots: [UInt8], dataKey: SymmetricKey)?
+    /// The last file read, by identity: every write renames a new file into
+    /// place, so an unchanged (device, inode, size, mtime) is unchanged content.
+    private var lastRead: (identity: [Int64], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
 
     static let magic = Array("CKC1".utf8)
     static let version: UInt8 = 1
@@ -219,7 +222,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         }
     }
 
-    private func readFile() throws -> [UInt8] {
+    private func readFile() throws -> (bytes: [UInt8]?, identity: [Int64]) {
         let descriptor = systemOpen(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             switch errno {
@@ -237,14 +240,28 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             throw KeychainError(.insecurePermissions, "the keychain file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
         guard info.st_size <= 256 << 20 else { throw KeychainError(.corrupted, "\(path) is larger than a keychain can be (256 MiB)") }
+        #if canImport(Darwin)
+        let modified = [Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec)]
+        #else
+        let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
+        #endif
+        let identity = [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified
+        if let lastRead, lastRead.identity == identity { return (nil, identity) }
         var source = FileDescriptorSource(fileDescriptor: descriptor)
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         let count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
-        return Array(bytes.prefix(count))
+        return (Array(bytes.prefix(count)), identity)
     }
 
     private func load() throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
-        let bytes = try readFile()
+        let (read, identity) = try readFile()
+        guard let bytes = read else { return lastRead!.loaded }
+        let loaded = try parse(bytes)
+        lastRead = (identity, loaded)
+        return loaded
+    }
+
+    private func parse(_ bytes: [UInt8]) throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
         guard bytes.count >= 14, Array(bytes.prefix(4)) == FileKeychain.magic else {
             throw KeychainError(.corrupted, "\(path) is not a Coffer keychain (or its first bytes are damaged)")
         }
