@@ -336,5 +336,16 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             file.abort()
             throw KeychainError(.io, "\(path) was not changed: \(error.reason)")
         }
+        // Still under the write lock, so the file at `path` is the one just written.
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            #if canImport(Darwin)
+            let modified = [Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec)]
+            #else
+            let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
+            #endif
+            lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, (store, slots, dataKey, generation))
+            cached = (slots, dataKey)
+        }
     }
 }
