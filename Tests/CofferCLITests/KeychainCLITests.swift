@@ -115,6 +115,28 @@ import Glibc
 }
 
 extension KeychainCLITests {
+    /// A full disk, simulated by a file-size limit (`ulimit -f`, with
+    /// SIGXFSZ ignored so that the write fails with EFBIG): a clear error,
+    /// the previous contents intact, and no temporary file after the next write.
+    @Test func fullDiskLeavesThePreviousContents() throws {
+        let setup = try Setup()
+        #expect(try setup.coffer(["keychain", "add-password", "--service", "s", "--account", "kept"], stdin: Array("old".utf8)).status == 0)
+        let big = try setup.directory.write("big", [UInt8](repeating: 0x61, count: 2 << 20))
+        let script = "trap '' XFSZ; ulimit -f 256; exec \"$0\" \"$@\""
+        let result = try CLI.run("/bin/sh", ["-c", script, CLI.binary.path, "keychain", "add-password", "--service", "s", "--account", "huge",
+                                             "--secret-file", big] + setup.unlock, environment: setup.environment)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("was not changed"))
+        #expect(try setup.accounts() == ["kept"])
+        #expect(try setup.coffer(["keychain", "get-password", "--service", "s", "--account", "kept"]).stdoutText == "old")
+        #expect(try setup.coffer(["keychain", "add-password", "--service", "s", "--account", "next"], stdin: [1]).status == 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: setup.directory.path("chains")).filter { $0.contains(".coffer-") }
+        #expect(leftovers.isEmpty)
+        // export-public is the other name of public-key.
+        #expect(try setup.coffer(["keychain", "generate-key", "--tag", "t", "--type", "p256"]).status == 0)
+        #expect(try setup.coffer(["keychain", "export-public", "--tag", "t", "--type", "p256", "--format", "openssh"]).stdoutText.hasPrefix("ecdsa-sha2-nistp256 "))
+    }
+
     /// An age identity kept in the keychain decrypts a file.
     @Test func ageIdentityFromKeychain() throws {
         let setup = try Setup()

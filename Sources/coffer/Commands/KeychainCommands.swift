@@ -189,7 +189,8 @@ struct KeychainGenerateKey: ParsableCommand {
 }
 
 struct KeychainPublicKey: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "public-key", abstract: "Write a stored key's public key.")
+    static let configuration = CommandConfiguration(
+        commandName: "public-key", abstract: "Write a stored key's public key.", aliases: ["export-public"])
     @OptionGroup var keychain: KeychainOptions
     @Option(help: "The application tag.")
     var tag: String
