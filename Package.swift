@@ -11,6 +11,13 @@ let package = Package(
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
+    traits: [
+        .trait(
+            name: "SecretService",
+            description: "SecretServiceKeychain: GNOME Keyring and KWallet through libsecret (needs libsecret-1-dev)"
+        ),
+        .default(enabledTraits: []),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
@@ -35,11 +42,12 @@ let package = Package(
             ]
         ),
         // Apple's keychain model everywhere: in memory, a crash-safe
-        // encrypted file on Linux.
+        // encrypted file on Linux, the Secret Service (trait), Apple's own.
         .target(
             name: "CofferKeychain",
             dependencies: [
                 "Coffer",
+                .target(name: "CLibSecret", condition: .when(platforms: [.linux], traits: ["SecretService"])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -58,6 +66,12 @@ let package = Package(
         .executableTarget(
             name: "coffer-bench",
             dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
+        ),
+        // libsecret, only with the SecretService trait.
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
         ),
         // zlib, only to inflate the compressed CCTV vectors in tests.
         .systemLibrary(

@@ -101,8 +101,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     public func add(_ item: KeychainItem, data: SecretBytes) throws { try modify { try $0.add(item, data: data) } }
     public func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { try read().copyMatching(query) }
     public func copyData(_ query: KeychainQuery) throws -> SecretBytes { try read().copyData(query) }
-    public func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws {
-        try modify { try $0.update(query, label: label, comment: comment, data: data) }
+    public func update(_ query: KeychainQuery, with changes: KeychainChanges) throws {
+        try modify { try $0.update(query, with: changes) }
     }
     public func delete(_ query: KeychainQuery) throws { try modify { try $0.delete(query) } }
 

@@ -13,13 +13,18 @@ struct ItemStore: Codable, Sendable {
 
     var entries: [Entry] = []
 
-    mutating func add(_ item: KeychainItem, data: SecretBytes) throws {
+    /// An item needs its class's primary key.
+    static func validate(_ item: KeychainItem) throws {
         if item.itemClass == .genericPassword, item.service == nil || item.account == nil {
             throw KeychainError(.invalidArgument, "a password item needs a service and an account")
         }
         if item.itemClass == .key, item.applicationTag == nil || item.keyType == nil {
             throw KeychainError(.invalidArgument, "a key item needs an application tag and a key type")
         }
+    }
+
+    mutating func add(_ item: KeychainItem, data: SecretBytes) throws {
+        try Self.validate(item)
         guard !entries.contains(where: { $0.item.collides(with: item) }) else {
             throw KeychainError(.duplicateItem, "an item with the same \(item.itemClass == .key ? "tag and key type" : "service and account") exists")
         }
@@ -40,20 +45,23 @@ struct ItemStore: Codable, Sendable {
         return SecretBytes(entries[indices[0]].data)
     }
 
-    mutating func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws {
+    mutating func update(_ query: KeychainQuery, with changes: KeychainChanges) throws {
         let indices = try matching(query)
         var updated = entries
         let now = Date()
         for index in indices {
-            if let label { updated[index].item.label = label }
-            if let comment { updated[index].item.comment = comment }
-            if let data { updated[index].data = Data(data.revealed()) }
-            updated[index].item.modified = now
+            updated[index].item = try changes.applied(to: updated[index].item, now: now)
+            if let data = changes.data { updated[index].data = Data(data.revealed()) }
         }
-        for (position, entry) in updated.enumerated() where updated[(position + 1)...].contains(where: { $0.item.collides(with: entry.item) }) {
+        try Self.checkNoCollisions(updated.map(\.item))
+        entries = updated
+    }
+
+    /// Throws `duplicateItem` if any two items share a primary key.
+    static func checkNoCollisions(_ items: [KeychainItem]) throws {
+        for (position, item) in items.enumerated() where items[(position + 1)...].contains(where: { $0.collides(with: item) }) {
             throw KeychainError(.duplicateItem, "the update would make two items collide")
         }
-        entries = updated
     }
 
     mutating func delete(_ query: KeychainQuery) throws {
@@ -153,8 +161,8 @@ public final class InMemoryKeychain: Keychain, @unchecked Sendable {  // state g
     public func add(_ item: KeychainItem, data: SecretBytes) throws { try locked { try $0.add(item, data: data) } }
     public func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { try locked { try $0.copyMatching(query) } }
     public func copyData(_ query: KeychainQuery) throws -> SecretBytes { try locked { try $0.copyData(query) } }
-    public func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws {
-        try locked { try $0.update(query, label: label, comment: comment, data: data) }
+    public func update(_ query: KeychainQuery, with changes: KeychainChanges) throws {
+        try locked { try $0.update(query, with: changes) }
     }
     public func delete(_ query: KeychainQuery) throws { try locked { try $0.delete(query) } }
 }

@@ -137,6 +137,51 @@ public struct KeychainQuery: Sendable, Equatable {
     }
 }
 
+/// What an update changes; nil leaves a field alone (`.some(nil)` clears an
+/// optional one). Changing a primary-key field may make two items collide:
+/// that update is `duplicateItem` and changes nothing.
+public struct KeychainChanges: Sendable {
+    public var service: String?
+    public var account: String?
+    public var applicationTag: String?
+    public var label: String??
+    public var comment: String??
+    public var accessibility: Accessibility?
+    public var synchronizable: Bool?
+    public var data: SecretBytes?
+
+    public init(service: String? = nil, account: String? = nil, applicationTag: String? = nil, label: String?? = nil,
+                comment: String?? = nil, accessibility: Accessibility? = nil, synchronizable: Bool? = nil, data: SecretBytes? = nil) {
+        self.service = service
+        self.account = account
+        self.applicationTag = applicationTag
+        self.label = label
+        self.comment = comment
+        self.accessibility = accessibility
+        self.synchronizable = synchronizable
+        self.data = data
+    }
+
+    /// The item after these changes, stamped modified `now`. Primary-key
+    /// fields of the other class are refused.
+    public func applied(to item: KeychainItem, now: Date) throws -> KeychainItem {
+        var changed = item
+        if service != nil || account != nil, item.itemClass != .genericPassword {
+            throw KeychainError(.invalidArgument, "only a password item has a service and an account")
+        }
+        if applicationTag != nil, item.itemClass != .key { throw KeychainError(.invalidArgument, "only a key item has an application tag") }
+        if let service { changed.service = service }
+        if let account { changed.account = account }
+        if let applicationTag { changed.applicationTag = applicationTag }
+        if let label { changed.label = label }
+        if let comment { changed.comment = comment }
+        if let accessibility { changed.accessibility = accessibility }
+        if let synchronizable { changed.synchronizable = synchronizable }
+        changed.modified = now
+        return changed
+    }
+}
+
 /// Secret bytes: printed as `<redacted>`, compared in constant time.
 public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     private let storage: [UInt8]
@@ -160,13 +205,21 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
 ///
 /// - `add` fails with `duplicateItem` when an item with the same primary key exists.
 /// - `copyMatching` returns every match (throws `itemNotFound` when none).
-/// - `update` changes every match; a change that makes two items collide is `duplicateItem`.
+/// - `update` changes every match; a change that makes two items collide is
+///   `duplicateItem`, and then nothing changes.
 /// - `delete` removes every match (throws `itemNotFound` when none).
 public protocol Keychain: Sendable {
     func add(_ item: KeychainItem, data: SecretBytes) throws
     func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem]
     /// The secret of the one item matching `query`.
     func copyData(_ query: KeychainQuery) throws -> SecretBytes
-    func update(_ query: KeychainQuery, label: String??, comment: String??, data: SecretBytes?) throws
+    func update(_ query: KeychainQuery, with changes: KeychainChanges) throws
     func delete(_ query: KeychainQuery) throws
+}
+
+extension Keychain {
+    /// Changes the label, comment or data of every match.
+    public func update(_ query: KeychainQuery, label: String?? = nil, comment: String?? = nil, data: SecretBytes? = nil) throws {
+        try update(query, with: KeychainChanges(label: label, comment: comment, data: data))
+    }
 }

@@ -65,6 +65,22 @@ public enum KeychainConformance {
         try check(try keychain.copyMatching(.password(service: "t")).first?.label == nil, "update leaves non-matches alone")
         try keychain.update(.password(service: "s", account: "a"), label: nil, comment: nil, data: SecretBytes([9]))
         try check(try keychain.copyData(.password(service: "s", account: "a")) == SecretBytes([9]), "update replaces data")
+        // Renaming b's account to a's collides: refused, and nothing changes.
+        try expectError(.duplicateItem, "an update that makes two items collide") {
+            try keychain.update(.password(service: "s", account: "b"), with: KeychainChanges(account: "a", data: SecretBytes([7])))
+        }
+        try check(try keychain.copyData(.password(service: "s", account: "b")) == SecretBytes([2]), "a refused update changes nothing")
+        try expectError(.duplicateItem, "an update matching several items that gives them one primary key") {
+            try keychain.update(.password(service: "s"), with: KeychainChanges(account: "same"))
+        }
+        try keychain.update(.password(service: "t", account: "a"), with: KeychainChanges(account: "renamed", comment: .some("moved")))
+        let renamed = try keychain.copyMatching(.password(service: "t"))
+        try check(renamed.count == 1 && renamed[0].account == "renamed" && renamed[0].comment == "moved", "an update can change the primary key")
+        try check(renamed[0].modified >= renamed[0].created, "an update stamps the modification date")
+        try keychain.update(.password(service: "t", account: "renamed"), with: KeychainChanges(account: "a"))
+        try expectError(.invalidArgument, "a password item has no application tag") {
+            try keychain.update(.password(service: "t"), with: KeychainChanges(applicationTag: "x"))
+        }
         try expectError(.itemNotFound, "updating nothing") { try keychain.update(.password(service: "none"), label: .some("x"), comment: nil, data: nil) }
         try keychain.delete(.password(service: "s"))
         try expectError(.itemNotFound, "delete removes every match") { _ = try keychain.copyMatching(.password(service: "s")) }

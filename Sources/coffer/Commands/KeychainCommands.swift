@@ -141,7 +141,7 @@ struct KeychainUpdatePassword: ParsableCommand {
     @OptionGroup var secret: SecretInput
 
     func run() throws {
-        try keychain.open().update(.password(service: name.service, account: name.account), label: nil, comment: nil, data: try secret.read())
+        try keychain.open().update(.password(service: name.service, account: name.account), data: try secret.read())
     }
 }
 
