@@ -76,7 +76,14 @@ extension Keychain {
     /// (nil for a symmetric key). The private key stays in the keychain
     /// (PKCS#8 DER, or the 32 raw bytes of a symmetric key).
     @discardableResult
-    public func generateKey(_ type: KeychainKeyType, tag: String, label: String? = nil) throws -> AsymmetricPublicKey? {
+    public func generateKey(_ type: KeychainKeyType, tag: String) throws -> AsymmetricPublicKey? {
+        try generateKey(type, tag: tag, label: nil)
+    }
+
+    /// The default key generation: swift-crypto makes the key, the keychain
+    /// keeps its PKCS#8 DER.
+    @discardableResult
+    public func generateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey? {
         let privateKey: AsymmetricPrivateKey?
         let bytes: [UInt8]
         switch type {
@@ -99,6 +106,25 @@ extension Keychain {
         }
         try add(.key(tag: tag, type: type, label: label), data: SecretBytes(bytes))
         return privateKey?.publicKey
+    }
+
+    /// The default agreement: the stored key is loaded for this one call.
+    public func agree(tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF = .x963SHA256,
+                      size: Int = 32, sharedInfo: [UInt8] = []) throws -> SymmetricKey {
+        guard type == .p256 || type == .x25519 else {
+            throw KeychainError(.invalidArgument, "key agreement needs a p256 or x25519 key, not \(type.rawValue)")
+        }
+        let privateKey = try exportPrivateKey(tag: tag, type: type)
+        return try KeyAgreement.agree(privateKey: privateKey, peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
+    }
+
+    /// The default RSA-OAEP decryption: the stored key is loaded for this one call.
+    public func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
+                           hash: RSAEncryption.Hash = .sha256) throws -> SecretBytes {
+        guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
+            throw KeychainError(.invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
+        }
+        return SecretBytes(try RSAEncryption.decrypt(ciphertext, with: try exportPrivateKey(tag: tag, type: type), hash: hash))
     }
 
     /// The public key of the key under `tag`.

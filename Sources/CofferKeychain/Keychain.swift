@@ -1,4 +1,5 @@
 import Coffer
+import Crypto
 import Foundation
 
 /// Errors of the keychain, with open codes like `CofferError`'s.
@@ -215,6 +216,22 @@ public protocol Keychain: Sendable {
     func copyData(_ query: KeychainQuery) throws -> SecretBytes
     func update(_ query: KeychainQuery, with changes: KeychainChanges) throws
     func delete(_ query: KeychainQuery) throws
+
+    /// Generates a key into the keychain and returns its public key (nil for
+    /// a symmetric key). Backends with their own key generation (Apple's
+    /// Secure Enclave) implement it; the default stores PKCS#8.
+    @discardableResult
+    func generateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey?
+
+    /// ECDH between the stored P-256 or X25519 key under `tag` and `peer`,
+    /// then the KDF: the key never leaves the keychain. Backends whose keys
+    /// cannot be exported (a Secure Enclave) implement it.
+    func agree(tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF, size: Int,
+               sharedInfo: [UInt8]) throws -> SymmetricKey
+
+    /// RSA-OAEP decryption with the stored RSA key under `tag`: the key
+    /// never leaves the keychain.
+    func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType, hash: RSAEncryption.Hash) throws -> SecretBytes
 }
 
 extension Keychain {

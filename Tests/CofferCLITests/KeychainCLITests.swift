@@ -100,6 +100,13 @@ import Glibc
         let publicKey = try setup.directory.write("rsa.pub", first.stdout)
         let message = try setup.directory.write("m", Array("hello from the seed".utf8))
         #expect(try CLI.coffer(["rsa", "encrypt", "-k", publicKey, "-o", setup.directory.path("c"), message]).status == 0)
+        let decrypted = try setup.coffer(["keychain", "rsa-decrypt", "--tag", "com.example.rsa", setup.directory.path("c")])
+        #expect(decrypted.status == 0 && decrypted.stdoutText == "hello from the seed", "\(decrypted.stderr)")
+        // Python's cryptography encrypts to the same public key; the keychain key decrypts it.
+        let python = try Peers.cryptoPeer(["rsa-oaep-encrypt", publicKey, "sha256"], stdin: Array("from python".utf8))
+        if let python {
+            #expect(try setup.coffer(["keychain", "rsa-decrypt", "--tag", "com.example.rsa"], stdin: python).stdoutText == "from python")
+        }
         #expect(try setup.coffer(["keychain", "add-password", "--service", "api", "--account", "me"], stdin: Array("tok".utf8)).status == 0)
         #expect(try setup.coffer(["keychain", "add-password", "--service", "api", "--account", "me"], stdin: Array("tok".utf8)).status == 6)
         #expect(try setup.coffer(["keychain", "get-password", "--service", "api", "--account", "me"]).stdoutText == "tok")
@@ -115,6 +122,49 @@ import Glibc
 }
 
 extension KeychainCLITests {
+    /// The seed's second flow: two P-256 keys generated into the keychain,
+    /// an AES key derived on each side by ECDH + X9.63-SHA-256 with a shared
+    /// info, a string encrypted by one and decrypted by the other, both keys
+    /// deleted. Both sides derive the same key, and Python's cryptography
+    /// opens the box with it (CryptoKit's combined AES-GCM layout).
+    @Test func seedKeyAgreementFlow() throws {
+        let setup = try Setup()
+        for name in ["alice", "bob"] {
+            let generated = try setup.coffer(["keychain", "generate-key", "--tag", "com.example.\(name)", "--type", "p256"])
+            #expect(generated.status == 0, "\(generated.stderr)")
+            _ = try setup.directory.write("\(name).pub", generated.stdout)
+        }
+        let info = try setup.directory.write("info", Array("coffer seed v1".utf8))
+        func side(_ me: String, _ peer: String) -> [String] {
+            ["--tag", "com.example.\(me)", "--peer", setup.directory.path("\(peer).pub"), "--shared-info-file", info]
+        }
+        let aliceKey = try setup.coffer(["keychain", "agree"] + side("alice", "bob"))
+        let bobKey = try setup.coffer(["keychain", "agree"] + side("bob", "alice"))
+        #expect(aliceKey.status == 0 && aliceKey.stdoutText.count == 65 && aliceKey.stdout == bobKey.stdout, "\(aliceKey.stderr)")
+
+        let sealed = try setup.coffer(["keychain", "encrypt-to", "--base64"] + side("alice", "bob"), stdin: Array("meet at noon".utf8))
+        #expect(sealed.status == 0, "\(sealed.stderr)")
+        let opened = try setup.coffer(["keychain", "decrypt-from", "--base64"] + side("bob", "alice"), stdin: sealed.stdout)
+        #expect(opened.status == 0 && opened.stdoutText == "meet at noon", "\(opened.stderr)")
+        // Python derives the same AES key from Bob's side and opens the box.
+        if let pythonOpened = try Peers.cryptoPeer(["aesgcm-open-b64", aliceKey.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)],
+                                                    stdin: sealed.stdout) {
+            #expect(pythonOpened == Array("meet at noon".utf8))
+        }
+
+        let otherInfo = try setup.directory.write("other", Array("coffer seed v2".utf8))
+        let wrongInfo = try setup.coffer(["keychain", "decrypt-from", "--base64", "--tag", "com.example.bob", "--peer",
+                                          setup.directory.path("alice.pub"), "--shared-info-file", otherInfo], stdin: sealed.stdout)
+        #expect(wrongInfo.status == 4 && wrongInfo.stdout.isEmpty)
+        let truncated = try setup.coffer(["keychain", "decrypt-from"] + side("bob", "alice"), stdin: [1, 2, 3])
+        #expect(truncated.status == 4)
+
+        #expect(try setup.coffer(["keychain", "delete", "--tag", "com.example.alice"]).status == 0)
+        #expect(try setup.coffer(["keychain", "delete", "--tag", "com.example.bob"]).status == 0)
+        #expect(try setup.coffer(["keychain", "encrypt-to"] + side("alice", "bob"), stdin: [1]).status == 2)
+        #expect(try setup.coffer(["keychain", "list"]).stdoutText.isEmpty)
+    }
+
     /// A full disk, simulated by a file-size limit (`ulimit -f`, with
     /// SIGXFSZ ignored so that the write fails with EFBIG): a clear error,
     /// the previous contents intact, and no temporary file after the next write.
@@ -163,3 +213,41 @@ final class Counter: @unchecked Sendable {
     func add() { lock.lock(); count += 1; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
+
+#if SecretService
+extension KeychainCLITests {
+    /// The same commands on the desktop's keyring (`--backend secret-service`),
+    /// inside scripts/with-secret-service's private gnome-keyring-daemon.
+    @Test func secretServiceBackend() throws {
+        let directory = try TemporaryDirectory()
+        let name = "coffer-cli-\(UUID().uuidString)"
+        func coffer(_ arguments: [String], stdin: [UInt8] = []) throws -> CLI.Result {
+            try CLI.coffer(["keychain"] + arguments + ["--backend", "secret-service", "--keychain", name], stdin: stdin)
+        }
+        let added = try coffer(["add-password", "--service", "api", "--account", "me", "--label", "API token"], stdin: Array("tok\n".utf8))
+        guard added.status == 0 || !(Peers.skipAllowed) else { return }
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try coffer(["add-password", "--service", "api", "--account", "me"], stdin: [1]).status == 6)
+        #expect(try coffer(["get-password", "--service", "api", "--account", "me"]).stdout == Array("tok\n".utf8))
+        let list = try coffer(["list", "--json"])
+        #expect(list.status == 0 && list.stdoutText.contains("\"label\" : \"API token\"") && !list.stdoutText.contains("tok\\n"))
+
+        for side in ["alice", "bob"] {
+            let generated = try coffer(["generate-key", "--tag", side, "--type", "x25519"])
+            #expect(generated.status == 0, "\(generated.stderr)")
+            _ = try directory.write("\(side).pub", generated.stdout)
+        }
+        let sealed = try coffer(["encrypt-to", "--tag", "alice", "--type", "x25519", "--peer", directory.path("bob.pub")], stdin: Array("hi".utf8))
+        let opened = try coffer(["decrypt-from", "--tag", "bob", "--type", "x25519", "--peer", directory.path("alice.pub")], stdin: sealed.stdout)
+        #expect(opened.status == 0 && opened.stdoutText == "hi", "\(opened.stderr)")
+
+        let passphrase = try directory.write("pass", Array("x".utf8))
+        #expect(try coffer(["list", "--passphrase-file", passphrase]).status == 64)
+        #expect(try coffer(["create"]).status == 64)
+        #expect(try coffer(["delete", "--tag", "alice"]).status == 0)
+        #expect(try coffer(["delete", "--tag", "bob"]).status == 0)
+        #expect(try coffer(["delete", "--service", "api"]).status == 0)
+        #expect(try coffer(["get-password", "--service", "api", "--account", "me"]).status == 2)
+    }
+}
+#endif

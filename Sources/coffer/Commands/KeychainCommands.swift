@@ -6,10 +6,21 @@ import Foundation
 
 extension KeychainKeyType: ExpressibleByArgument {}
 
-/// Which file keychain, and how to unlock it.
+/// Where a keychain lives.
+enum KeychainBackend: String, ExpressibleByArgument, CaseIterable {
+    /// FileKeychain: an encrypted file, unlocked with a passphrase or key file.
+    case file
+    /// SecretServiceKeychain: the desktop's keyring, unlocked by the session.
+    case secretService = "secret-service"
+}
+
+/// Which keychain, and how to unlock it.
 struct KeychainOptions: ParsableArguments {
     @Option(name: .customLong("keychain"), help: "The keychain's name (a file in $COFFER_KEYCHAIN_DIR, else $XDG_DATA_HOME/coffer/keychains).")
     var name = "default"
+
+    @Option(help: "file (an encrypted file) or secret-service (GNOME Keyring or KWallet, in builds with the SecretService trait).")
+    var backend: KeychainBackend = .file
 
     @Option(name: .customLong("passphrase-file"), help: "Read the keychain passphrase from this file.")
     var passphraseFile: String?
@@ -19,6 +30,9 @@ struct KeychainOptions: ParsableArguments {
 
     func validate() throws {
         if passphraseFile != nil && keyFile != nil { throw ValidationError("give --passphrase-file or --key-file, not both") }
+        if backend == .secretService && (passphraseFile != nil || keyFile != nil) {
+            throw ValidationError("the Secret Service is unlocked by the desktop session, not by --passphrase-file or --key-file")
+        }
     }
 
     func secret(confirm: Bool = false) throws -> FileKeychain.Secret {
@@ -31,8 +45,23 @@ struct KeychainOptions: ParsableArguments {
         return .password(try Passphrase.prompt("Keychain passphrase", confirm: confirm))
     }
 
-    func open() throws -> FileKeychain {
-        try FileKeychain.open(path: try FileKeychain.path(named: name), secret: try secret())
+    /// The keychain, on either backend.
+    func open() throws -> any Keychain {
+        switch backend {
+        case .file: return try openFile()
+        case .secretService:
+            #if SecretService
+            return try SecretServiceKeychain(name: name)
+            #else
+            throw CLIFailure("this coffer was built without the Secret Service: build with --traits SecretService (needs libsecret-1-dev)", status: 5)
+            #endif
+        }
+    }
+
+    /// The file keychain (for what only a file keychain does: create, passwd).
+    func openFile() throws -> FileKeychain {
+        guard backend == .file else { throw CLIFailure("only a file keychain has a passphrase; the Secret Service's is the session's", status: 64) }
+        return try FileKeychain.open(path: try FileKeychain.path(named: name), secret: try secret())
     }
 }
 
@@ -49,15 +78,16 @@ struct SecretInput: ParsableArguments {
 struct KeychainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain",
-        abstract: "Keep passwords and keys in an encrypted file keychain (Apple's keychain model).",
+        abstract: "Keep passwords and keys in a keychain (Apple's keychain model): an encrypted file, or the desktop's Secret Service.",
         discussion: """
             Password items are named by --service and --account, keys by --tag (and --type). \
             Secrets are read from standard input or --secret-file, never from the command line; \
-            list never prints them.
+            list never prints them. The key agreement commands (agree, encrypt-to, decrypt-from) \
+            use a stored p256 or x25519 key, and rsa-decrypt a stored RSA key, without it leaving the keychain.
             """,
         subcommands: [KeychainCreate.self, KeychainList.self, KeychainAddIdentity.self, KeychainAddPassword.self, KeychainGetPassword.self,
                       KeychainUpdatePassword.self, KeychainDelete.self, KeychainGenerateKey.self, KeychainPublicKey.self,
-                      KeychainPasswd.self])
+                      KeychainRSADecrypt.self, KeychainAgree.self, KeychainEncryptTo.self, KeychainDecryptFrom.self, KeychainPasswd.self])
 }
 
 struct KeychainCreate: ParsableCommand {
@@ -65,6 +95,7 @@ struct KeychainCreate: ParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() throws {
+        guard keychain.backend == .file else { throw CLIFailure("a Secret Service keychain needs no create: its first item makes it", status: 64) }
         let path = try FileKeychain.path(named: keychain.name)
         _ = try FileKeychain.create(path: path, secret: try keychain.secret(confirm: true))
         StandardError.write("Created \(path)\n")
@@ -226,7 +257,7 @@ struct KeychainPasswd: ParsableCommand {
         } else {
             secret = .password(try Passphrase.prompt("New keychain passphrase", confirm: true))
         }
-        _ = try keychain.open().changeSecret(to: secret)
+        _ = try keychain.openFile().changeSecret(to: secret)
     }
 }
 
@@ -250,5 +281,140 @@ struct KeychainAddIdentity: ParsableCommand {
         let bytes = try secret.read()
         _ = try AgeKeys.identities(fileBytes: bytes.revealed(), name: "the identity")  // refuse what would not decrypt anything
         try keychain.open().add(.password(service: AgeIdentityItem.service, account: label, label: label), data: bytes)
+    }
+}
+
+/// A stored agreement key, the peer's public key and the KDF: what the
+/// keychain key agreement commands share.
+struct KeychainAgreement: ParsableArguments {
+    @Option(help: "The application tag of your p256 or x25519 key.")
+    var tag: String
+
+    @Option(help: "p256 or x25519.")
+    var type: KeychainKeyType = .p256
+
+    @Option(name: .customLong("peer"), help: "The other side's public key file.")
+    var peer: String
+
+    @Option(help: "x963-sha256, x963-sha1, x963-sha384, x963-sha512 or hkdf-sha256.")
+    var kdf: KeyAgreement.KDF = .x963SHA256
+
+    @Option(name: .customLong("shared-info-file"), help: "A file whose bytes are the KDF's shared info.")
+    var sharedInfoFile: String?
+
+    func validate() throws {
+        if type != .p256 && type != .x25519 { throw ValidationError("key agreement uses a p256 or x25519 key") }
+    }
+
+    func derive(_ keychain: any Keychain, size: Int) throws -> SymmetricKey {
+        let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
+        return try keychain.agree(tag: tag, type: type, peer: try KeyFile.publicKey(peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
+    }
+}
+
+struct KeychainAgree: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agree",
+        abstract: "Derive a key by ECDH between a stored key and a peer's public key, then a KDF (as coffer agree).",
+        discussion: "The key is printed in hex; --raw -o FILE writes its bytes instead.")
+    @OptionGroup var keychain: KeychainOptions
+    @OptionGroup var agreement: KeychainAgreement
+    @Option(help: "Bytes to derive.")
+    var size: Int = 32
+    @Flag(help: "Write the derived bytes, not hex (needs -o).")
+    var raw = false
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
+    var output: String?
+
+    func validate() throws {
+        if raw && (output == nil || output == "-") { throw ValidationError("--raw writes binary: give -o FILE") }
+    }
+
+    func run() throws {
+        let bytes = try agreement.derive(try keychain.open(), size: size).withUnsafeBytes { Array($0) }
+        if raw {
+            try KeyFile.write(bytes, to: output, binary: true)
+        } else {
+            try KeyFile.write(Array((Hex.encode(bytes) + "\n").utf8), to: output, binary: false)
+        }
+    }
+}
+
+struct KeychainEncryptTo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt-to",
+        abstract: "Encrypt standard input for a peer: AES-256-GCM under the key ECDH and the KDF derive.",
+        discussion: """
+            Writes nonce (12) ‖ ciphertext ‖ tag (16), CryptoKit's AES.GCM.SealedBox.combined, \
+            base64 with --base64. The peer decrypts with decrypt-from, its key and your public key, \
+            and the same shared info.
+            """)
+    @OptionGroup var keychain: KeychainOptions
+    @OptionGroup var agreement: KeychainAgreement
+    @Flag(help: "Write base64 text instead of bytes.")
+    var base64 = false
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        let key = try agreement.derive(try keychain.open(), size: 32)
+        let plaintext = try Input.readAll(path: "-", what: "the message")
+        guard let sealed = try AES.GCM.seal(plaintext, using: key).combined else { throw CLIFailure("AES-GCM gave no combined box", status: 1) }
+        let bytes = base64 ? Array((Data(sealed).base64EncodedString() + "\n").utf8) : Array(sealed)
+        try KeyFile.write(bytes, to: output, binary: !base64)
+    }
+}
+
+struct KeychainDecryptFrom: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt-from",
+        abstract: "Decrypt what encrypt-to wrote (standard input), with your stored key and the sender's public key.")
+    @OptionGroup var keychain: KeychainOptions
+    @OptionGroup var agreement: KeychainAgreement
+    @Flag(help: "Read base64 text instead of bytes.")
+    var base64 = false
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        let key = try agreement.derive(try keychain.open(), size: 32)
+        var input = try Input.readAll(path: "-", what: "the ciphertext")
+        if base64 {
+            guard let decoded = Data(base64Encoded: String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw CLIFailure("the input is not base64", status: 4)
+            }
+            input = Array(decoded)
+        }
+        guard input.count >= 28 else { throw CLIFailure("the ciphertext is \(input.count) bytes; encrypt-to writes at least 28", status: 4) }
+        let plaintext: Data
+        do {
+            plaintext = try AES.GCM.open(try AES.GCM.SealedBox(combined: input), using: key)
+        } catch {
+            throw CLIFailure("the message does not authenticate: another key, peer or shared info, or altered bytes", status: 4)
+        }
+        try KeyFile.write(Array(plaintext), to: output, binary: true)
+    }
+}
+
+struct KeychainRSADecrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rsa-decrypt",
+        abstract: "Decrypt an RSA-OAEP message (coffer rsa encrypt, SecKeyCreateEncryptedData) with a stored RSA key.")
+    @OptionGroup var keychain: KeychainOptions
+    @Option(help: "The application tag.")
+    var tag: String
+    @Option(help: "rsa2048, rsa3072 or rsa4096.")
+    var type: KeychainKeyType = .rsa2048
+    @Option(help: "OAEP's hash: sha256, or sha1 for older peers.")
+    var hash: RSAEncryption.Hash = .sha256
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+    @Argument(help: "The input file; standard input when absent or \"-\".")
+    var input: String?
+
+    func run() throws {
+        let ciphertext = try Input.readAll(path: input ?? "-", what: "the ciphertext")
+        let plaintext = try keychain.open().rsaDecrypt(ciphertext, tag: tag, type: type, hash: hash)
+        try KeyFile.write(plaintext.revealed(), to: output, binary: false)
     }
 }

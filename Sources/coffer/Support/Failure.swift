@@ -72,6 +72,7 @@ extension ExitStatus {
         case .authenticationFailed: "check the keychain passphrase (--passphrase-file FILE) or --key-file"
         case .insecurePermissions: "keychain files must be 0600 and their folder 0700, owned by you, and not symlinks"
         case .corrupted: "the keychain file was damaged; restore it from a backup"
+        case .interactionNotAllowed: "unlock the keyring in the desktop session (or start gnome-keyring-daemon --unlock with its password on stdin)"
         default: nil
         }
     }

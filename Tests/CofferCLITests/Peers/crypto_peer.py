@@ -4,6 +4,8 @@ for Coffer's public-key interop tests.
 
   crypto_peer.py agree PRIVATE.pem PEER.pem HASH SIZE [SHARED_INFO_FILE]
       ECDH, then X963KDF(HASH, SIZE, shared info); prints hex
+  crypto_peer.py rsa-oaep-encrypt PUBLIC.pem HASH    (message on stdin, ciphertext on stdout)
+  crypto_peer.py aesgcm-open-b64 KEYHEX              (base64 nonce‖ciphertext‖tag on stdin, plaintext on stdout)
   crypto_peer.py mldsa-keygen PRIVATE.pem PUBLIC.pem
   crypto_peer.py mldsa-sign PRIVATE.pem MESSAGE SIGNATURE
   crypto_peer.py mldsa-verify PUBLIC.pem MESSAGE SIGNATURE   (exit 0 when valid)
@@ -12,7 +14,10 @@ import sys
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, mldsa, x25519
+import base64
+
+from cryptography.hazmat.primitives.asymmetric import ec, mldsa, padding, x25519
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
 
 HASHES = {"sha1": hashes.SHA1, "sha224": hashes.SHA224, "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
@@ -41,6 +46,13 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     if command == "agree":
         agree(*args)
+    elif command == "rsa-oaep-encrypt":
+        algorithm = HASHES[args[1]]()
+        oaep = padding.OAEP(mgf=padding.MGF1(algorithm=algorithm), algorithm=algorithm, label=None)
+        sys.stdout.buffer.write(load_public(args[0]).encrypt(sys.stdin.buffer.read(), oaep))
+    elif command == "aesgcm-open-b64":
+        box = base64.b64decode(sys.stdin.buffer.read())
+        sys.stdout.buffer.write(AESGCM(bytes.fromhex(args[0])).decrypt(box[:12], box[12:], None))
     elif command == "mldsa-keygen":
         key = mldsa.MLDSA65PrivateKey.generate()
         open(args[0], "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

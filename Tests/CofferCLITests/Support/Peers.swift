@@ -33,6 +33,19 @@ enum Peers {
     }()
     static let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/peer.py").path
 
+    /// Runs crypto_peer.py (Python's cryptography) and returns its standard
+    /// output; records an issue and returns nil when it is missing or fails.
+    static func cryptoPeer(_ arguments: [String], stdin: [UInt8] = [], sourceLocation: SourceLocation = #_sourceLocation) throws -> [UInt8]? {
+        guard available([("python3 with cryptography", python)], sourceLocation: sourceLocation) else { return nil }
+        let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/crypto_peer.py").path
+        let result = try CLI.run(python!, [script] + arguments, stdin: stdin)
+        guard result.status == 0 else {
+            Issue.record(Comment(rawValue: "crypto_peer.py \(arguments.first ?? "") failed: \(result.stderr)"), sourceLocation: sourceLocation)
+            return nil
+        }
+        return result.stdout
+    }
+
     static var skipAllowed: Bool { environment["CI"] != "true" && environment["COFFER_SKIP_INTEROP"] == "1" }
 
     /// Returns false (after saying why) when the test should not go on.
