@@ -42,3 +42,26 @@ extension ConformanceTests {
         }
     }
 }
+
+#if canImport(Security)
+extension ConformanceTests {
+    /// On a Mac, `swift test` runs unsigned, without the keychain-access-groups
+    /// entitlement the data protection keychain needs: the suite runs on the
+    /// file-based login keychain (access groups folded into the stored names),
+    /// each run in a namespace of its own that is deleted afterwards.
+    @Test func appleKeychain() throws {
+        let namespace = "coffer-conformance-\(UUID().uuidString)"
+        var made: [AppleKeychain] = []
+        defer {
+            for keychain in made {
+                for itemClass in ItemClass.allCases { try? keychain.delete(KeychainQuery(itemClass: itemClass)) }
+            }
+        }
+        try KeychainConformance.run {
+            let keychain = AppleKeychain(useDataProtectionKeychain: false, namespace: "\(namespace)-\(made.count)")
+            made.append(keychain)
+            return keychain
+        }
+    }
+}
+#endif
