@@ -38,7 +38,6 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
 
     public let path: String
     private let directory: String
-    private let lockPath: String
     private let secret: Secret
     private let lock = NSLock()
     /// The data key, and the slot bytes it came from (re-derived only when they change).
@@ -70,7 +69,6 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     init(path: String, secret: Secret) {
         self.path = path
         directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
-        lockPath = directory + "/." + (path as NSString).lastPathComponent + ".lock"
         self.secret = secret
     }
 
@@ -191,19 +189,13 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     private func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         try withLocked {
             try checkDirectory()
-            let descriptor = systemOpen(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw KeychainError(errno == ELOOP ? .insecurePermissions : .io, "cannot open the lock file \(lockPath)\(errno == ELOOP ? " (it is a symlink)" : "")")
+            do {
+                return try AtomicFile.withExclusiveLock(on: path, body)
+            } catch let error as CofferError where error.code == .insecurePermissions {
+                throw KeychainError(.insecurePermissions, error.reason)
+            } catch let error as CofferError where error.code == .io {
+                throw KeychainError(.io, error.reason)
             }
-            defer { close(descriptor) }
-            while flock(descriptor, LOCK_EX) != 0 {
-                guard errno == EINTR else { throw KeychainError(.io, "cannot lock \(lockPath)") }
-            }
-            let prefix = "." + (path as NSString).lastPathComponent + ".coffer-"
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(prefix) {
-                unlink(directory + "/" + name)  // a writer that died; any live writer would hold the lock
-            }
-            return try body()
         }
     }
 

@@ -194,12 +194,7 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
     public var description: String { "SecretBytes(\(storage.count) bytes, <redacted>)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["count": storage.count]) }
-    public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool {
-        guard lhs.storage.count == rhs.storage.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.storage.indices { difference |= lhs.storage[index] ^ rhs.storage[index] }
-        return difference == 0
-    }
+    public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool { ConstantTime.equal(lhs.storage, rhs.storage) }
 }
 
 /// Apple's keychain model, on every platform (docs/keychain.md).

@@ -18,6 +18,15 @@ import Glibc
 struct Benchmark {
     static func main() throws {
         if CommandLine.arguments.dropFirst().first == "keychain" {
+            if CommandLine.arguments.contains("--secret-service") {
+                #if SecretService
+                try KeychainBenchmark.runSecretService()
+                return
+                #else
+                print("coffer-bench: built without the SecretService trait (swift build -c release --traits SecretService)")
+                exit(64)
+                #endif
+            }
             var directory = NSTemporaryDirectory()
             if let index = CommandLine.arguments.firstIndex(of: "--dir"), index + 1 < CommandLine.arguments.count {
                 directory = CommandLine.arguments[index + 1]
@@ -42,7 +51,7 @@ struct Benchmark {
             case "--dir": directory = arguments.next() ?? directory
             case "--runs": runs = Int(arguments.next() ?? "") ?? runs
             default:
-                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR]")
+                print("usage: coffer-bench [--size-mib N] [--dir DIR] [--runs N] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service]")
                 exit(64)
             }
         }

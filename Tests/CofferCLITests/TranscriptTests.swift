@@ -11,7 +11,8 @@ import Testing
                            "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring passwd",
                            "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list", "keychain add-identity",
                            "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
-                           "keychain generate-key", "keychain public-key", "keychain passwd"]
+                           "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
+                           "keychain decrypt-from", "keychain passwd"]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {

@@ -60,3 +60,49 @@ import Testing
         #expect(contents(folder).isEmpty)
     }
 }
+
+extension AtomicFileTests {
+    /// Read-modify-write under `withExclusiveLock`: 4 threads × 50
+    /// increments of a counter file lose none (each thread opens the lock
+    /// file itself, so flock serialises them as it does processes); stale
+    /// temporary files are swept; a symlinked lock file is refused.
+    @Test func exclusiveLockSerialisesReadModifyWrite() throws {
+        let folder = try directory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("counter").path
+        try Data("0".utf8).write(to: URL(fileURLWithPath: path))
+        try Data("left by a killed writer".utf8).write(to: folder.appendingPathComponent(".counter.coffer-0badc0ffee00"))
+        try Data("another file's".utf8).write(to: folder.appendingPathComponent(".other.coffer-0badc0ffee00"))
+
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<50 {
+                do {
+                    try AtomicFile.withExclusiveLock(on: path) {
+                        let value = Int(String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self))!
+                        let file = try AtomicFile(destination: path)
+                        var sink = file.sink
+                        try sink.write(Array(String(value + 1).utf8))
+                        try file.commit()
+                    }
+                } catch {
+                    failures.add()
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        #expect(String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self) == "200")
+        #expect(contents(folder) == [".counter.lock", ".other.coffer-0badc0ffee00", "counter"])
+
+        try FileManager.default.removeItem(atPath: AtomicFile.lockPath(for: path))
+        try FileManager.default.createSymbolicLink(atPath: AtomicFile.lockPath(for: path), withDestinationPath: "/tmp")
+        #expect(throws: CofferError(.insecurePermissions, "")) { try AtomicFile.withExclusiveLock(on: path) {} }
+    }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}

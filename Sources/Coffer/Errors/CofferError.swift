@@ -37,6 +37,8 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
         public static let invalidArgument = Code("invalidArgument")
         /// Reading or writing failed.
         public static let io = Code("io")
+        /// A file the caller must trust is a symlink or open to other users.
+        public static let insecurePermissions = Code("insecurePermissions")
         /// The password (or key-encryption key) does not unlock the key
         /// ring; distinct from a key ring whose sealed body was tampered with.
         public static let wrongPassword = Code("wrongPassword")

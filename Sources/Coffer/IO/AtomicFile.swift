@@ -83,3 +83,41 @@ public final class AtomicFile {
         throw CofferError(.io, "\(what): \(reason)")
     }
 }
+
+extension AtomicFile {
+    /// The lock file beside `destination`: `.NAME.lock`.
+    public static func lockPath(for destination: String) -> String {
+        let url = URL(fileURLWithPath: destination)
+        return url.deletingLastPathComponent().path + "/." + url.lastPathComponent + ".lock"
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `.NAME.lock` beside
+    /// `destination`, after deleting the temporary files (`.NAME.coffer-*`)
+    /// that writers killed mid-write left: every live writer of a
+    /// destination updated this way holds the lock, so none is left but
+    /// the dead ones'. A read-modify-write inside `body` (read, change,
+    /// write an AtomicFile, commit) is then serial across processes and
+    /// safe against `kill -9` at any point.
+    ///
+    /// The lock file is opened with O_NOFOLLOW: a symlink in its place is
+    /// `insecurePermissions`.
+    public static func withExclusiveLock<T>(on destination: String, _ body: () throws -> T) throws -> T {
+        let lockPath = lockPath(for: destination)
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { throw CofferError(.insecurePermissions, "the lock file \(lockPath) is a symlink") }
+            throw CofferError(.io, "cannot open the lock file \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw CofferError(.io, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+        }
+        let url = URL(fileURLWithPath: destination)
+        let directory = url.deletingLastPathComponent().path
+        let prefix = "." + url.lastPathComponent + ".coffer-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(prefix) {
+            unlink(directory + "/" + name)
+        }
+        return try body()
+    }
+}

@@ -108,7 +108,7 @@ public struct KeyRingFile: Sendable {
         }
         let (wrap, expected) = KeyRingFile.keys(base: base)
         // The check is compared in constant time.
-        guard SealedValue.constantTimeEqual(expected, check) else {
+        guard ConstantTime.equal(expected, check) else {
             throw CofferError(.wrongPassword, kdf == nil ? "the key file does not unlock this key ring" : "wrong password for this key ring")
         }
         let header = Array(bytes[..<headerEnd])
@@ -145,14 +145,5 @@ public struct KeyRingFile: Sendable {
         guard let kdf else { return }
         let target: PasswordKDF = if case .pbkdf2SHA256 = kdf { .defaultPBKDF2 } else { .defaultScrypt }
         try changeSecret(to: .password(password), kdf: target)
-    }
-}
-
-extension SealedValue {
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }

@@ -57,20 +57,14 @@ struct KeyRingUnlock: ParsableArguments {
 
     /// Read-modify-write under an exclusive lock on a sidecar lock file, so
     /// that processes changing the same key ring at once never lose one
-    /// another's keys; the new file replaces the old one atomically.
+    /// another's keys; the new file replaces the old one atomically, and
+    /// temporary files of writers killed mid-write are swept.
     func modify(_ change: (inout KeyRingFile) throws -> Void) throws {
-        let lockPath = (keyring as NSString).deletingLastPathComponent.isEmpty
-            ? ".\(keyring).lock"
-            : "\((keyring as NSString).deletingLastPathComponent)/.\((keyring as NSString).lastPathComponent).lock"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw CLIFailure("cannot open the lock file \(lockPath)") }
-        defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw CLIFailure("cannot lock \(lockPath)") }
+        try AtomicFile.withExclusiveLock(on: keyring) {
+            var file = try unlockFile()
+            try change(&file)
+            try KeyRingStore.write(try file.contents(), to: keyring, replace: true)
         }
-        var file = try unlockFile()
-        try change(&file)
-        try KeyRingStore.write(try file.contents(), to: keyring, replace: true)
     }
 }
 

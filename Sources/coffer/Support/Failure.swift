@@ -26,7 +26,7 @@ enum ExitStatus {
         case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload: 3
         case .malformedHeader, .malformedArmor, .malformed: 4
         case .unsupported: 5
-        case .keyDisabled: 6
+        case .keyDisabled, .insecurePermissions: 6
         case .invalidArgument: 64
         default: 1
         }
