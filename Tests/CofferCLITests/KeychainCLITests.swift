@@ -241,12 +241,24 @@ extension KeychainCLITests {
         let opened = try coffer(["decrypt-from", "--tag", "bob", "--type", "x25519", "--peer", directory.path("alice.pub")], stdin: sealed.stdout)
         #expect(opened.status == 0 && opened.stdoutText == "hi", "\(opened.stderr)")
 
+        // An age identity kept in the keyring decrypts a file.
+        let key = directory.path("id.txt")
+        #expect(try CLI.coffer(["keygen", "-o", key]).status == 0)
+        let recipient = try CLI.coffer(["keygen", "-y", key]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let input = try directory.write("in", Array("for the keyring".utf8))
+        #expect(try CLI.coffer(["encrypt", "-r", recipient, "-o", directory.path("f.age"), input]).status == 0)
+        #expect(try coffer(["add-identity", "--label", "work", "--secret-file", key]).status == 0)
+        let decrypted = try CLI.coffer(["decrypt", "--keychain", name, "--keychain-backend", "secret-service", "--identity", "work",
+                                        directory.path("f.age")])
+        #expect(decrypted.status == 0 && decrypted.stdoutText == "for the keyring", "\(decrypted.stderr)")
+
         let passphrase = try directory.write("pass", Array("x".utf8))
         #expect(try coffer(["list", "--passphrase-file", passphrase]).status == 64)
         #expect(try coffer(["create"]).status == 64)
         #expect(try coffer(["delete", "--tag", "alice"]).status == 0)
         #expect(try coffer(["delete", "--tag", "bob"]).status == 0)
         #expect(try coffer(["delete", "--service", "api"]).status == 0)
+        #expect(try coffer(["delete", "--service", "coffer.age-identity"]).status == 0)
         #expect(try coffer(["get-password", "--service", "api", "--account", "me"]).status == 2)
     }
 }

@@ -16,8 +16,11 @@ struct Decrypt: ParsableCommand {
             help: "An identity file (AGE-SECRET-KEY-1… lines, or a private key file); with --keychain, the label of an identity kept there. Repeatable.")
     var identityFiles: [String] = []
 
-    @Option(name: .customLong("keychain"), help: "Take the --identity labels from this file keychain (coffer keychain add-identity).")
+    @Option(name: .customLong("keychain"), help: "Take the --identity labels from this keychain (coffer keychain add-identity).")
     var keychain: String?
+
+    @Option(name: .customLong("keychain-backend"), help: "file or secret-service (with --keychain).")
+    var keychainBackend: KeychainBackend = .file
 
     @Option(name: .customLong("keychain-passphrase-file"), help: "The keychain's passphrase (with --keychain).")
     var keychainPassphraseFile: String?
@@ -41,7 +44,7 @@ struct Decrypt: ParsableCommand {
     func run() throws {
         var identities: [any Identity]
         if let keychain {
-            var options = ["--keychain", keychain]
+            var options = ["--keychain", keychain, "--backend", keychainBackend.rawValue]
             if let keychainPassphraseFile { options += ["--passphrase-file", keychainPassphraseFile] }
             if let keychainKeyFile { options += ["--key-file", keychainKeyFile] }
             let file = try KeychainOptions.parse(options).open()
