@@ -62,7 +62,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", .product(name: "Crypto", package: "swift-crypto")]),
+        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "coffer-bench",
             dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]

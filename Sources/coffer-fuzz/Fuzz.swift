@@ -1,12 +1,15 @@
 import Coffer
 import CofferCompat
+import CofferKeychain
 import Crypto
 import Foundation
 
 /// A fuzz target for every parser the decryptor runs on untrusted input:
 /// armor, header, stanzas, the X25519 and scrypt stanza rules, the STREAM
-/// payload, and `inspect`. Each input must end in success or a
-/// `CofferError`; a crash, a trap or a hang is a bug.
+/// payload, and `inspect`; key files; the compatibility readers; sealed
+/// values, key ring files and file keychains. Each input must end in
+/// success or the module's error (`CofferError`, `KeychainError`); a crash,
+/// a trap or a hang is a bug.
 ///
 /// With libFuzzer (see fuzz/run.sh), whose driver this calls:
 ///     swift build -c release --product coffer-fuzz --scratch-path .build-fuzz \
@@ -26,6 +29,14 @@ enum FuzzTarget {
     static let rncryptorHMACKey = SymmetricKey(size: .bits256)
     static let appleP256Key = P256.Signing.PrivateKey()
     static let sealedRing = KeyRing()
+    /// A private folder for keychain files (FileKeychain reads files, and
+    /// refuses folders open to others).
+    static let keychainFolder: String = {
+        let folder = NSTemporaryDirectory() + "coffer-fuzz-keychain-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return folder
+    }()
+    static let keychainKey = SymmetricKey(data: [UInt8](repeating: 7, count: 32))
 
     static func run(_ bytes: [UInt8]) {
         var source = BufferSource(bytes)
@@ -66,6 +77,13 @@ enum FuzzTarget {
         ]
         for (name, parse) in keyParsers + compatParsers {
             do { try parse() } catch is CofferError {} catch { fatalError("\(name) threw a non-Coffer error: \(error)") }
+        }
+        // A file keychain's header and body, read as FileKeychain reads them.
+        let path = keychainFolder + "/fuzz.keychain"
+        if FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) {
+            do { _ = try FileKeychain.open(path: path, secret: .keyFile(keychainKey)).copyMatching(.password()) } catch is KeychainError {} catch {
+                fatalError("FileKeychain threw a non-keychain error: \(error)")
+            }
         }
     }
 }
