@@ -48,19 +48,34 @@ import Glibc
     }
 
     /// Four processes add 200 items each to one keychain, at once.
+    /// Every fourth item is updated right after it is added, while the
+    /// other processes write: no update is lost either.
     @Test func fourProcessesAddConcurrently() throws {
         let setup = try Setup()
         let failures = Counter()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for index in 0..<200 {
-                let result = try? setup.coffer(["keychain", "add-password", "--service", "load", "--account", "\(worker)-\(index)"], stdin: [UInt8(index)])
+                let account = "\(worker)-\(index)"
+                let result = try? setup.coffer(["keychain", "add-password", "--service", "load", "--account", account], stdin: [UInt8(index)])
                 if result?.status != 0 { failures.add() }
+                if index % 4 == 0 {
+                    let updated = try? setup.coffer(["keychain", "update-password", "--service", "load", "--account", account], stdin: [UInt8(index), 0xFF])
+                    if updated?.status != 0 { failures.add() }
+                }
             }
         }
         #expect(failures.value == 0)
         let accounts = try setup.accounts()
-        print("keychain concurrent adds: 4 processes × 200, \(accounts.count) present, \(failures.value) failed")
+        var updatesKept = 0
+        for worker in 0..<4 {
+            for index in stride(from: 0, to: 200, by: 20) {
+                let value = try setup.coffer(["keychain", "get-password", "--service", "load", "--account", "\(worker)-\(index)"]).stdout
+                if value == [UInt8(index), 0xFF] { updatesKept += 1 }
+            }
+        }
+        print("keychain concurrent writers: 4 processes × (200 adds + 50 updates), \(accounts.count) items present, \(updatesKept)/40 sampled updates kept, \(failures.value) failed")
         #expect(accounts.count == 800)
+        #expect(updatesKept == 40)
     }
 
     /// ≥ 300 rounds of `kill -9` at random moments during writes.
