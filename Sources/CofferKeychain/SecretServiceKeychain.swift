@@ -25,13 +25,15 @@ import Glibc
 /// operations inside the process, and across Coffer processes with an
 /// `flock` on `$XDG_RUNTIME_DIR/coffer/secret-service.lock` when that folder
 /// exists. Other programs editing the same items are not serialised.
-public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // libsecret calls serialised by `lock`
+public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // libsecret calls serialised by `Self.lock`
     /// The Coffer keychain's name: an attribute of every item it holds.
     public let name: String
     /// The alias of the collection new items go to: `default` (the login
     /// keyring), `session` (in memory until logout), or another alias.
     public let collection: String
-    private let lock = NSLock()
+    /// One lock for every instance: operations of different keychains share
+    /// libsecret's connection and the daemon's collection.
+    private static let lock = NSLock()
     private let service: UnsafeMutablePointer<SecretService>
     private let schema: UnsafeMutablePointer<SecretSchema>
     private let crossProcessLockPath: String?
@@ -362,8 +364,8 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // li
     // MARK: libsecret and GLib plumbing
 
     private func serialised<T>(_ body: () throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        Self.lock.lock()
+        defer { Self.lock.unlock() }
         var descriptor: Int32 = -1
         if let crossProcessLockPath {
             descriptor = open(crossProcessLockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)

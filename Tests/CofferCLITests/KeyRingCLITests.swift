@@ -108,3 +108,34 @@ import Glibc
         #expect(try FileManager.default.attributesOfItem(atPath: directory.path("ring"))[.posixPermissions] as? Int == 0o600)
     }
 }
+
+extension KeyRingCLITests {
+    /// A key ring sealed under a KEK kept in a keychain (issue 5's third
+    /// KEK source): `keyring new` makes the symmetric256 key when it is
+    /// missing; seal and open find it by tag; without it nothing opens.
+    @Test func kekFromKeychain() throws {
+        let directory = try TemporaryDirectory()
+        chmod(directory.url.path, 0o700)
+        let dir = directory.url
+        try directory.write("chainkey", (0..<32).map { UInt8($0 * 7 & 0xff) })
+        try directory.write("secret", Array("kept by the keychain".utf8))
+        let environment = ["COFFER_KEYCHAIN_DIR": directory.path("chains")]
+        Self.ok(try CLI.coffer(["keychain", "create", "--key-file", directory.path("chainkey")], environment: environment), "keychain create")
+        let kek = ["--kek-keychain", "default", "--kek-tag", "rings/main", "--kek-keychain-key-file", directory.path("chainkey")]
+        Self.ok(try CLI.coffer(["keyring", "new", "--keyring", "ring"] + kek, in: dir, environment: environment), "keyring new")
+        let listed = try CLI.coffer(["keychain", "list", "--key-file", directory.path("chainkey")], environment: environment)
+        #expect(listed.stdoutText.contains("tag=rings/main  type=symmetric256"))
+        Self.ok(try CLI.coffer(["keyring", "rotate", "--keyring", "ring"] + kek, in: dir, environment: environment), "rotate")
+        Self.ok(try CLI.coffer(["seal", "--keyring", "ring", "--context", "c", "-o", "v", "secret"] + kek, in: dir, environment: environment), "seal")
+        let opened = try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "v"] + kek, in: dir, environment: environment)
+        #expect(opened.status == 0 && opened.stdoutText == "kept by the keychain", "\(opened.stderr)")
+
+        // Another tag, or no keychain KEK at all: nothing opens.
+        let otherTag = ["--kek-keychain", "default", "--kek-tag", "rings/other", "--kek-keychain-key-file", directory.path("chainkey")]
+        let missing = try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "v"] + otherTag, in: dir, environment: environment)
+        #expect(missing.status == 2 && missing.stderr.contains("no symmetric256 key tagged rings/other"))
+        try directory.write("wrongkek", [UInt8](repeating: 9, count: 32))
+        #expect(try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "--kek-file", "wrongkek", "v"], in: dir).status == 2)
+        #expect(try CLI.coffer(["keyring", "list", "--keyring", "ring", "--kek-file", "wrongkek", "--kek-keychain", "default", "--kek-tag", "x"], in: dir).status == 64)
+    }
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Coffer
+import CofferKeychain
 import Crypto
 import Foundation
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ extension PasswordKDF {
 }
 
 /// How a command unlocks a key ring: a passphrase file, a 32-byte KEK
-/// file, or (on a terminal) a prompt.
+/// file, a symmetric key kept in a keychain, or (on a terminal) a prompt.
 struct KeyRingUnlock: ParsableArguments {
     @Option(name: .customLong("keyring"), help: "The key ring file.")
     var keyring: String
@@ -30,11 +31,46 @@ struct KeyRingUnlock: ParsableArguments {
     @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
     var kekFile: String?
 
+    @Option(name: .customLong("kek-keychain"),
+            help: "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new makes it when missing).")
+    var kekKeychain: String?
+
+    @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
+    var kekTag: String?
+
+    @Option(name: .customLong("kek-keychain-backend"), help: "file or secret-service (with --kek-keychain).")
+    var kekKeychainBackend: KeychainBackend = .file
+
+    @Option(name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase (with --kek-keychain).")
+    var kekKeychainPassphraseFile: String?
+
+    @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
+    var kekKeychainKeyFile: String?
+
     func validate() throws {
-        if passphraseFile != nil && kekFile != nil { throw ValidationError("give --passphrase-file or --kek-file, not both") }
+        if [passphraseFile, kekFile, kekKeychain].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
+        }
+        if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
     }
 
-    func secret(confirm: Bool = false) throws -> KeyRingFile.Secret {
+    /// The keychain holding the KEK, opened as `coffer keychain` would open it.
+    func kekKeychainOpened(_ name: String) throws -> any Keychain {
+        var options = ["--keychain", name, "--backend", kekKeychainBackend.rawValue]
+        if let kekKeychainPassphraseFile { options += ["--passphrase-file", kekKeychainPassphraseFile] }
+        if let kekKeychainKeyFile { options += ["--key-file", kekKeychainKeyFile] }
+        return try KeychainOptions.parse(options).open()
+    }
+
+    /// - Parameter creating: make the keychain KEK when it is missing (keyring new).
+    func secret(confirm: Bool = false, creating: Bool = false) throws -> KeyRingFile.Secret {
+        if let kekKeychain, let kekTag {
+            let keychain = try kekKeychainOpened(kekKeychain)
+            if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: kekTag, label: "coffer key ring KEK") }
+            do { return .key(try keychain.exportSymmetricKey(tag: kekTag)) } catch let error as KeychainError where error.code == .itemNotFound {
+                throw KeychainError(.itemNotFound, "the keychain \(kekKeychain) holds no symmetric256 key tagged \(kekTag)")
+            }
+        }
         if let kekFile {
             let bytes = try Input.readAll(path: kekFile, what: "the KEK file")
             guard bytes.count == 32 else {
@@ -97,7 +133,7 @@ struct KeyRingNew: ParsableCommand {
     var kdf = "scrypt"
 
     func run() throws {
-        let file = try KeyRingFile(keyRing: KeyRing(), secret: try unlock.secret(confirm: true), kdf: try PasswordKDF.named(kdf))
+        let file = try KeyRingFile(keyRing: KeyRing(), secret: try unlock.secret(confirm: true, creating: true), kdf: try PasswordKDF.named(kdf))
         try KeyRingStore.write(try file.contents(), to: unlock.keyring, replace: false)
         StandardError.write("Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
     }
