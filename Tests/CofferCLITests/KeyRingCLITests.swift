@@ -137,5 +137,14 @@ extension KeyRingCLITests {
         try directory.write("wrongkek", [UInt8](repeating: 9, count: 32))
         #expect(try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "--kek-file", "wrongkek", "v"], in: dir).status == 2)
         #expect(try CLI.coffer(["keyring", "list", "--keyring", "ring", "--kek-file", "wrongkek", "--kek-keychain", "default", "--kek-tag", "x"], in: dir).status == 64)
+
+        // passwd moves the ring off the keychain KEK and onto another one.
+        try directory.write("kek2", [UInt8](repeating: 2, count: 32))
+        Self.ok(try CLI.coffer(["keyring", "passwd", "--keyring", "ring", "--new-kek-file", "kek2"] + kek, in: dir, environment: environment), "passwd to a file")
+        #expect(try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "v"] + kek, in: dir, environment: environment).status == 2)
+        Self.ok(try CLI.coffer(["keyring", "passwd", "--keyring", "ring", "--kek-file", "kek2", "--new-kek-keychain", "default", "--new-kek-tag", "rings/next",
+                                "--new-kek-keychain-key-file", directory.path("chainkey")], in: dir, environment: environment), "passwd to the keychain")
+        let next = ["--kek-keychain", "default", "--kek-tag", "rings/next", "--kek-keychain-key-file", directory.path("chainkey")]
+        #expect(try CLI.coffer(["open", "--keyring", "ring", "--context", "c", "v"] + next, in: dir, environment: environment).stdoutText == "kept by the keychain")
     }
 }

@@ -185,12 +185,36 @@ struct KeyRingPasswd: ParsableCommand {
     var newPassphraseFile: String?
     @Option(name: .customLong("new-kek-file"), help: "A new 32-byte key-encryption key instead.")
     var newKEKFile: String?
+    @Option(name: .customLong("new-kek-keychain"), help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
+    var newKEKKeychain: String?
+    @Option(name: .customLong("new-kek-tag"), help: "The new KEK's application tag in --new-kek-keychain.")
+    var newKEKTag: String?
+    @Option(name: .customLong("new-kek-keychain-backend"), help: "file or secret-service (with --new-kek-keychain).")
+    var newKEKKeychainBackend: KeychainBackend = .file
+    @Option(name: .customLong("new-kek-keychain-passphrase-file"), help: "That file keychain's passphrase.")
+    var newKEKKeychainPassphraseFile: String?
+    @Option(name: .customLong("new-kek-keychain-key-file"), help: "That file keychain's 32-byte key file.")
+    var newKEKKeychainKeyFile: String?
     @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")
     var kdf = "scrypt"
 
+    func validate() throws {
+        if [newPassphraseFile, newKEKFile, newKEKKeychain].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --new-passphrase-file, --new-kek-file and --new-kek-keychain")
+        }
+        if (newKEKKeychain == nil) != (newKEKTag == nil) { throw ValidationError("--new-kek-keychain and --new-kek-tag go together") }
+    }
+
     func run() throws {
         let secret: KeyRingFile.Secret
-        if let newKEKFile {
+        if let newKEKKeychain, let newKEKTag {
+            var options = ["--keychain", newKEKKeychain, "--backend", newKEKKeychainBackend.rawValue]
+            if let newKEKKeychainPassphraseFile { options += ["--passphrase-file", newKEKKeychainPassphraseFile] }
+            if let newKEKKeychainKeyFile { options += ["--key-file", newKEKKeychainKeyFile] }
+            let keychain = try KeychainOptions.parse(options).open()
+            _ = try keychain.getOrCreateKey(.symmetric256, tag: newKEKTag, label: "coffer key ring KEK")
+            secret = .key(try keychain.exportSymmetricKey(tag: newKEKTag))
+        } else if let newKEKFile {
             let bytes = try Input.readAll(path: newKEKFile, what: "the new KEK file")
             guard bytes.count == 32 else { throw CLIFailure("a key-encryption key is 32 bytes", status: 64) }
             secret = .key(SymmetricKey(data: bytes))
