@@ -91,6 +91,6 @@ struct AppleKeyExchange: ParsableCommand {
         let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
         let result = try AppleSecKey.keyExchange(privateKey: try AppleKeyFile.load(privateKey), publicKey: try AppleKeyFile.load(publicKey),
                                                  algorithm: algorithm, size: size, sharedInfo: sharedInfo)
-        print(result.map { String(format: "%02x", $0) }.joined())
+        print(Hex.encode(result))
     }
 }

@@ -44,10 +44,8 @@ struct Decrypt: ParsableCommand {
     func run() throws {
         var identities: [any Identity]
         if let keychain {
-            var options = ["--keychain", keychain, "--backend", keychainBackend.rawValue]
-            if let keychainPassphraseFile { options += ["--passphrase-file", keychainPassphraseFile] }
-            if let keychainKeyFile { options += ["--key-file", keychainKeyFile] }
-            let file = try KeychainOptions.parse(options).open()
+            let file = try KeychainOptions.open(name: keychain, backend: keychainBackend, passphraseFile: keychainPassphraseFile,
+                                                keyFile: keychainKeyFile)
             identities = try identityFiles.flatMap { label in
                 let bytes: SecretBytes
                 do { bytes = try file.copyData(AgeIdentityItem.query(label: label)) } catch let error as KeychainError where error.code == .itemNotFound {

@@ -23,7 +23,7 @@ struct DigestOptions: ParsableArguments {
             defer { input.finish() }
             var source = input.source
             let digest = try compute(&source)
-            print("\(digest.map { String(format: "%02x", $0) }.joined())  \(path)")
+            print("\(Hex.encode(digest))  \(path)")
         }
     }
 }

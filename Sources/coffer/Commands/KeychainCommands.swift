@@ -36,13 +36,19 @@ struct KeychainOptions: ParsableArguments {
     }
 
     func secret(confirm: Bool = false) throws -> FileKeychain.Secret {
-        if let keyFile {
-            let bytes = try Input.readAll(path: keyFile, what: "the key file")
-            guard bytes.count == 32 else { throw CLIFailure("the key file \(keyFile) holds \(bytes.count) bytes; a keychain key file holds 32", status: 64) }
-            return .keyFile(SymmetricKey(data: bytes))
-        }
+        if let keyFile { return .keyFile(try Input.readKey32(path: keyFile, what: "the keychain key file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Keychain passphrase", confirm: confirm))
+    }
+
+    /// The keychain that another command's options name (decrypt's
+    /// --keychain…, the key ring's --kek-keychain…), opened as
+    /// `coffer keychain` opens it.
+    static func open(name: String, backend: KeychainBackend, passphraseFile: String?, keyFile: String?) throws -> any Keychain {
+        var arguments = ["--keychain", name, "--backend", backend.rawValue]
+        if let passphraseFile { arguments += ["--passphrase-file", passphraseFile] }
+        if let keyFile { arguments += ["--key-file", keyFile] }
+        return try parse(arguments).open()
     }
 
     /// The keychain, on either backend.
@@ -249,9 +255,7 @@ struct KeychainPasswd: ParsableCommand {
     func run() throws {
         let secret: FileKeychain.Secret
         if let newKeyFile {
-            let bytes = try Input.readAll(path: newKeyFile, what: "the new key file")
-            guard bytes.count == 32 else { throw CLIFailure("a keychain key file holds 32 bytes", status: 64) }
-            secret = .keyFile(SymmetricKey(data: bytes))
+            secret = .keyFile(try Input.readKey32(path: newKeyFile, what: "the new keychain key file"))
         } else if let newPassphraseFile {
             secret = .password(try Passphrase.read(file: newPassphraseFile))
         } else {
@@ -332,11 +336,7 @@ struct KeychainAgree: ParsableCommand {
 
     func run() throws {
         let bytes = try agreement.derive(try keychain.open(), size: size).withUnsafeBytes { Array($0) }
-        if raw {
-            try KeyFile.write(bytes, to: output, binary: true)
-        } else {
-            try KeyFile.write(Array((Hex.encode(bytes) + "\n").utf8), to: output, binary: false)
-        }
+        try KeyFile.writeDerivedKey(bytes, raw: raw, to: output)
     }
 }
 

@@ -29,6 +29,16 @@ enum KeyFile {
         let output = try Output(path: path, binary: binary)
         try output.write { try $0.write(Array(bytes)) }
     }
+
+    /// A derived key (agree, keychain agree): a line of hex, or with `raw`
+    /// its bytes (validate() has made sure those go to a file).
+    static func writeDerivedKey(_ bytes: [UInt8], raw: Bool, to path: String?) throws {
+        if raw {
+            try write(bytes, to: path, binary: true)
+        } else {
+            try write(Array((Hex.encode(bytes) + "\n").utf8), to: path, binary: false)
+        }
+    }
 }
 
 struct RSA: ParsableCommand {
@@ -129,11 +139,7 @@ struct Agree: ParsableCommand {
             let key = try KeyAgreement.agree(privateKey: privateKey, peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
             bytes = key.withUnsafeBytes { Array($0) }
         }
-        if raw {
-            try KeyFile.write(bytes, to: output, binary: true)
-        } else {
-            try KeyFile.write(Array((bytes.map { String(format: "%02x", $0) }.joined() + "\n").utf8), to: output, binary: false)
-        }
+        try KeyFile.writeDerivedKey(bytes, raw: raw, to: output)
     }
 }
 

@@ -54,30 +54,23 @@ struct KeyRingUnlock: ParsableArguments {
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
     }
 
-    /// The keychain holding the KEK, opened as `coffer keychain` would open it.
-    func kekKeychainOpened(_ name: String) throws -> any Keychain {
-        var options = ["--keychain", name, "--backend", kekKeychainBackend.rawValue]
-        if let kekKeychainPassphraseFile { options += ["--passphrase-file", kekKeychainPassphraseFile] }
-        if let kekKeychainKeyFile { options += ["--key-file", kekKeychainKeyFile] }
-        return try KeychainOptions.parse(options).open()
+    /// The key-encryption key kept in a keychain under `tag`, made first when
+    /// `creating` and missing (keyring new, passwd --new-kek-keychain).
+    static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws -> KeyRingFile.Secret {
+        if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer key ring KEK") }
+        do { return .key(try keychain.exportSymmetricKey(tag: tag)) } catch let error as KeychainError where error.code == .itemNotFound {
+            throw KeychainError(.itemNotFound, "the keychain \(name) holds no symmetric256 key tagged \(tag)")
+        }
     }
 
     /// - Parameter creating: make the keychain KEK when it is missing (keyring new).
     func secret(confirm: Bool = false, creating: Bool = false) throws -> KeyRingFile.Secret {
         if let kekKeychain, let kekTag {
-            let keychain = try kekKeychainOpened(kekKeychain)
-            if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: kekTag, label: "coffer key ring KEK") }
-            do { return .key(try keychain.exportSymmetricKey(tag: kekTag)) } catch let error as KeychainError where error.code == .itemNotFound {
-                throw KeychainError(.itemNotFound, "the keychain \(kekKeychain) holds no symmetric256 key tagged \(kekTag)")
-            }
+            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+                                                    keyFile: kekKeychainKeyFile)
+            return try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
         }
-        if let kekFile {
-            let bytes = try Input.readAll(path: kekFile, what: "the KEK file")
-            guard bytes.count == 32 else {
-                throw CLIFailure("the KEK file \(kekFile) holds \(bytes.count) bytes; a key-encryption key is 32", status: 64)
-            }
-            return .key(SymmetricKey(data: bytes))
-        }
+        if let kekFile { return .key(try Input.readKey32(path: kekFile, what: "the KEK file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
     }
@@ -208,16 +201,11 @@ struct KeyRingPasswd: ParsableCommand {
     func run() throws {
         let secret: KeyRingFile.Secret
         if let newKEKKeychain, let newKEKTag {
-            var options = ["--keychain", newKEKKeychain, "--backend", newKEKKeychainBackend.rawValue]
-            if let newKEKKeychainPassphraseFile { options += ["--passphrase-file", newKEKKeychainPassphraseFile] }
-            if let newKEKKeychainKeyFile { options += ["--key-file", newKEKKeychainKeyFile] }
-            let keychain = try KeychainOptions.parse(options).open()
-            _ = try keychain.getOrCreateKey(.symmetric256, tag: newKEKTag, label: "coffer key ring KEK")
-            secret = .key(try keychain.exportSymmetricKey(tag: newKEKTag))
+            let keychain = try KeychainOptions.open(name: newKEKKeychain, backend: newKEKKeychainBackend,
+                                                    passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
+            secret = try KeyRingUnlock.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
         } else if let newKEKFile {
-            let bytes = try Input.readAll(path: newKEKFile, what: "the new KEK file")
-            guard bytes.count == 32 else { throw CLIFailure("a key-encryption key is 32 bytes", status: 64) }
-            secret = .key(SymmetricKey(data: bytes))
+            secret = .key(try Input.readKey32(path: newKEKFile, what: "the new KEK file"))
         } else if let newPassphraseFile {
             secret = .password(try Passphrase.read(file: newPassphraseFile))
         } else {

@@ -1,4 +1,5 @@
 import Coffer
+import Crypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -47,6 +48,14 @@ struct Input {
             guard sink.bytes.count <= 16 << 20 else { throw CLIFailure("\(what) \(path) is larger than 16 MiB") }
         }
         return sink.bytes
+    }
+
+    /// A file holding exactly 32 key bytes (a keychain key file, a KEK):
+    /// any other length is a usage error naming what was read.
+    static func readKey32(path: String, what: String) throws -> SymmetricKey {
+        let bytes = try readAll(path: path, what: what)
+        guard bytes.count == 32 else { throw CLIFailure("\(what) \(path) holds \(bytes.count) bytes; it must hold 32", status: 64) }
+        return SymmetricKey(data: bytes)
     }
 }
 
