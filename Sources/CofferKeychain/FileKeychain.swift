@@ -31,20 +31,37 @@ private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> I
 }
 
 public final class FileKeychain: Keychain, @unchecked Sendable {  // state guarded by `lock`
-    public enum Secret: Sendable {
+    /// What unlocks a file keychain; never printed.
+    public enum Secret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case password([UInt8])
         case keyFile(SymmetricKey)
+
+        public var description: String {
+            switch self {
+            case .password: "FileKeychain.Secret.password(<redacted>)"
+            case .keyFile: "FileKeychain.Secret.keyFile(<redacted>)"
+            }
+        }
+        public var debugDescription: String { description }
+        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
     }
 
     public let path: String
     private let directory: String
     private let secret: Secret
+    /// Where the highest generation written is kept (the per-user state
+    /// file by default); an older file at `path` is `rolledBack`.
+    public let rollbackGuard: (any RollbackGuard)?
+    /// At most this many key slots are tried: each may cost a KDF run.
+    static let maximumSlots = 8
     private let lock = NSLock()
     /// The data key, and the slot bytes it came from (re-derived only when they change).
     private var cached: (slots: [UInt8], dataKey: SymmetricKey)?
-    /// The last file read, by identity: every write renames a new file into
-    /// place, so an unchanged (device, inode, size, mtime) is unchanged content.
-    private var lastRead: (identity: [Int64], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
+    /// The last file read or written: its identity (device, inode, size,
+    /// mtime) for lock-free reads, and the SHA-256 of its bytes, which a
+    /// read-modify-write compares before reusing the decrypted items (an
+    /// inode number and a coarse mtime can both repeat).
+    private var lastRead: (identity: [Int64], digest: [UInt8], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
 
     static let magic = Array("CKC1".utf8)
     static let version: UInt8 = 1
@@ -66,15 +83,23 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         return defaultDirectory + "/" + name + ".keychain"
     }
 
-    init(path: String, secret: Secret) {
+    init(path: String, secret: Secret, rollbackGuard: (any RollbackGuard)?) {
         self.path = path
         directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         self.secret = secret
+        self.rollbackGuard = rollbackGuard
+    }
+
+    /// The key of this keychain's rollback mark: its path with the folder made canonical.
+    private var guardKey: String {
+        let folder = realpath(directory, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) } ?? directory
+        return "keychain:" + folder + "/" + (path as NSString).lastPathComponent
     }
 
     /// Creates a new, empty keychain file (its folder too, 0700); never overwrites.
-    public static func create(path: String, secret: Secret, kdf: PasswordKDF = .defaultScrypt) throws -> FileKeychain {
-        let keychain = FileKeychain(path: path, secret: secret)
+    public static func create(path: String, secret: Secret, kdf: PasswordKDF = .defaultScrypt,
+                              rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> FileKeychain {
+        let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
         try keychain.ensureDirectory()
         try keychain.withWriteLock {
             var exists = stat()
@@ -83,13 +108,15 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             let slots = try FileKeychain.slot(for: secret, dataKey: dataKey, kdf: kdf)
             try keychain.write(ItemStore(), slots: slots, dataKey: dataKey, generation: 1, replace: false)
             keychain.cached = (slots, dataKey)
+            try keychain.guarded { try keychain.rollbackGuard?.reset(keychain.guardKey, to: 1) }
         }
         return keychain
     }
 
     /// Opens an existing keychain and checks that `secret` unlocks it.
-    public static func open(path: String, secret: Secret) throws -> FileKeychain {
-        let keychain = FileKeychain(path: path, secret: secret)
+    public static func open(path: String, secret: Secret,
+                            rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> FileKeychain {
+        let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
         _ = try keychain.read()
         return keychain
     }
@@ -104,19 +131,40 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     }
     public func delete(_ query: KeychainQuery) throws { try modify { try $0.delete(query) } }
 
-    /// Replaces the key slot: a new passphrase or key file. Only the slot is
-    /// rewrapped; the data key and the items stay.
+    /// Replaces the key slot with one for a new passphrase or key file,
+    /// around a new random data key, and re-seals the items under it. An
+    /// old copy of the file and the old secret therefore open nothing
+    /// written after the change; what the old copy itself held stays
+    /// exposed to whoever has both (docs/keychain.md, "Threat model").
     public func changeSecret(to newSecret: Secret, kdf: PasswordKDF = .defaultScrypt) throws -> FileKeychain {
         try withWriteLock {
-            let (store, _, dataKey, generation) = try load()
+            let (store, _, _, generation) = try load(trusting: false)
+            let dataKey = SymmetricKey(size: .bits256)
             let slots = try FileKeychain.slot(for: newSecret, dataKey: dataKey, kdf: kdf)
             try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true)
         }
-        return try FileKeychain.open(path: path, secret: newSecret)
+        return try FileKeychain.open(path: path, secret: newSecret, rollbackGuard: rollbackGuard)
+    }
+
+    /// Accepts the file as it is now, even if older than the rollback mark
+    /// (a backup restored on purpose). Returns its generation.
+    public func acceptCurrentGeneration() throws -> UInt64 {
+        try withWriteLock {
+            let generation = try load(trusting: false, checkRollback: false).generation
+            try guarded { try rollbackGuard?.reset(guardKey, to: generation) }
+            return generation
+        }
+    }
+
+    /// Runs a rollback-guard call, its errors as keychain errors.
+    private func guarded<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as CofferError {
+            throw KeychainError(error.code == .rolledBack ? .rolledBack : error.code == .insecurePermissions ? .insecurePermissions : .io, error.reason)
+        }
     }
 
     /// The generation counter: how many writes the file has seen.
-    public func generation() throws -> UInt64 { try withLocked { try load().generation } }
+    public func generation() throws -> UInt64 { try withLocked { try load(trusting: true).generation } }
 
     // MARK: slots
 
@@ -180,6 +228,9 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw KeychainError(.insecurePermissions, "the keychain folder \(directory) is a symlink or not a folder")
         }
+        guard info.st_uid == geteuid() else {
+            throw KeychainError(.insecurePermissions, "the keychain folder \(directory) belongs to another user (uid \(info.st_uid)); it must be yours")
+        }
         guard info.st_mode & 0o077 == 0 else {
             throw KeychainError(.insecurePermissions, "the keychain folder \(directory) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it")
         }
@@ -201,7 +252,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
 
     private func modify(_ change: (inout ItemStore) throws -> Void) throws {
         try withWriteLock {
-            var (store, slots, dataKey, generation) = try load()
+            var (store, slots, dataKey, generation) = try load(trusting: false)
             try change(&store)
             try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true)
         }
@@ -210,11 +261,13 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     private func read() throws -> ItemStore {
         try withLocked {
             try checkDirectory()
-            return try load().store
+            return try load(trusting: true).store
         }
     }
 
-    private func readFile() throws -> (bytes: [UInt8]?, identity: [Int64]) {
+    /// The file's bytes, or nil when `trusting` its identity and that
+    /// matches the last file read or written.
+    private func readFile(trusting: Bool) throws -> (bytes: [UInt8]?, identity: [Int64]) {
         let descriptor = systemOpen(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             switch errno {
@@ -228,6 +281,9 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.insecurePermissions, "\(path) is not a regular file")
         }
+        guard info.st_uid == geteuid() else {
+            throw KeychainError(.insecurePermissions, "the keychain file \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
+        }
         guard info.st_mode & 0o077 == 0 else {
             throw KeychainError(.insecurePermissions, "the keychain file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
@@ -238,18 +294,36 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
         #endif
         let identity = [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified
-        if let lastRead, lastRead.identity == identity { return (nil, identity) }
+        if trusting, let lastRead, lastRead.identity == identity { return (nil, identity) }
         var source = FileDescriptorSource(fileDescriptor: descriptor)
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         let count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
         return (Array(bytes.prefix(count)), identity)
     }
 
-    private func load() throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
-        let (read, identity) = try readFile()
-        guard let bytes = read else { return lastRead!.loaded }
-        let loaded = try parse(bytes)
-        lastRead = (identity, loaded)
+    /// Reads the keychain. `trusting`: reuse the last state when the
+    /// file's identity is unchanged (reads); otherwise (under the write
+    /// lock) reuse it only when the bytes are the same. The rollback mark
+    /// is read before the file, so a concurrent writer raises no false alarm.
+    private func load(trusting: Bool, checkRollback: Bool = true) throws
+        -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
+        let mark = checkRollback ? try guarded { try rollbackGuard?.highWaterMark(for: guardKey) } : nil
+        let (read, identity) = try readFile(trusting: trusting)
+        let loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+        if let bytes = read {
+            let digest = Array(SHA256.hash(data: bytes))
+            if let lastRead, lastRead.digest == digest {
+                loaded = lastRead.loaded
+            } else {
+                loaded = try parse(bytes)
+            }
+            lastRead = (identity, digest, loaded)
+        } else {
+            loaded = lastRead!.loaded
+        }
+        if let mark, loaded.generation < mark {
+            throw KeychainError(.rolledBack, "\(path) is generation \(loaded.generation), but generation \(mark) was already written: an older copy was put back in its place")
+        }
         return loaded
     }
 
@@ -262,6 +336,9 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         }
         let generation = bytes[5..<13].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let slotCount = Int(bytes[13])
+        guard slotCount <= FileKeychain.maximumSlots else {
+            throw KeychainError(.corrupted, "\(path) declares \(slotCount) key slots; at most \(FileKeychain.maximumSlots) are read (refused before any work)")
+        }
         let headerEnd = 14 + slotCount * FileKeychain.slotSize
         guard slotCount >= 1, bytes.count >= headerEnd + 28 else { throw KeychainError(.corrupted, "\(path) is truncated") }
         let slots = Array(bytes[14..<headerEnd])
@@ -328,6 +405,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             file.abort()
             throw KeychainError(.io, "\(path) was not changed: \(error.reason)")
         }
+        if replace { try guarded { try rollbackGuard?.raise(guardKey, to: generation) } }
+        let digest = Array(SHA256.hash(data: header + Array(body)))
         // Still under the write lock, so the file at `path` is the one just written.
         var info = stat()
         if lstat(path, &info) == 0 {
@@ -336,7 +415,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             #else
             let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
             #endif
-            lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, (store, slots, dataKey, generation))
+            lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest, (store, slots, dataKey, generation))
             cached = (slots, dataKey)
         }
     }

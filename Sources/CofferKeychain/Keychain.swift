@@ -20,6 +20,9 @@ public struct KeychainError: Error, Hashable, CustomStringConvertible, Sendable 
         /// The file or its folder is open to other users, or is a symlink.
         public static let insecurePermissions = Code("insecurePermissions")
         public static let unsupportedVersion = Code("unsupportedVersion")
+        /// The keychain file is older than one this user already wrote at
+        /// that path: an earlier copy was put back.
+        public static let rolledBack = Code("rolledBack")
         public static let io = Code("io")
         public static let invalidArgument = Code("invalidArgument")
     }

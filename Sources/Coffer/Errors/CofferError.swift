@@ -46,6 +46,11 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
         public static let keyDisabled = Code("keyDisabled")
         /// The value names a key this key ring does not hold.
         public static let keyNotFound = Code("keyNotFound")
+        /// A key ring or keychain file is older than one this user has
+        /// already seen at that place: someone put back an earlier copy.
+        public static let rolledBack = Code("rolledBack")
+        /// The operation would lose data and the caller did not confirm it.
+        public static let refused = Code("refused")
     }
 
     public var code: Code

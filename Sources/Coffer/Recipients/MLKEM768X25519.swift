@@ -27,6 +27,10 @@ public enum MLKEM768X25519 {
             do { publicKey = try XWingMLKEM768X25519.PublicKey(rawRepresentation: data) } catch {
                 throw CofferError(.malformed, "an age1pq1 recipient must hold a 1216-byte ML-KEM-768 + X25519 public key")
             }
+            // The X25519 half (the last 32 bytes) must not be a low-order point.
+            guard let half = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: data.suffix(32)), !X25519.isLowOrder(half) else {
+                throw CofferError(.malformed, "the X25519 half of this age1pq1 recipient is a low-order point")
+            }
         }
 
         init(publicKey: XWingMLKEM768X25519.PublicKey) { self.publicKey = publicKey }
@@ -35,6 +39,12 @@ public enum MLKEM768X25519 {
         public var description: String { Bech32.encode(hrp: recipientHRP, data: publicKey.rawRepresentation) }
 
         public func wrap(_ fileKey: FileKey) throws -> [Stanza] {
+            // The X25519 half must give a non-zero secret (checked at parse
+            // time too; repeated here for keys that came another way).
+            let half = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey.rawRepresentation.suffix(32))
+            guard !X25519.isLowOrder(half) else {
+                throw CofferError(.invalidArgument, "the X25519 half of the recipient is a low-order point")
+            }
             var sender = try HPKE.Sender(recipientKey: publicKey, ciphersuite: suite, info: info)
             let body = try fileKey.withUnsafeBytes { try sender.seal($0, authenticating: Data()) }
             return [Stanza(validated: stanzaType, arguments: [Base64.encodeString(sender.encapsulatedKey)], body: Array(body))]
@@ -85,8 +95,7 @@ public enum MLKEM768X25519 {
                 // clamped scalar times a low-order point is zero, so a
                 // throwaway scalar tells.
                 let share = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: encapsulated.suffix(32))
-                guard let probe = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: share),
-                      !probe.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
+                guard !X25519.isLowOrder(share) else {
                     throw CofferError(.malformedHeader, "an mlkem768x25519 stanza's X25519 share is a low-order point")
                 }
                 // A share or body that does not open is "not for this identity".

@@ -21,7 +21,11 @@ public enum X25519 {
             guard data.count == 32 else {
                 throw CofferError(.malformed, "an age X25519 recipient must hold 32 bytes, not \(data.count)")
             }
-            self.publicKey = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: data)
+            let publicKey = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: data)
+            guard !X25519.isLowOrder(publicKey) else {
+                throw CofferError(.malformed, "this age recipient is a low-order X25519 point: anyone could open a file encrypted to it")
+            }
+            self.publicKey = publicKey
         }
 
         init(publicKey: Curve25519.KeyAgreement.PublicKey) { self.publicKey = publicKey }
@@ -36,6 +40,10 @@ public enum X25519 {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
             let secret = try ephemeral.sharedSecretFromKeyAgreement(with: publicKey)
+            // An all-zero secret (a low-order recipient) would make the wrap key public.
+            guard !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
+                throw CofferError(.invalidArgument, "the recipient is a low-order X25519 point: anyone could open the file")
+            }
             let wrapKey = secret.hkdfDerivedSymmetricKey(
                 using: SHA256.self, salt: share + publicKey.rawRepresentation, sharedInfo: X25519.info, outputByteCount: 32)
             let body = try FileKeyWrap.seal(fileKey, with: wrapKey)
@@ -96,6 +104,16 @@ public enum X25519 {
             }
             return nil
         }
+    }
+}
+
+extension X25519 {
+    /// True when `point` is in the small subgroup (or a non-canonical
+    /// encoding of such a point): every scalar then gives the all-zero
+    /// shared secret, so one agreement with a throwaway scalar tells.
+    static func isLowOrder(_ point: Curve25519.KeyAgreement.PublicKey) -> Bool {
+        guard let secret = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point) else { return true }
+        return secret.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }
     }
 }
 

@@ -5,8 +5,15 @@ import Foundation
 /// Data keys with ids and states. `seal` uses the primary key; `open`
 /// finds a value's key by the id in the value; `rotate` adds a new primary
 /// (the old one stays active, so its values still open); `disable` makes
-/// a key's values fail with `keyDisabled`; `rewrap` re-seals a value under
-/// the primary without handing its plaintext to the caller.
+/// a key's values fail with `keyDisabled`; `destroy` removes a disabled
+/// key's bytes; `rewrap` re-seals a value under the primary without
+/// handing its plaintext to the caller.
+///
+/// `disable` is a policy switch of this ring, not revocation: whoever
+/// holds an older copy of the ring file and its secret still has the key.
+/// `destroy` removes the bytes from every copy written afterwards, and the
+/// rollback guard (``KeyRingStore``) keeps an older copy from being put
+/// back in its place.
 ///
 /// Key bytes never appear in `description`, `dump` output or errors.
 public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
@@ -80,6 +87,24 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
             throw CofferError(.invalidArgument, "key \(String(format: "%08x", id)) is the primary; rotate first, then disable it")
         }
         entries[index].state = .disabled
+    }
+
+    /// Removes a disabled key and its bytes from the ring: values sealed
+    /// under it never open again, with any copy of the ring written from
+    /// now on. Only a disabled key can be destroyed, and only when the
+    /// caller states that no value sealed under it remains
+    /// (`noValuesRemain`, after rewrapping them) or insists (`force`).
+    public mutating func destroy(_ id: UInt32, noValuesRemain: Bool = false, force: Bool = false) throws {
+        guard let index = entries.firstIndex(where: { $0.id == id }) else {
+            throw CofferError(.keyNotFound, "the key ring has no key \(String(format: "%08x", id))")
+        }
+        guard entries[index].state == .disabled else {
+            throw CofferError(.invalidArgument, "key \(String(format: "%08x", id)) is \(entries[index].state); only a disabled key can be destroyed (disable it first)")
+        }
+        guard noValuesRemain || force else {
+            throw CofferError(.refused, "values sealed under key \(String(format: "%08x", id)) may remain and would never open again; rewrap them first, then say so, or force it")
+        }
+        entries.remove(at: index)
     }
 
     /// Seals under the primary key, binding `context`.

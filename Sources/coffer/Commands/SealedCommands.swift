@@ -75,39 +75,37 @@ struct KeyRingUnlock: ParsableArguments {
         return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
     }
 
-    func unlockFile() throws -> KeyRingFile {
-        let contents = try Input.readAll(path: keyring, what: "the key ring")
-        let file = try KeyRingFile(contents: contents, secret: try secret())
-        if file.upgradeDue {
-            StandardError.write("coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n")
+    /// The store for this key ring: its high-water mark lives beside the
+    /// KEK when the KEK is kept in a keychain, else in the per-user state file.
+    func store(secret: KeyRingFile.Secret) throws -> KeyRingStore {
+        if let kekKeychain {
+            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+                                                    keyFile: kekKeychainKeyFile)
+            return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
+        return KeyRingStore(path: keyring, secret: secret)
+    }
+
+    func store() throws -> KeyRingStore { try store(secret: try secret()) }
+
+    func unlockFile() throws -> KeyRingFile {
+        let file = try store().read()
+        warnIfWeak(file)
         return file
     }
 
-    /// Read-modify-write under an exclusive lock on a sidecar lock file, so
-    /// that processes changing the same key ring at once never lose one
-    /// another's keys; the new file replaces the old one atomically, and
-    /// temporary files of writers killed mid-write are swept.
-    func modify(_ change: (inout KeyRingFile) throws -> Void) throws {
-        try AtomicFile.withExclusiveLock(on: keyring) {
-            var file = try unlockFile()
-            try change(&file)
-            try KeyRingStore.write(try file.contents(), to: keyring, replace: true)
+    func warnIfWeak(_ file: KeyRingFile) {
+        if file.upgradeDue {
+            StandardError.write("coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n")
         }
     }
-}
 
-enum KeyRingStore {
-    static func write(_ bytes: Data, to path: String, replace: Bool) throws {
-        let file = try AtomicFile(destination: path, mode: 0o600)
-        var sink = file.sink
-        do {
-            try sink.write(Array(bytes))
-            try file.commit(replace: replace)
-        } catch {
-            file.abort()
-            if !replace { throw CLIFailure("\(path) already exists; refusing to overwrite a key ring", status: CLIFailure.refusedStatus) }
-            throw error
+    /// Read-modify-write under the key ring's lock (``KeyRingStore/modify(_:)``).
+    @discardableResult
+    func modify<T>(_ change: (inout KeyRingFile) throws -> T) throws -> T {
+        try store().modify { file in
+            warnIfWeak(file)
+            return try change(&file)
         }
     }
 }
@@ -116,7 +114,8 @@ struct KeyRingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keyring",
         abstract: "Create and manage key rings: data keys sealed under a passphrase or a KEK file.",
-        subcommands: [KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingPasswd.self, KeyRingUpgrade.self])
+        subcommands: [KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingDestroy.self, KeyRingPasswd.self,
+                      KeyRingUpgrade.self, KeyRingAcceptRollback.self])
 }
 
 struct KeyRingNew: ParsableCommand {
@@ -126,8 +125,8 @@ struct KeyRingNew: ParsableCommand {
     var kdf = "scrypt"
 
     func run() throws {
-        let file = try KeyRingFile(keyRing: KeyRing(), secret: try unlock.secret(confirm: true, creating: true), kdf: try PasswordKDF.named(kdf))
-        try KeyRingStore.write(try file.contents(), to: unlock.keyring, replace: false)
+        let store = try unlock.store(secret: try unlock.secret(confirm: true, creating: true))
+        let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
         StandardError.write("Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
     }
 }
@@ -169,10 +168,46 @@ struct KeyRingDisable: ParsableCommand {
     }
 }
 
+struct KeyRingDestroy: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "destroy",
+        abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
+    @OptionGroup var unlock: KeyRingUnlock
+    @Flag(name: .customLong("no-values-remain"), help: "State that every value sealed under the key was rewrapped or deleted.")
+    var noValuesRemain = false
+    @Flag(help: "Destroy the key even if values sealed under it may remain.")
+    var force = false
+    @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
+    var id: String
+
+    func run() throws {
+        guard id.count <= 8, let value = UInt32(id, radix: 16) else { throw ValidationError("a key id is up to 8 hex digits") }
+        do {
+            try unlock.modify { file in try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) } }
+        } catch let error as CofferError where error.code == .refused {
+            throw CLIFailure(error.reason, hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
+                             status: CLIFailure.refusedStatus)
+        }
+        StandardError.write("Destroyed key \(String(format: "%08x", value)); older copies of the ring still hold it, so delete those too\n")
+    }
+}
+
+struct KeyRingAcceptRollback: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept-rollback",
+        abstract: "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose).")
+    @OptionGroup var unlock: KeyRingUnlock
+
+    func run() throws {
+        let generation = try unlock.store().acceptCurrentGeneration()
+        StandardError.write("Accepted \(unlock.keyring) at generation \(generation)\n")
+    }
+}
+
 struct KeyRingPasswd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passwd",
-        abstract: "Change the key ring's passphrase (or KEK); no value is re-encrypted.")
+        abstract: "Change the key ring's passphrase (or KEK) and add a new primary key; no value is re-encrypted.")
     @OptionGroup var unlock: KeyRingUnlock
     @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
     var newPassphraseFile: String?
@@ -212,7 +247,8 @@ struct KeyRingPasswd: ParsableCommand {
             secret = .password(try Passphrase.prompt("New key ring passphrase", confirm: true))
         }
         let kdf = try PasswordKDF.named(kdf)
-        try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
+        let primary = try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
+        StandardError.write("New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n")
     }
 }
 

@@ -23,10 +23,10 @@ enum ExitStatus {
     static func of(_ error: CofferError) -> Int32 {
         switch error.code {
         case .noIdentityMatched, .wrongPassword, .keyNotFound: 2
-        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload: 3
+        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload, .rolledBack: 3
         case .malformedHeader, .malformedArmor, .malformed: 4
         case .unsupported: 5
-        case .keyDisabled, .insecurePermissions: 6
+        case .keyDisabled, .insecurePermissions, .refused: 6
         case .invalidArgument: 64
         default: 1
         }
@@ -44,6 +44,10 @@ enum ExitStatus {
             "the file is damaged or was tampered with; no output was kept"
         case .wrongPassword:
             "check the passphrase (--passphrase-file FILE) or the --kek-file"
+        case .rolledBack:
+            "restore the newest copy; if this older copy was restored on purpose, run 'coffer keyring accept-rollback' (or 'coffer keychain accept-rollback')"
+        case .insecurePermissions:
+            "files holding keys must be yours and closed to others: chmod 600 FILE"
         case .keyDisabled:
             "the key was disabled in the key ring; values under it must be rewrapped before disabling"
         case .malformedArmor:
@@ -60,6 +64,7 @@ extension ExitStatus {
         switch error.code {
         case .itemNotFound, .authenticationFailed: 2
         case .corrupted: 4
+        case .rolledBack: 3
         case .unsupportedVersion: 5
         case .duplicateItem, .insecurePermissions, .interactionNotAllowed: 6
         case .invalidArgument: 64
@@ -72,6 +77,7 @@ extension ExitStatus {
         case .authenticationFailed: "check the keychain passphrase (--passphrase-file FILE) or --key-file"
         case .insecurePermissions: "keychain files must be 0600 and their folder 0700, owned by you, and not symlinks"
         case .corrupted: "the keychain file was damaged; restore it from a backup"
+        case .rolledBack: "restore the newest copy; if this older copy was restored on purpose, run 'coffer keychain accept-rollback'"
         case .interactionNotAllowed: "unlock the keyring in the desktop session (or start gnome-keyring-daemon --unlock with its password on stdin)"
         default: nil
         }

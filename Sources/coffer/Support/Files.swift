@@ -60,15 +60,19 @@ struct Input {
 }
 
 /// The output of a command: a file written atomically (kept only when the
-/// command succeeds), or standard output.
+/// command succeeds), a device, FIFO or descriptor written directly
+/// (`-o /dev/null`, `-o /dev/fd/3`, a named pipe), or standard output.
 final class Output {
-    private let file: AtomicFile?
+    private let file: OutputFile?
     let sink: FileDescriptorSink
 
     /// - Parameter binary: refuse to write to a terminal.
     init(path: String?, binary: Bool, hint: String = "use -o FILE to write to a file") throws {
         if let path, path != "-" {
-            file = try AtomicFile(destination: path)
+            file = try OutputFile(path: path)
+            if binary, case .descriptor = file!.destination, isatty(file!.sink.fileDescriptor) == 1 {
+                throw CLIFailure("refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
+            }
             sink = file!.sink
         } else {
             if binary && isatty(STDOUT_FILENO) == 1 {
