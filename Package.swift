@@ -24,9 +24,12 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
     ],
     targets: [
+        // prctl and setrlimit, which Swift cannot call directly (variadic).
+        .target(name: "CCofferSystem"),
         .target(
             name: "Coffer",
             dependencies: [
+                "CCofferSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

@@ -148,7 +148,14 @@ extension Keychain {
 
     /// The key under `tag`, generated first if there is none (the seed's
     /// "get or create an RSA-2048 key by tag").
-    public func getOrCreateKey(_ type: KeychainKeyType, tag: String, label: String? = nil) throws -> AsymmetricPublicKey? {
+    @discardableResult
+    public func getOrCreateKey(_ type: KeychainKeyType, tag: String) throws -> AsymmetricPublicKey? {
+        try getOrCreateKey(type, tag: tag, label: nil)
+    }
+
+    /// The default get-or-create (``Keychain/getOrCreateKey(_:tag:label:)``).
+    @discardableResult
+    public func getOrCreateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey? {
         do {
             if type == .symmetric256 { _ = try copyData(.key(tag: tag, type: type)); return nil }
             return try publicKey(tag: tag, type: type)

@@ -230,6 +230,20 @@ public protocol Keychain: Sendable {
     /// RSA-OAEP decryption with the stored RSA key under `tag`: the key
     /// never leaves the keychain.
     func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType, hash: RSAEncryption.Hash) throws -> SecretBytes
+
+    /// The public key of the key under `tag`. Backends whose private keys
+    /// cannot be exported (a Secure Enclave) implement it; the default
+    /// derives it from the stored private key.
+    func publicKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPublicKey
+
+    /// The private key itself: the explicit, named way a key leaves the
+    /// keychain. Backends that cannot export keys throw.
+    func exportPrivateKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPrivateKey
+
+    /// The key under `tag`, generated first if there is none (nil for a
+    /// symmetric key). The default reads, then generates, then re-reads if
+    /// another process generated it first.
+    func getOrCreateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey?
 }
 
 extension Keychain {

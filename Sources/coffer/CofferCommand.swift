@@ -27,6 +27,8 @@ struct CofferCommand: ParsableCommand {
     /// Maps every failure to one `coffer: error:` line, an optional
     /// `coffer: hint:` line and a documented exit status.
     static func main() {
+        // Keys and passphrases pass through this process: never into a core file.
+        ProcessHardening.disableCoreDumps()
         tuneAllocator()
         do {
             var command = try parseAsRoot()
@@ -73,7 +75,7 @@ struct RecipientOptions: ParsableArguments {
 /// -i, shared by decrypt and rekey.
 func loadIdentities(_ paths: [String]) throws -> [any Identity] {
     try paths.flatMap { path in
-        try AgeKeys.identities(fileBytes: try Input.readAll(path: path, what: "the identity file"), name: path)
+        try AgeKeys.identities(fileBytes: try Input.readAll(path: path, what: "the identity file", secret: true), name: path)
     }
 }
 

@@ -73,7 +73,9 @@ public final class AgeRandomAccessFile: Sendable {
     /// Decrypts `count` bytes from `offset` (fewer at the end of the file).
     public func read(offset: Int64, count: Int) throws -> [UInt8] {
         guard offset >= 0, count >= 0 else { throw CofferError(.invalidArgument, "negative offset or count") }
-        let end = min(plaintextSize, offset + Int64(count))
+        // Saturating: an offset near Int64.max with any count reads nothing, never traps.
+        let (sum, overflow) = offset.addingReportingOverflow(Int64(count))
+        let end = min(plaintextSize, overflow ? Int64.max : sum)
         guard offset < end else { return [] }
         var output: [UInt8] = []
         output.reserveCapacity(Int(end - offset))

@@ -9,9 +9,18 @@ extension Age {
     /// try Age.rekey(from: &input, to: &output, identities: [mine], recipients: [alice, bob])
     /// ```
     ///
-    /// The payload is authenticated while it is copied (`verifyPayload`),
-    /// so a damaged file is not given a fresh, valid-looking header.
-    /// The file key does not change: anyone who already learned it (an old
+    /// What it guarantees, exactly:
+    /// - The new header is written to `sink` first, then the payload is
+    ///   copied through and, with `verifyPayload` (the default), each chunk
+    ///   is authenticated on the way. A damaged payload makes `rekey` throw
+    ///   after part of the output was written: **the caller must discard
+    ///   the output when it throws** (``AtomicFile`` and ``OutputFile`` do:
+    ///   abort leaves the destination as it was). With `verifyPayload:
+    ///   false` nothing is checked beyond the header, and a damaged payload
+    ///   gets a valid new header.
+    /// - Either way, rekeying never makes a tampered payload decrypt: the
+    ///   payload key depends only on the unchanged file key and nonce.
+    /// - The file key does not change: anyone who already learned it (an old
     /// recipient who decrypted the file) can still read the new copy. To
     /// cut someone off, decrypt and encrypt anew instead.
     public static func rekey<Source: ByteSource, Sink: ByteSink>(

@@ -13,8 +13,11 @@ struct LineReader<Source: ByteSource>: ByteSource {
     private var available: Int { buffer.count - start }
 
     private mutating func fill(minimum: Int) throws {
-        if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
+        // Drop what was consumed before growing, so the buffer holds at
+        // most one line (bounded by the caller's limit) plus one read,
+        // whatever the line endings.
+        if start > 0 {
+            buffer.removeSubrange(0..<start)
             start = 0
         }
         while available < minimum && !sourceEnded {

@@ -132,17 +132,30 @@ public enum SSHRSA {
             recipient = try Recipient(publicKey: privateKey.publicKey)
         }
 
+        /// Failing ssh-rsa stanzas with this key's tag tried per header.
+        static let maximumFailures = 16
+
         public var description: String { "SSHRSA.Identity(<redacted>)" }
         public var debugDescription: String { description }
 
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let expectedTag = SSHRecipients.tag(wire: recipient.wire)
             let modulusBytes = (privateKey.keySizeInBits + 7) / 8
+            var failures = 0
             for stanza in stanzas where stanza.type == stanzaType {
                 try stanza.requireArgumentCount(1)
                 guard try stanza.decodedArgument(0, byteCount: 4, name: "tag") == expectedTag else { continue }
                 try stanza.requireBodyCount(modulusBytes)
-                guard let plaintext = try? RSAKeys.oaepSHA256Decrypt(stanza.body, label: label, with: privateKey) else { continue }
+                // Each try is an RSA private-key operation: a header cannot
+                // make this identity do more than a few for nothing.
+                guard failures < Identity.maximumFailures else {
+                    throw CofferError(.malformedHeader, "more than \(Identity.maximumFailures) ssh-rsa stanzas carry this key's tag and fail to open; stopped")
+                }
+                WorkCounter.record(.rsaPrivate)
+                guard let plaintext = try? RSAKeys.oaepSHA256Decrypt(stanza.body, label: label, with: privateKey) else {
+                    failures += 1
+                    continue
+                }
                 return try FileKey(unwrapped: plaintext)
             }
             return nil

@@ -15,9 +15,12 @@ public enum PasswordKDF: Sendable, Equatable {
     public static let defaultPBKDF2 = PasswordKDF.pbkdf2SHA256(rounds: 600_000)
 
     /// The most a reader will do, refused before any work: scrypt up to
-    /// N = 2^20 with r·p ≤ 64 (1 GiB and a few seconds), PBKDF2 up to 10^7 rounds.
+    /// N = 2^20 (1 GiB at r = 8) with N·r·p ≤ 2^23 — eight times the
+    /// default's work, about 3.5 s on one core here — and PBKDF2 up to 10^7
+    /// rounds. Capping the product bounds time as well as memory.
     static let maximumLogN: UInt8 = 20
     static let maximumRP = 64
+    static let maximumWork = 1 << 23
     static let maximumRounds: UInt32 = 10_000_000
 
     public var description: String {
@@ -39,8 +42,8 @@ public enum PasswordKDF: Sendable, Equatable {
         switch self {
         case let .scrypt(logN, r, p):
             guard logN >= 1, r >= 1, p >= 1 else { throw CofferError(.malformed, "scrypt parameters must be at least 1") }
-            guard logN <= Self.maximumLogN, Int(r) * Int(p) <= Self.maximumRP else {
-                throw CofferError(.unsupported, "\(description) is above this reader's cap (N ≤ 2^\(Self.maximumLogN), r·p ≤ \(Self.maximumRP)); refused before any work")
+            guard logN <= Self.maximumLogN, Int(r) * Int(p) <= Self.maximumRP, (1 << Int(logN)) * Int(r) * Int(p) <= Self.maximumWork else {
+                throw CofferError(.unsupported, "\(description) is above this reader's cap (N ≤ 2^\(Self.maximumLogN), N·r·p ≤ 2^23); refused before any work")
             }
         case let .pbkdf2SHA256(rounds):
             guard rounds >= 1 else { throw CofferError(.malformed, "PBKDF2 needs at least one round") }
@@ -53,6 +56,7 @@ public enum PasswordKDF: Sendable, Equatable {
     /// The 32-byte key for `password` and `salt`, after checking the caps.
     public func derive(password: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
         try checkLimits()
+        WorkCounter.record(.kdf)
         switch self {
         case let .scrypt(logN, r, p):
             return try KDF.Scrypt.deriveKey(from: password, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),

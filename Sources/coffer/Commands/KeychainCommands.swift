@@ -118,7 +118,9 @@ struct KeychainList: ParsableCommand {
         let file = try keychain.open()
         var items: [KeychainItem] = []
         for itemClass in ItemClass.allCases {
-            items += (try? file.copyMatching(KeychainQuery(itemClass: itemClass))) ?? []
+            // Only "no items of this class" is an empty list; a locked or
+            // unreadable keychain is an error, never an empty success.
+            do { items += try file.copyMatching(KeychainQuery(itemClass: itemClass)) } catch let error as KeychainError where error.code == .itemNotFound {}
         }
         if json {
             let encoder = JSONEncoder()
@@ -390,7 +392,7 @@ struct KeychainDecryptFrom: ParsableCommand {
         do {
             plaintext = try AES.GCM.open(try AES.GCM.SealedBox(combined: input), using: key)
         } catch {
-            throw CLIFailure("the message does not authenticate: another key, peer or shared info, or altered bytes", status: 4)
+            throw CLIFailure("the message does not authenticate: another key, peer or shared info, or altered bytes", status: 3)
         }
         try KeyFile.write(Array(plaintext), to: output, binary: true)
     }

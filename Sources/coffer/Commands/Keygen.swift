@@ -106,19 +106,14 @@ struct Keygen: ParsableCommand {
             text = String(decoding: try KeyFiles.encode(key, as: .pkcs8), as: UTF8.self)
         }
         if let output, output != "-" {
-            if FileManager.default.fileExists(atPath: output) {
+            // An identity never replaces an existing file; a device, FIFO or
+            // descriptor (-o /dev/fd/3) is written through.
+            let destination = try Output(path: output, binary: false)
+            do {
+                try destination.write(replace: false) { try $0.write(Array(text.utf8)) }
+            } catch let failure as CLIFailure where failure.status == CLIFailure.refusedStatus {
                 throw CLIFailure("\(output) already exists; refusing to overwrite an identity file",
                                  hint: "choose another name, or delete the old file if you are sure no file needs it",
-                                 status: CLIFailure.refusedStatus)
-            }
-            let file = try AtomicFile(destination: output, mode: 0o600)
-            var sink = file.sink
-            do {
-                try sink.write(Array(text.utf8))
-                try file.commit(replace: false)
-            } catch {
-                file.abort()
-                throw CLIFailure("\(output) already exists or cannot be written; refusing to overwrite an identity file",
                                  status: CLIFailure.refusedStatus)
             }
             StandardError.write("Public key: \(recipient)\n")

@@ -12,7 +12,7 @@ extension KeyFiles.Format: ExpressibleByArgument {}
 /// Key files for the plain public-key commands; errors name the file.
 enum KeyFile {
     static func privateKey(_ path: String) throws -> AsymmetricPrivateKey {
-        let bytes = try Input.readAll(path: path, what: "the key file")
+        let bytes = try Input.readAll(path: path, what: "the private key file", secret: true)
         do { return try KeyFiles.privateKey(bytes) } catch let error as CofferError {
             throw CofferError(error.code, "\(path): \(error.reason)")
         }
@@ -25,9 +25,9 @@ enum KeyFile {
         }
     }
 
-    static func write(_ bytes: some Collection<UInt8>, to path: String?, binary: Bool) throws {
+    static func write(_ bytes: some Collection<UInt8>, to path: String?, binary: Bool, replace: Bool = true) throws {
         let output = try Output(path: path, binary: binary)
-        try output.write { try $0.write(Array(bytes)) }
+        try output.write(replace: replace) { try $0.write(Array(bytes)) }
     }
 
     /// A derived key (agree, keychain agree): a line of hex, or with `raw`
@@ -260,12 +260,15 @@ struct KeyConvert: ParsableCommand {
     func run() throws {
         let bytes = try Input.readAll(path: keyFile, what: "the key file")
         let encoded: [UInt8]
+        var secret = false
         if !publicOnly && format != .spki, let privateKey = try? KeyFiles.privateKey(bytes) {
             encoded = try KeyFiles.encode(privateKey, as: format, der: der)
+            secret = true
         } else {
             encoded = try KeyFiles.encode(try KeyFile.publicKey(keyFile), as: format, der: der)
         }
         let binary = der || format == .apple
-        try KeyFile.write(encoded, to: output, binary: binary)
+        // A private key never replaces an existing file (the README's rule for -o).
+        try KeyFile.write(encoded, to: output, binary: binary, replace: !secret)
     }
 }

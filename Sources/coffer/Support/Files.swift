@@ -13,7 +13,7 @@ struct Input {
     let name: String
     /// Size in bytes when the input is a regular file.
     let size: Int64?
-    private let descriptor: Int32
+    let descriptor: Int32
 
     init(path: String?) throws {
         if path == nil || path == "-" {
@@ -35,9 +35,15 @@ struct Input {
 
     func finish() { if descriptor != STDIN_FILENO { close(descriptor) } }
 
-    static func readAll(path: String, what: String) throws -> [UInt8] {
+    /// - Parameter secret: the file holds a key (an identity, a KEK, a
+    ///   private key): a regular file must be yours and closed to others,
+    ///   as OpenSSH requires of private keys.
+    static func readAll(path: String, what: String, secret: Bool = false) throws -> [UInt8] {
         let input = try Input(path: path)
         defer { input.finish() }
+        if secret && input.descriptor != STDIN_FILENO {
+            try PrivateFile.check(descriptor: input.descriptor, path: path, what: what)
+        }
         var source = input.source
         var sink = BufferSink()
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -53,7 +59,7 @@ struct Input {
     /// A file holding exactly 32 key bytes (a keychain key file, a KEK):
     /// any other length is a usage error naming what was read.
     static func readKey32(path: String, what: String) throws -> SymmetricKey {
-        let bytes = try readAll(path: path, what: what)
+        let bytes = try readAll(path: path, what: what, secret: true)
         guard bytes.count == 32 else { throw CLIFailure("\(what) \(path) holds \(bytes.count) bytes; it must hold 32", status: 64) }
         return SymmetricKey(data: bytes)
     }
@@ -86,11 +92,17 @@ final class Output {
     static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Runs `body` with the sink; keeps the file only if `body` succeeds.
-    func write(_ body: (inout FileDescriptorSink) throws -> Void) throws {
+    /// With `replace == false` an existing file is left alone and the
+    /// command is refused (secret keys: the README's rule for -o).
+    func write(replace: Bool = true, _ body: (inout FileDescriptorSink) throws -> Void) throws {
         var sink = self.sink
         do {
             try body(&sink)
-            try file?.commit()
+            try file?.commit(replace: replace)
+        } catch let error as CofferError where error.code == .refused {
+            file?.abort()
+            throw CLIFailure("\(error.reason); refusing to replace a file with a private key",
+                             hint: "choose another name, or delete the old file if you are sure nothing needs it", status: CLIFailure.refusedStatus)
         } catch {
             file?.abort()
             throw error

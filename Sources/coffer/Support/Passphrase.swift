@@ -43,9 +43,31 @@ enum Passphrase {
         tcgetattr(tty, &saved)
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
+        // Ctrl-C, Ctrl-\\ or a kill while echo is off must not leave the terminal mute.
+        promptTerminal = tty
+        promptSaved = saved
+        let signals = [SIGINT, SIGTERM, SIGQUIT, SIGHUP]
+        var previous: [sigaction] = []
+        for number in signals {
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = restoreEchoAndDie
+            #else
+            action.__sigaction_u.__sa_handler = restoreEchoAndDie
+            #endif
+            sigemptyset(&action.sa_mask)
+            var old = sigaction()
+            sigaction(number, &action, &old)
+            previous.append(old)
+        }
         tcsetattr(tty, TCSAFLUSH, &quiet)
         defer {
             tcsetattr(tty, TCSAFLUSH, &saved)
+            for (number, old) in zip(signals, previous) {
+                var old = old
+                sigaction(number, &old, nil)
+            }
+            promptTerminal = -1
             FileHandle(fileDescriptor: tty).write(Data("\n".utf8))
         }
         var line: [UInt8] = []
@@ -69,6 +91,22 @@ struct LazyPassphraseIdentity: Identity {
         let passphrase = try file.map(Passphrase.read(file:)) ?? Passphrase.prompt("Enter passphrase: ", confirm: false)
         return try Scrypt.Identity(passphrase: passphrase).unwrap(stanzas)
     }
+}
+
+/// The terminal whose echo a prompt turned off, and its settings before:
+/// read only by the signal handler below, set only around a prompt.
+nonisolated(unsafe) private var promptTerminal: Int32 = -1
+nonisolated(unsafe) private var promptSaved = termios()
+
+/// Restores the terminal's echo, then dies of the same signal (the
+/// default action), so the shell sees what it expects.
+private func restoreEchoAndDie(_ number: Int32) {
+    if promptTerminal >= 0 {
+        tcsetattr(promptTerminal, TCSANOW, &promptSaved)
+        _ = write(promptTerminal, "\n", 1)
+    }
+    signal(number, SIG_DFL)
+    raise(number)
 }
 
 /// At file scope so that `read` is the system call, not a member.
