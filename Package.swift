@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "Coffer", "CofferTesting", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             resources: [.copy("Resources")]
@@ -107,7 +108,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferKeychainTests",
-            dependencies: ["Coffer", "CofferKeychain", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Coffer", "CofferKeychain", "CofferTesting", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
     ]
 )

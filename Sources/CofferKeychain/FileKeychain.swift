@@ -146,6 +146,14 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         return try FileKeychain.open(path: path, secret: newSecret, rollbackGuard: rollbackGuard)
     }
 
+    /// Accepts the keychain file at `path` as it is now, even if older than
+    /// the rollback mark (a backup restored on purpose), after checking that
+    /// `secret` opens it. Returns its generation.
+    public static func acceptCurrentGeneration(path: String, secret: Secret,
+                                               rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> UInt64 {
+        try FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard).acceptCurrentGeneration()
+    }
+
     /// Accepts the file as it is now, even if older than the rollback mark
     /// (a backup restored on purpose). Returns its generation.
     public func acceptCurrentGeneration() throws -> UInt64 {

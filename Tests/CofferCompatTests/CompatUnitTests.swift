@@ -174,3 +174,22 @@ import Testing
         }
     }
 }
+
+/// F7 for CofferCompat's secret holders.
+@Suite struct CompatSecretDumpTests {
+    @Test func F7_compatSecretHoldersAreRedacted() throws {
+        let password = Array("rncryptor-password".utf8)
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        for value in [RNCryptor.Credentials.password(password), RNCryptor.Credentials.keys(encryption: SymmetricKey(size: .bits256), hmac: SymmetricKey(size: .bits256)),
+                      AppleKey.ecPrivate(.p256(P256.Signing.PrivateKey())), AppleKey.rsaPrivate(AppleKey.RSAKey.Private(key: try _RSA.Encryption.PrivateKey(derRepresentation: rsa.derRepresentation))),
+                      LegacyRecipe.UnauthenticatedPlaintext(bytes: Data(password))] as [Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            for text in [String(describing: value), String(reflecting: value), "\(value)", dumped] {
+                #expect(text.contains("redacted"), "\(text)")
+                #expect(!text.contains("rncryptor-password") && !text.contains(password.map(String.init).joined(separator: ", ")), "\(text)")
+            }
+            #expect(Mirror(reflecting: value).children.isEmpty, "\(type(of: value))")
+        }
+    }
+}

@@ -124,7 +124,8 @@ import Glibc
     @Test func staleTemporaryFilesAreSwept() throws {
         let folder = try KeychainFolder()
         let keychain = try makeKeychain(folder)
-        FileManager.default.createFile(atPath: folder.path + "/.test.keychain.coffer-deadbeef", contents: Data([1, 2, 3]))
+        FileManager.default.createFile(atPath: folder.path + "/.test.keychain.coffer-deadbeef0123", contents: Data([1, 2, 3]))
+        sleep(3)  // a temporary is provably stale only when unlocked and at least two seconds old
         try keychain.add(.password(service: "another", account: "one"), data: SecretBytes([4]))
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".coffer-") }
         #expect(left.isEmpty)

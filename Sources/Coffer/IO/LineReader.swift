@@ -9,6 +9,9 @@ struct LineReader<Source: ByteSource>: ByteSource {
 
     init(_ source: Source) { self.source = source }
 
+    /// Bytes held in the buffer, consumed or not (tests check it stays small).
+    var bufferedByteCount: Int { buffer.count }
+
     /// Bytes buffered but not yet consumed.
     private var available: Int { buffer.count - start }
 

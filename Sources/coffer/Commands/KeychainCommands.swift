@@ -93,7 +93,8 @@ struct KeychainCommand: ParsableCommand {
             """,
         subcommands: [KeychainCreate.self, KeychainList.self, KeychainAddIdentity.self, KeychainAddPassword.self, KeychainGetPassword.self,
                       KeychainUpdatePassword.self, KeychainDelete.self, KeychainGenerateKey.self, KeychainPublicKey.self,
-                      KeychainRSADecrypt.self, KeychainAgree.self, KeychainEncryptTo.self, KeychainDecryptFrom.self, KeychainPasswd.self])
+                      KeychainRSADecrypt.self, KeychainAgree.self, KeychainEncryptTo.self, KeychainDecryptFrom.self, KeychainPasswd.self,
+                      KeychainAcceptRollback.self])
 }
 
 struct KeychainCreate: ParsableCommand {
@@ -246,8 +247,23 @@ struct KeychainPublicKey: ParsableCommand {
     }
 }
 
+struct KeychainAcceptRollback: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept-rollback",
+        abstract: "Accept the keychain file as it is now, although older than one already written (a backup restored on purpose).")
+    @OptionGroup var keychain: KeychainOptions
+
+    func run() throws {
+        guard keychain.backend == .file else { throw CLIFailure("only a file keychain has a rollback mark", status: 64) }
+        let path = try FileKeychain.path(named: keychain.name)
+        let generation = try FileKeychain.acceptCurrentGeneration(path: path, secret: try keychain.secret())
+        StandardError.write("Accepted \(path) at generation \(generation)\n")
+    }
+}
+
 struct KeychainPasswd: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "passwd", abstract: "Change the keychain's passphrase or key file (rewraps one slot).")
+    static let configuration = CommandConfiguration(
+        commandName: "passwd", abstract: "Change the keychain's passphrase or key file; the items are re-sealed under a new data key.")
     @OptionGroup var keychain: KeychainOptions
     @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
     var newPassphraseFile: String?

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the built `coffer` binary (and peers) as a user would.
 enum CLI {
@@ -70,9 +73,11 @@ final class TemporaryDirectory {
 
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
+    /// Writes a file only its owner can read, as key files must be.
     @discardableResult
     func write(_ name: String, _ bytes: some DataProtocol) throws -> String {
         try Data(bytes).write(to: url.appendingPathComponent(name))
+        chmod(path(name), 0o600)
         return path(name)
     }
 
