@@ -8,11 +8,11 @@ import Testing
                            "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
                            "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
                            "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
-                           "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring passwd",
+                           "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring destroy", "keyring passwd", "keyring accept-rollback",
                            "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list", "keychain add-identity",
                            "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
                            "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
-                           "keychain decrypt-from", "keychain passwd"]
+                           "keychain decrypt-from", "keychain passwd", "keychain accept-rollback"]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {

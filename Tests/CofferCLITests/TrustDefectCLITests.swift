@@ -182,7 +182,9 @@ import Glibc
         Self.ok(try coffer(["keyring", "passwd", "--keyring", "pwring.ckr", "--passphrase-file", "pw1", "--new-passphrase-file", "pw2"]), "passwd")
         Self.ok(try coffer(["seal", "--keyring", "pwring.ckr", "--passphrase-file", "pw2", "--context", "c", "--text", "-o", "after.txt"],
                            stdin: Array("sealed-after-passwd-change".utf8)), "seal after")
-        let stolen = try coffer(["open", "--keyring", "pwring.old", "--passphrase-file", "pw1", "--context", "c", "after.txt"])
+        // The thief opens the old copy on their own machine (no rollback mark there).
+        let stolen = try CLI.coffer(["open", "--keyring", "pwring.old", "--passphrase-file", "pw1", "--context", "c", "after.txt"],
+                                    in: directory.url, environment: ["COFFER_STATE_DIR": directory.path("thief-state")])
         #expect(stolen.status == 2, "\(stolen.stdoutText) \(stolen.stderr)")
         #expect(!stolen.stdoutText.contains("sealed-after"))
         // The new ring still opens what was sealed before the change.
@@ -389,7 +391,11 @@ import Glibc
         let live = open(directory.path(".out.coffer-abcdefabcdef"), O_RDONLY)
         #expect(flock(live, LOCK_EX | LOCK_NB) == 0)
         defer { close(live) }
-        sleep(3)
+        // All last written a minute ago; only the live one's writer holds its lock.
+        for name in [".out.coffer-0123456789ab", ".out.coffer-live00000000", ".out.coffer-x.coffer-aaaaaaaaaaaa", ".out.coffer-abcdefabcdef"] {
+            var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
+            utimensat(AT_FDCWD, directory.path(name), &old, 0)
+        }
         Self.ok(try CLI.coffer(["decrypt", "-i", "id.txt", "-o", "out", "x.age"], in: directory.url), "decrypt")
         #expect(!directory.exists(".out.coffer-0123456789ab"))
         #expect(directory.exists(".out.coffer-abcdefabcdef"))
@@ -416,10 +422,15 @@ import Glibc
     /// through a pseudo-terminal by Python's pty module).
     @Test func F15_ctrlCAtAPromptRestoresEcho() throws {
         let (directory, _) = try Self.encrypted()
+        // The child starts with no signal blocked (test runners' threads
+        // block some, and a terminal's shell never does); every wait has a
+        // deadline, so the test cannot hang.
         let script = """
-            import os, pty, sys, termios, time
+            import os, pty, signal, sys, termios, time
             pid, fd = pty.fork()
             if pid == 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
                 os.execv(sys.argv[1], [sys.argv[1], "encrypt", "-p", "-o", "p.age", "plain"])
             seen = b""
             deadline = time.time() + 20
@@ -428,7 +439,16 @@ import Glibc
             time.sleep(0.3)
             echo_during = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
             os.write(fd, b"\\x03")
-            _, status = os.waitpid(pid, 0)
+            status = None
+            for _ in range(100):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                time.sleep(0.1)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                print("still running after Ctrl-C")
+                sys.exit(1)
             echo_after = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
             print(echo_during, echo_after, os.WIFSIGNALED(status) and os.WTERMSIG(status))
             """

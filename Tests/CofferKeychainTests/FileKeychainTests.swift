@@ -125,7 +125,9 @@ import Glibc
         let folder = try KeychainFolder()
         let keychain = try makeKeychain(folder)
         FileManager.default.createFile(atPath: folder.path + "/.test.keychain.coffer-deadbeef0123", contents: Data([1, 2, 3]))
-        sleep(3)  // a temporary is provably stale only when unlocked and at least two seconds old
+        // Provably stale: nobody holds its lock and it was last written a minute ago.
+        var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
+        utimensat(AT_FDCWD, folder.path + "/.test.keychain.coffer-deadbeef0123", &old, 0)
         try keychain.add(.password(service: "another", account: "one"), data: SecretBytes([4]))
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".coffer-") }
         #expect(left.isEmpty)

@@ -1,5 +1,8 @@
 @testable import Coffer
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 @Suite struct AtomicFileTests {
@@ -44,7 +47,7 @@ import Testing
         let file = try AtomicFile(destination: path)
         var sink = file.sink
         try sink.write(Array("other".utf8))
-        #expect(throws: CofferError(.io, "")) { try file.commit(replace: false) }
+        #expect(throws: CofferError(.refused, "")) { try file.commit(replace: false) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data("keep me".utf8))
         #expect(contents(folder) == ["key"])
     }
@@ -72,6 +75,9 @@ extension AtomicFileTests {
         let path = folder.appendingPathComponent("counter").path
         try Data("0".utf8).write(to: URL(fileURLWithPath: path))
         try Data("left by a killed writer".utf8).write(to: folder.appendingPathComponent(".counter.coffer-0badc0ffee00"))
+        // Last written a minute ago, and nobody holds its lock: provably stale.
+        var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
+        utimensat(AT_FDCWD, folder.appendingPathComponent(".counter.coffer-0badc0ffee00").path, &old, 0)
         try Data("another file's".utf8).write(to: folder.appendingPathComponent(".other.coffer-0badc0ffee00"))
 
         let failures = Counter()

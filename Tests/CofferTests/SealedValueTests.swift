@@ -155,9 +155,12 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         var file = try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: Self.fast)
         let value = try file.keyRing.seal(Array("kept".utf8), context: Array("x".utf8))
         let before = try file.contents()
+        let oldPrimary = file.keyRing.primaryID
         try file.changeSecret(to: .password(Array("the second one".utf8)), kdf: Self.fast)
         let after = try file.contents()
-        #expect(after.count == before.count)
+        // One more key (id 4, state 1, created 8, key 32): the change adds a new primary (F3).
+        #expect(after.count == before.count + 45)
+        #expect(file.keyRing.primaryID != oldPrimary)
         let reopened = try KeyRingFile(contents: after, secret: .password(Array("the second one".utf8)))
         #expect(Array(try reopened.keyRing.open(value, context: Array("x".utf8))) == Array("kept".utf8))
         #expect(throws: CofferError(.wrongPassword, "")) { try KeyRingFile(contents: after, secret: .password(self.password)) }

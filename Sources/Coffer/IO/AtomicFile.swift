@@ -140,7 +140,7 @@ public final class AtomicFile {
     }
 
     static func temporaryPrefix(for destination: String) -> String {
-        "." + (destination as NSString).lastPathComponent + ".coffer-"
+        "." + Destination.name(of: destination) + ".coffer-"
     }
 
     /// True for exactly the names this type gives temporaries of `destination`:
@@ -155,8 +155,9 @@ public final class AtomicFile {
     /// Deletes the temporaries of `destination` whose writers are provably
     /// gone: a regular file with exactly this type's name, whose `flock`
     /// can be taken (a live writer holds it from creation to the end) and
-    /// that is at least two seconds old (so a writer between `open` and
-    /// `flock` is never mistaken for a dead one). Returns how many went.
+    /// that was last written at least two seconds ago (so a writer between
+    /// `open` and `flock` is never mistaken for a dead one). Returns how
+    /// many went.
     @discardableResult
     public static func sweepStaleTemporaries(of destination: String) -> Int {
         let directory = Destination.directory(of: destination)
@@ -171,11 +172,11 @@ public final class AtomicFile {
             var info = stat()
             guard fstat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             #if canImport(Darwin)
-            let changed = info.st_ctimespec.tv_sec
+            let modified = info.st_mtimespec.tv_sec
             #else
-            let changed = info.st_ctim.tv_sec
+            let modified = info.st_mtim.tv_sec
             #endif
-            guard now - changed >= 2, flock(candidate, LOCK_EX | LOCK_NB) == 0 else { continue }
+            guard now - modified >= 2, flock(candidate, LOCK_EX | LOCK_NB) == 0 else { continue }
             if unlink(path) == 0 { removed += 1 }
         }
         return removed
@@ -191,7 +192,7 @@ extension AtomicFile {
         guard case .file(let path) = resolved else {
             throw CofferError(.invalidArgument, "\(destination) is \(resolved.kindName), not a regular file")
         }
-        return Destination.directory(of: path) + "/." + (path as NSString).lastPathComponent + ".lock"
+        return Destination.directory(of: path) + "/." + Destination.name(of: path) + ".lock"
     }
 
     /// Runs `body` holding an exclusive `flock` on the lock file of
@@ -305,12 +306,20 @@ public enum Destination: Equatable, Sendable {
         }
         defer { free(real) }
         let canonical = String(cString: real)
-        return (canonical == "/" ? "" : canonical) + "/" + (path as NSString).lastPathComponent
+        return (canonical == "/" ? "" : canonical) + "/" + Destination.name(of: path)
     }
 
+    /// The folder part of `path` ("." for a bare name). Written by hand:
+    /// Foundation's NSString path methods trap on some one-character paths.
     static func directory(of path: String) -> String {
-        let folder = (path as NSString).deletingLastPathComponent
-        return folder.isEmpty ? "." : folder
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The last component of `path`.
+    static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
     }
 }
 

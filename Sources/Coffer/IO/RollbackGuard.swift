@@ -69,7 +69,7 @@ public final class StateFileRollbackGuard: RollbackGuard {
     }
 
     private func update(_ change: (inout [String: UInt64]) -> Bool) throws {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = Destination.directory(of: path)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try AtomicFile.withExclusiveLock(on: path) {
             var marks = try load()

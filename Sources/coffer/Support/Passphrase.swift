@@ -60,9 +60,16 @@ enum Passphrase {
             sigaction(number, &action, &old)
             previous.append(old)
         }
+        // Deliver them even if the parent left them blocked.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for number in signals { sigaddset(&unblock, number) }
+        var previousMask = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &unblock, &previousMask)
         tcsetattr(tty, TCSAFLUSH, &quiet)
         defer {
             tcsetattr(tty, TCSAFLUSH, &saved)
+            pthread_sigmask(SIG_SETMASK, &previousMask, nil)
             for (number, old) in zip(signals, previous) {
                 var old = old
                 sigaction(number, &old, nil)
