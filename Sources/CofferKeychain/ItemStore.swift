@@ -166,6 +166,17 @@ extension Keychain {
         }
     }
 
+    /// Every item's attributes, of every class (never secrets). An empty
+    /// keychain is an empty list; any other failure (a locked collection,
+    /// a damaged file) is thrown, never turned into an empty list.
+    public func allItems() throws -> [KeychainItem] {
+        var items: [KeychainItem] = []
+        for itemClass in ItemClass.allCases {
+            do { items += try copyMatching(KeychainQuery(itemClass: itemClass)) } catch let error as KeychainError where error.code == .itemNotFound {}
+        }
+        return items
+    }
+
     /// The password for service/account, stored from `make()` first if there is none.
     public func getOrCreatePassword(service: String, account: String, make: () throws -> SecretBytes) throws -> SecretBytes {
         do { return try copyData(.password(service: service, account: account)) } catch let error as KeychainError where error.code == .itemNotFound {

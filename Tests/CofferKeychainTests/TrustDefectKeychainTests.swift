@@ -78,9 +78,16 @@ import Glibc
         let keep = folder.path + "/inode-I"
         #expect(link(folder.keychain, keep) == 0)  // inode I survives B's rename
         let b = try FileKeychain.open(path: folder.keychain, secret: secret, rollbackGuard: nil)
-        try b.update(.password(service: "s", account: "x"), data: SecretBytes([2]))
-        let written = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
-        #expect(written.count == Int(cached.st_size))
+        // The item's modification date is JSON: update until B's file has
+        // exactly A's size, as the reviewer's scenario needs.
+        var written: [UInt8] = []
+        for _ in 0..<200 {
+            try b.update(.password(service: "s", account: "x"), data: SecretBytes([2]))
+            written = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
+            if written.count == Int(cached.st_size) { break }
+            usleep(1_000)
+        }
+        try #require(written.count == Int(cached.st_size))
         // B's bytes into inode I, in place; A's mtime back; inode I back at the path.
         let descriptor = open(keep, O_WRONLY)
         #expect(written.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == written.count)
@@ -134,6 +141,27 @@ import Glibc
         _ = try keychain.getOrCreateKey(.p256, tag: "t")
         #expect(spy.calls == ["publicKey", "exportPrivateKey", "getOrCreateKey", "getOrCreateKey"])
     }
+}
+
+extension TrustDefectKeychainTests {
+    /// `keychain list` (through `allItems`) on a locked keychain is an
+    /// error, not an empty list: only `itemNotFound` means "none".
+    @Test func listingALockedKeychainFails() throws {
+        let locked = FailingKeychain(error: KeychainError(.interactionNotAllowed, "the collection is locked"))
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) { _ = try locked.allItems() }
+        let empty = FailingKeychain(error: KeychainError(.itemNotFound, "none"))
+        #expect(try empty.allItems().isEmpty)
+    }
+}
+
+/// A keychain whose searches all fail with one error.
+struct FailingKeychain: Keychain {
+    let error: KeychainError
+    func add(_ item: KeychainItem, data: SecretBytes) throws { throw error }
+    func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { throw error }
+    func copyData(_ query: KeychainQuery) throws -> SecretBytes { throw error }
+    func update(_ query: KeychainQuery, with changes: KeychainChanges) throws { throw error }
+    func delete(_ query: KeychainQuery) throws { throw error }
 }
 
 /// Records which key operations reached it, then does the default work.

@@ -117,12 +117,7 @@ struct KeychainList: ParsableCommand {
 
     func run() throws {
         let file = try keychain.open()
-        var items: [KeychainItem] = []
-        for itemClass in ItemClass.allCases {
-            // Only "no items of this class" is an empty list; a locked or
-            // unreadable keychain is an error, never an empty success.
-            do { items += try file.copyMatching(KeychainQuery(itemClass: itemClass)) } catch let error as KeychainError where error.code == .itemNotFound {}
-        }
+        let items = try file.allItems()
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
