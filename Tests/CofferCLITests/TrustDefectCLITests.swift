@@ -511,4 +511,32 @@ import Glibc
         let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") } ?? ""
         #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
     }
+
+    /// As root: coffer run as nobody is not dumpable (PR_SET_DUMPABLE 0),
+    /// which the kernel shows by giving its /proc files to root.
+    @Test func F15_notDumpableAsAnotherUser() throws {
+        guard Self.isRoot else { return }  // needs setpriv to another user
+        let (directory, _) = try Self.encrypted()
+        chmod(directory.url.path, 0o777)
+        #expect(mkfifo(directory.path("in"), 0o666) == 0)
+        chown(directory.path("id.txt"), 65534, 65534)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary.path, "decrypt", "-i", "id.txt", "in"]
+        process.currentDirectoryURL = directory.url
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        var owner: uid_t = .max
+        for _ in 0..<100 {
+            usleep(20_000)
+            let comm = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/comm", encoding: .utf8)) ?? ""
+            guard comm.hasPrefix("coffer") else { continue }
+            usleep(200_000)
+            var info = stat()
+            if stat("/proc/\(process.processIdentifier)/environ", &info) == 0 { owner = info.st_uid }
+            break
+        }
+        #expect(owner == 0, "coffer's /proc files belong to uid \(owner): it is dumpable")
+    }
 }
