@@ -1,0 +1,51 @@
+@testable import Coffer
+import Foundation
+import Testing
+
+@Suite struct SealingContextTests {
+    /// Vectors computed with Python's struct.pack (">I" lengths), not with Coffer.
+    @Test func encodingMatchesTheSpec() throws {
+        #expect(Hex.encode(try SealingContext("presents", "42", "description").bytes)
+                == "5343310000000870726573656e74730000000234320000000b6465736372697074696f6e")
+        #expect(Hex.encode(try SealingContext(parts: [[], Array("é".utf8)]).bytes) == "5343310000000000000002c3a9")
+        #expect(try SealingContext().bytes == Array("SC1".utf8))
+    }
+
+    /// The review's footgun: with a separator these two collide; with
+    /// length prefixes they do not, and a value sealed for one does not
+    /// open for the other.
+    @Test func partsThatJoinAlikeStayApart() throws {
+        let a = try SealingContext("notes", "4/description")
+        let b = try SealingContext("notes/4", "description")
+        let joinedA = ["notes", "4/description"].joined(separator: "/")
+        let joinedB = ["notes/4", "description"].joined(separator: "/")
+        #expect(joinedA == joinedB)
+        #expect(a != b)
+        let ring = KeyRing()
+        let sealed = try ring.seal(Array("secret".utf8), context: a)
+        #expect(try ring.open(sealed, context: a) == Data("secret".utf8))
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { _ = try ring.open(sealed, context: b) }
+        #expect(try ring.open(ring.rewrap(sealed, context: a), context: a) == Data("secret".utf8))
+    }
+
+    /// Different part lists give different bytes (injectivity), over many
+    /// random lists of short parts drawn from a tiny alphabet, where
+    /// accidental equality of joined forms is frequent.
+    @Test func differentPartListsNeverCollide() throws {
+        var seen: [[UInt8]: [[UInt8]]] = [:]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5000 {
+            let parts = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                (0..<Int.random(in: 0...3, using: &generator)).map { _ in UInt8.random(in: 0...1, using: &generator) }
+            }
+            let bytes = try SealingContext(parts: parts).bytes
+            if let earlier = seen[bytes] { #expect(earlier == parts) } else { seen[bytes] = parts }
+        }
+        #expect(seen.count > 100)
+    }
+
+    @Test func oversizedPartsAreRefused() throws {
+        #expect(throws: CofferError(.invalidArgument, "")) { _ = try SealingContext(parts: [[UInt8](repeating: 0, count: (1 << 20) + 1)]) }
+        #expect(try SealingContext("user-7", "ssn").description == "SealingContext(2 parts, 20 bytes)")
+    }
+}
