@@ -217,3 +217,20 @@ final class SpyKeychain: Keychain, @unchecked Sendable {
         }
     }
 }
+
+/// age identities kept in a keychain, through the library (issue 12: the
+/// convention lives in CofferKeychain, not the CLI).
+@Suite struct AgeIdentityKeychainTests {
+    @Test func identitiesRoundTripAndJunkIsRefused() throws {
+        let keychain = InMemoryKeychain()
+        let identity = X25519.Identity()
+        try keychain.addAgeIdentity(identity.exportSecretKey(), label: "laptop")
+        let sealed = try Age.encrypt(Array("hello".utf8), to: [identity.recipient])
+        #expect(try Age.decrypt(sealed, with: keychain.ageIdentities(label: "laptop")) == Data("hello".utf8))
+        #expect(try keychain.ageIdentityLabels() == ["laptop"])
+        #expect(throws: CofferError(.malformed, "")) { try keychain.addAgeIdentity(SecretBytes(Array("junk\n".utf8)), label: "junk") }
+        #expect(throws: KeychainError(.duplicateItem, "")) { try keychain.addAgeIdentity(identity.exportSecretKey(), label: "laptop") }
+        #expect(throws: KeychainError(.itemNotFound, "")) { _ = try keychain.ageIdentities(label: "desk") }
+        #expect(try InMemoryKeychain().ageIdentityLabels().isEmpty)
+    }
+}

@@ -47,11 +47,9 @@ struct Decrypt: ParsableCommand {
             let file = try KeychainOptions.open(name: keychain, backend: keychainBackend, passphraseFile: keychainPassphraseFile,
                                                 keyFile: keychainKeyFile)
             identities = try identityFiles.flatMap { label in
-                let bytes: SecretBytes
-                do { bytes = try file.copyData(AgeIdentityItem.query(label: label)) } catch let error as KeychainError where error.code == .itemNotFound {
+                do { return try file.ageIdentities(label: label) } catch let error as KeychainError where error.code == .itemNotFound {
                     throw KeychainError(.itemNotFound, "the keychain \(keychain) holds no age identity labelled \(label) (coffer keychain add-identity)")
                 }
-                return try AgeKeys.identities(fileBytes: bytes.revealed(), name: "keychain identity \(label)")
             }
         } else {
             identities = try loadIdentities(identityFiles)

@@ -278,13 +278,6 @@ struct KeychainPasswd: ParsableCommand {
     }
 }
 
-/// age identities kept in a keychain: generic password items of service
-/// `coffer.age-identity`, named by label (the account is the label too).
-enum AgeIdentityItem {
-    static let service = "coffer.age-identity"
-    static func query(label: String) -> KeychainQuery { .password(service: service, account: label) }
-}
-
 struct KeychainAddIdentity: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-identity",
@@ -295,9 +288,7 @@ struct KeychainAddIdentity: ParsableCommand {
     @OptionGroup var secret: SecretInput
 
     func run() throws {
-        let bytes = try secret.read()
-        _ = try AgeKeys.identities(fileBytes: bytes.revealed(), name: "the identity")  // refuse what would not decrypt anything
-        try keychain.open().add(.password(service: AgeIdentityItem.service, account: label, label: label), data: bytes)
+        try keychain.open().addAgeIdentity(try secret.read(), label: label)
     }
 }
 
