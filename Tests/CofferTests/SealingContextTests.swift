@@ -1,4 +1,5 @@
 @testable import Coffer
+import Crypto
 import Foundation
 import Testing
 
@@ -47,5 +48,26 @@ import Testing
     @Test func oversizedPartsAreRefused() throws {
         #expect(throws: CofferError(.invalidArgument, "")) { _ = try SealingContext(parts: [[UInt8](repeating: 0, count: (1 << 20) + 1)]) }
         #expect(try SealingContext("user-7", "ssn").description == "SealingContext(2 parts, 20 bytes)")
+    }
+}
+
+/// The ECDH box of the seed's flow, now a library format (issue 12).
+@Suite struct AgreementBoxTests {
+    @Test func boxesOpenOnTheOtherSideOnly() throws {
+        let alice = AsymmetricPrivateKey.p256(P256.Signing.PrivateKey())
+        let bob = AsymmetricPrivateKey.p256(P256.Signing.PrivateKey())
+        let sending = try KeyAgreement.agree(privateKey: alice, peer: bob.publicKey, size: 32)
+        let receiving = try KeyAgreement.agree(privateKey: bob, peer: alice.publicKey, size: 32)
+        let box = try KeyAgreement.Box.seal(Array("hello bob".utf8), using: sending)
+        #expect(box.count == 9 + KeyAgreement.Box.overhead)
+        #expect(try KeyAgreement.Box.open(box, using: receiving) == Data("hello bob".utf8))
+        // CryptoKit's own reading of the bytes agrees.
+        #expect(try AES.GCM.open(AES.GCM.SealedBox(combined: box), using: receiving) == Data("hello bob".utf8))
+        #expect(box != (try KeyAgreement.Box.seal(Array("hello bob".utf8), using: sending)))  // fresh nonce each time
+        var altered = box
+        altered[20] ^= 1
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { _ = try KeyAgreement.Box.open(altered, using: receiving) }
+        #expect(throws: CofferError(.malformed, "")) { _ = try KeyAgreement.Box.open(box.prefix(27), using: receiving) }
+        #expect(throws: CofferError(.invalidArgument, "")) { _ = try KeyAgreement.Box.seal([1], using: SymmetricKey(size: .bits128)) }
     }
 }

@@ -362,8 +362,7 @@ struct KeychainEncryptTo: ParsableCommand {
 
     func run() throws {
         let key = try agreement.derive(try keychain.open(), size: 32)
-        let plaintext = try Input.readAll(path: "-", what: "the message")
-        guard let sealed = try AES.GCM.seal(plaintext, using: key).combined else { throw CLIFailure("AES-GCM gave no combined box", status: 1) }
+        let sealed = try KeyAgreement.Box.seal(try Input.readAll(path: "-", what: "the message"), using: key)
         let bytes = base64 ? Array((Data(sealed).base64EncodedString() + "\n").utf8) : Array(sealed)
         try KeyFile.write(bytes, to: output, binary: !base64)
     }
@@ -389,13 +388,7 @@ struct KeychainDecryptFrom: ParsableCommand {
             }
             input = Array(decoded)
         }
-        guard input.count >= 28 else { throw CLIFailure("the ciphertext is \(input.count) bytes; encrypt-to writes at least 28", status: 4) }
-        let plaintext: Data
-        do {
-            plaintext = try AES.GCM.open(try AES.GCM.SealedBox(combined: input), using: key)
-        } catch {
-            throw CLIFailure("the message does not authenticate: another key, peer or shared info, or altered bytes", status: 3)
-        }
+        let plaintext = try KeyAgreement.Box.open(input, using: key)
         try KeyFile.write(Array(plaintext), to: output, binary: true)
     }
 }
