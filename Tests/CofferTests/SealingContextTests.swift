@@ -71,3 +71,18 @@ import Testing
         #expect(throws: CofferError(.invalidArgument, "")) { _ = try KeyAgreement.Box.seal([1], using: SymmetricKey(size: .bits128)) }
     }
 }
+
+/// The identity-file writer, now in the library (issue 12).
+@Suite struct IdentityFileWriterTests {
+    @Test func writesPrivateFilesAndNeverReplaces() throws {
+        let folder = try ScratchFolder()
+        let path = folder.path + "/key.txt"
+        let identity = X25519.Identity()
+        try AgeKeys.writeIdentityFile(identity.exportSecretKey() + "\n", to: path)
+        let info = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((info[.posixPermissions] as? Int) == 0o600)
+        #expect(try AgeKeys.identities(fileContents: String(contentsOfFile: path, encoding: .utf8)).count == 1)
+        #expect(throws: CofferError(.refused, "")) { try AgeKeys.writeIdentityFile("AGE-SECRET-KEY-1…\n", to: path) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == identity.exportSecretKey() + "\n")
+    }
+}

@@ -83,3 +83,22 @@ public enum AgeKeys {
         return result
     }
 }
+
+extension AgeKeys {
+    /// Writes an identity file (`AGE-SECRET-KEY-1…` lines, or a private key
+    /// file's text) as `age-keygen -o` does: mode 0600, complete or not at
+    /// all, and never over an existing file (`refused`), since losing an
+    /// identity loses every file encrypted to it. A device, FIFO or open
+    /// descriptor (`/dev/fd/3`) is written through.
+    public static func writeIdentityFile(_ contents: String, to path: String) throws {
+        let output = try OutputFile(path: path, mode: 0o600)
+        var sink = output.sink
+        do {
+            try sink.write(Array(contents.utf8))
+            try output.commit(replace: false)
+        } catch {
+            output.abort()
+            throw error
+        }
+    }
+}

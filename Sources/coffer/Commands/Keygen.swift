@@ -108,10 +108,9 @@ struct Keygen: ParsableCommand {
         if let output, output != "-" {
             // An identity never replaces an existing file; a device, FIFO or
             // descriptor (-o /dev/fd/3) is written through.
-            let destination = try Output(path: output, binary: false)
             do {
-                try destination.write(replace: false) { try $0.write(Array(text.utf8)) }
-            } catch let failure as CLIFailure where failure.status == CLIFailure.refusedStatus {
+                try AgeKeys.writeIdentityFile(text, to: output)
+            } catch let error as CofferError where error.code == .refused {
                 throw CLIFailure("\(output) already exists; refusing to overwrite an identity file",
                                  hint: "choose another name, or delete the old file if you are sure no file needs it",
                                  status: CLIFailure.refusedStatus)
