@@ -1,0 +1,58 @@
+import ArgumentParser
+import Coffer
+import CofferKeychain
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct KeyRingPasswd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passwd",
+        abstract: "Change the key ring's passphrase (or KEK) and add a new primary key; no value is re-encrypted.")
+    @OptionGroup var unlock: KeyRingUnlock
+    @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
+    var newPassphraseFile: String?
+    @Option(name: .customLong("new-kek-file"), help: "A new 32-byte key-encryption key instead.")
+    var newKEKFile: String?
+    @Option(name: .customLong("new-kek-keychain"), help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
+    var newKEKKeychain: String?
+    @Option(name: .customLong("new-kek-tag"), help: "The new KEK's application tag in --new-kek-keychain.")
+    var newKEKTag: String?
+    @Option(name: .customLong("new-kek-keychain-backend"), help: "file or secret-service (with --new-kek-keychain).")
+    var newKEKKeychainBackend: KeychainBackend = .file
+    @Option(name: .customLong("new-kek-keychain-passphrase-file"), help: "That file keychain's passphrase.")
+    var newKEKKeychainPassphraseFile: String?
+    @Option(name: .customLong("new-kek-keychain-key-file"), help: "That file keychain's 32-byte key file.")
+    var newKEKKeychainKeyFile: String?
+    @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")
+    var kdf = "scrypt"
+
+    func validate() throws {
+        if [newPassphraseFile, newKEKFile, newKEKKeychain].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --new-passphrase-file, --new-kek-file and --new-kek-keychain")
+        }
+        if (newKEKKeychain == nil) != (newKEKTag == nil) { throw ValidationError("--new-kek-keychain and --new-kek-tag go together") }
+    }
+
+    func run() throws {
+        let secret: KeyRingFile.Secret
+        if let newKEKKeychain, let newKEKTag {
+            let keychain = try KeychainOptions.open(name: newKEKKeychain, backend: newKEKKeychainBackend,
+                                                    passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
+            secret = try KeyRingUnlock.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
+        } else if let newKEKFile {
+            secret = .key(try Input.readKey32(path: newKEKFile, what: "the new KEK file"))
+        } else if let newPassphraseFile {
+            secret = .password(try Passphrase.read(file: newPassphraseFile))
+        } else {
+            secret = .password(try Passphrase.prompt("New key ring passphrase", confirm: true))
+        }
+        let kdf = try PasswordKDF.named(kdf)
+        let primary = try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
+        StandardError.write("New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n")
+    }
+}

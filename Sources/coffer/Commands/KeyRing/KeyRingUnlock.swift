@@ -1,0 +1,111 @@
+import ArgumentParser
+import Coffer
+import CofferKeychain
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension PasswordKDF {
+    static func named(_ name: String) throws -> PasswordKDF {
+        switch name {
+        case "scrypt": .defaultScrypt
+        case "pbkdf2": .defaultPBKDF2
+        default: throw ValidationError("--kdf is scrypt or pbkdf2")
+        }
+    }
+}
+
+/// How a command unlocks a key ring: a passphrase file, a 32-byte KEK
+/// file, a symmetric key kept in a keychain, or (on a terminal) a prompt.
+struct KeyRingUnlock: ParsableArguments {
+    @Option(name: .customLong("keyring"), help: "The key ring file.")
+    var keyring: String
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the key ring's passphrase from this file.")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
+    var kekFile: String?
+
+    @Option(name: .customLong("kek-keychain"),
+            help: "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new makes it when missing).")
+    var kekKeychain: String?
+
+    @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
+    var kekTag: String?
+
+    @Option(name: .customLong("kek-keychain-backend"), help: "file or secret-service (with --kek-keychain).")
+    var kekKeychainBackend: KeychainBackend = .file
+
+    @Option(name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase (with --kek-keychain).")
+    var kekKeychainPassphraseFile: String?
+
+    @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
+    var kekKeychainKeyFile: String?
+
+    func validate() throws {
+        if [passphraseFile, kekFile, kekKeychain].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
+        }
+        if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
+    }
+
+    /// The key-encryption key kept in a keychain under `tag`, made first when
+    /// `creating` and missing (keyring new, passwd --new-kek-keychain).
+    static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws -> KeyRingFile.Secret {
+        if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer key ring KEK") }
+        do { return .key(try keychain.exportSymmetricKey(tag: tag)) } catch let error as KeychainError where error.code == .itemNotFound {
+            throw KeychainError(.itemNotFound, "the keychain \(name) holds no symmetric256 key tagged \(tag)")
+        }
+    }
+
+    /// - Parameter creating: make the keychain KEK when it is missing (keyring new).
+    func secret(confirm: Bool = false, creating: Bool = false) throws -> KeyRingFile.Secret {
+        if let kekKeychain, let kekTag {
+            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+                                                    keyFile: kekKeychainKeyFile)
+            return try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
+        }
+        if let kekFile { return .key(try Input.readKey32(path: kekFile, what: "the KEK file")) }
+        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
+        return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
+    }
+
+    /// The store for this key ring: its high-water mark lives beside the
+    /// KEK when the KEK is kept in a keychain, else in the per-user state file.
+    func store(secret: KeyRingFile.Secret) throws -> KeyRingStore {
+        if let kekKeychain {
+            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+                                                    keyFile: kekKeychainKeyFile)
+            return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
+        }
+        return KeyRingStore(path: keyring, secret: secret)
+    }
+
+    func store() throws -> KeyRingStore { try store(secret: try secret()) }
+
+    func unlockFile() throws -> KeyRingFile {
+        let file = try store().read()
+        warnIfWeak(file)
+        return file
+    }
+
+    func warnIfWeak(_ file: KeyRingFile) {
+        if file.upgradeDue {
+            StandardError.write("coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n")
+        }
+    }
+
+    /// Read-modify-write under the key ring's lock (``KeyRingStore/modify(_:)``).
+    @discardableResult
+    func modify<T>(_ change: (inout KeyRingFile) throws -> T) throws -> T {
+        try store().modify { file in
+            warnIfWeak(file)
+            return try change(&file)
+        }
+    }
+}
