@@ -100,6 +100,12 @@ public enum KeychainConformance {
         let items = try keychain.copyMatching(.key())
         try check(items.count == 3 && items.allSatisfy { $0.label == "test key" }, "key items are listed with their attributes")
         try check(try keychain.exportPrivateKey(tag: "com.example.p256", type: .p256).algorithm == "P-256", "the named export returns the private key")
+        // Called through `any Keychain`, these reach the backend's own
+        // implementations (they are requirements), and they must agree.
+        try check(spki(try keychain.exportPrivateKey(tag: "com.example.p256", type: .p256).publicKey) == spki(again),
+                  "publicKey agrees with the exported private key's public half")
+        try check(try keychain.getOrCreateKey(.p256, tag: "com.example.p256", label: "ignored").map(spki) == spki(again),
+                  "getOrCreateKey(_:tag:label:) returns the existing key")
         try keychain.delete(.key(tag: "com.example.x25519"))
         try expectError(.itemNotFound, "a deleted key is gone") { _ = try keychain.publicKey(tag: "com.example.x25519", type: .x25519) }
     }
