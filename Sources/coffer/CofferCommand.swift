@@ -30,11 +30,13 @@ struct CofferCommand: ParsableCommand {
         // Keys and passphrases pass through this process: never into a core file.
         ProcessHardening.disableCoreDumps()
         tuneAllocator()
+        var parsed: (any ParsableCommand)?
         do {
             var command = try parseAsRoot()
+            parsed = command
             try command.run()
         } catch let error as CofferError {
-            StandardError.report(error.reason, hint: ExitStatus.hint(for: error))
+            StandardError.report(error.reason, hint: ExitStatus.hint(for: error, in: parsed))
             Foundation.exit(ExitStatus.of(error))
         } catch let error as KeychainError {
             StandardError.report(error.reason, hint: ExitStatus.hint(for: error))

@@ -37,7 +37,8 @@ public enum Age {
     }
 
     /// Decrypts an age file, binary or armored (detected), from `source`.
-    /// Throws `CofferError`: `.noIdentityMatched`, `.headerAuthenticationFailed`,
+    /// Throws `CofferError`: `.noIdentityMatched` (`.wrongPassword` for a
+    /// passphrase-encrypted file no passphrase opened), `.headerAuthenticationFailed`,
     /// `.malformedHeader`, `.unsupported`, `.malformedArmor`,
     /// `.malformedPayload` or `.payloadAuthenticationFailed`.
     public static func decrypt<Source: ByteSource, Sink: ByteSink>(
@@ -106,7 +107,7 @@ public enum Age {
         }
         let types = Set(header.stanzas.map(\.type)).sorted().joined(separator: ", ")
         if header.stanzas.contains(where: { $0.type == Scrypt.stanzaType }) {
-            throw CofferError(.noIdentityMatched, "the file is passphrase-encrypted and no passphrase given opened it")
+            throw CofferError(.wrongPassword, "the file is passphrase-encrypted and no passphrase given opened it")
         }
         throw CofferError(.noIdentityMatched, "no identity matched any of the file's recipients (stanza types: \(types))")
     }

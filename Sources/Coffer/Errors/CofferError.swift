@@ -40,7 +40,8 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
         /// A file the caller must trust is a symlink or open to other users.
         public static let insecurePermissions = Code("insecurePermissions")
         /// The password (or key-encryption key) does not unlock the key
-        /// ring; distinct from a key ring whose sealed body was tampered with.
+        /// ring, or no passphrase given opens a passphrase-encrypted age
+        /// file; distinct from a file whose sealed body was tampered with.
         public static let wrongPassword = Code("wrongPassword")
         /// The value was sealed under a key that has been disabled.
         public static let keyDisabled = Code("keyDisabled")
@@ -86,7 +87,7 @@ extension CofferError {
 
     public var ageFailureClass: AgeFailureClass {
         switch code {
-        case .noIdentityMatched: .noMatch
+        case .noIdentityMatched, .wrongPassword: .noMatch
         case .headerAuthenticationFailed: .hmacFailure
         case .malformedHeader, .unsupported: .headerFailure
         case .malformedPayload, .payloadAuthenticationFailed: .payloadFailure

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Coffer
 import CofferKeychain
 import Foundation
@@ -18,6 +19,29 @@ struct CLIFailure: Error {
     }
 }
 
+/// A command that knows better than the general table what a library
+/// error means for what it was doing.
+protocol ErrorHinting {
+    func hint(for error: CofferError) -> String?
+}
+
+/// Commands that read age files: a wrong password is the file's passphrase.
+protocol ReadsAgeFiles: ErrorHinting {}
+extension ReadsAgeFiles {
+    func hint(for error: CofferError) -> String? {
+        error.code == .wrongPassword ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)" : nil
+    }
+}
+
+/// Commands that open sealed values: a failed authentication is most often
+/// the wrong context or ring, not damage.
+protocol OpensSealedValues: ErrorHinting {}
+extension OpensSealedValues {
+    func hint(for error: CofferError) -> String? {
+        error.code == .payloadAuthenticationFailed ? "a value opens only with the --context it was sealed with, and only with its own key ring" : nil
+    }
+}
+
 /// Exit statuses, documented in the README.
 enum ExitStatus {
     static func of(_ error: CofferError) -> Int32 {
@@ -32,14 +56,18 @@ enum ExitStatus {
         }
     }
 
+    /// The hint for `error` raised by `command`: the command's own when it
+    /// has one (it knows what it was reading), else the general one. Hints
+    /// depend on codes and commands, never on an error's reason text.
+    static func hint(for error: CofferError, in command: (any ParsableCommand)?) -> String? {
+        if let specific = (command as? any ErrorHinting)?.hint(for: error) { return specific }
+        return hint(for: error)
+    }
+
     static func hint(for error: CofferError) -> String? {
         switch error.code {
         case .noIdentityMatched:
-            error.reason.contains("passphrase")
-                ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)"
-                : "pass the identity file the sender encrypted to with -i, or --passphrase-file for a passphrase-protected file"
-        case .payloadAuthenticationFailed where error.reason.contains("sealed value"):
-            "a value opens only with the --context it was sealed with, and only with its own key ring"
+            "pass the identity file the sender encrypted to with -i, or --passphrase-file for a passphrase-protected file"
         case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload:
             "the file is damaged or was tampered with; no output was kept"
         case .wrongPassword:
@@ -94,3 +122,8 @@ enum StandardError {
         if let hint { write("coffer: hint: \(hint)\n") }
     }
 }
+
+extension Decrypt: ReadsAgeFiles {}
+extension Rekey: ReadsAgeFiles {}
+extension Open: OpensSealedValues {}
+extension Rewrap: OpensSealedValues {}
