@@ -2,6 +2,7 @@ import Coffer
 import Crypto
 import CryptoExtras
 import Foundation
+import Synchronization
 
 /// The items of a keychain and the rules of Apple's model over them; the
 /// in-memory and file backends both apply operations through it.
@@ -190,16 +191,13 @@ extension Keychain {
 }
 
 /// Keeps items in memory: for tests and previews.
-public final class InMemoryKeychain: Keychain, @unchecked Sendable {  // state guarded by `lock`
-    private let lock = NSLock()
-    private var store = ItemStore()
+public final class InMemoryKeychain: Keychain, Sendable {
+    private let store = Mutex(ItemStore())
 
     public init() {}
 
-    private func locked<T>(_ body: (inout ItemStore) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&store)
+    private func locked<T>(_ body: (inout ItemStore) throws -> T) throws -> T {
+        try store.withLock { store throws -> T in try body(&store) }
     }
 
     public func add(_ item: KeychainItem, data: SecretBytes) throws { try locked { try $0.add(item, data: data) } }

@@ -1,6 +1,7 @@
 import Coffer
 import CofferKeychain
 import Foundation
+import Synchronization
 
 /// One suite every `Keychain` backend must pass: duplicates, not found,
 /// update collisions, delete-all-matching, key generation, redacted
@@ -127,11 +128,10 @@ public enum KeychainConformance {
     }
 }
 
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+final class LockedCounter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 extension KeychainQuery {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Counts expensive operations (KDF runs, RSA private-key operations) in
 /// the current task, so tests can prove a cap bounds the work done on
@@ -9,27 +10,21 @@ import Foundation
 /// try WorkCounter.$current.withValue(counter) { try open(hostileFile) }
 /// #expect(counter.count(.kdf) == 0)
 /// ```
-package final class WorkCounter: @unchecked Sendable {  // counts guarded by `lock`
+package final class WorkCounter: Sendable {
     package enum Kind: Hashable, Sendable { case kdf, rsaPrivate }
 
     @TaskLocal package static var current: WorkCounter?
 
-    private let lock = NSLock()
-    private var counts: [Kind: Int] = [:]
+    private let counts = Mutex<[Kind: Int]>([:])
 
     package init() {}
 
     package func count(_ kind: Kind) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return counts[kind, default: 0]
+        counts.withLock { $0[kind, default: 0] }
     }
 
     /// Records one operation of `kind` in the current task's counter, if any.
     static func record(_ kind: Kind) {
-        guard let counter = current else { return }
-        counter.lock.lock()
-        counter.counts[kind, default: 0] += 1
-        counter.lock.unlock()
+        current?.counts.withLock { $0[kind, default: 0] += 1 }
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,31 +13,34 @@ import Darwin
 /// After `fork` the child discards what the parent had, so the two never
 /// hand out the same bytes. (AES-GCM-SIV would survive a repeated nonce,
 /// leaking only equality of identical values; this keeps it from happening.)
-final class NonceSource: @unchecked Sendable {  // state guarded by `lock`
+final class NonceSource: Sendable {
     static let shared = NonceSource()
 
-    private var lock = pthread_mutex_t()
-    private var pool = [UInt8](repeating: 0, count: 4096)
-    private var used = 4096
-    private var owner: pid_t = 0
+    private struct Pool {
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var used = 4096
+        var owner: pid_t = 0
+    }
 
-    private init() { pthread_mutex_init(&lock, nil) }
+    private let state = Mutex(Pool())
+
+    private init() {}
 
     func nonce(into buffer: inout [UInt8], count: Int) {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        let pid = getpid()
-        if used + count > pool.count || pid != owner {
-            SymmetricKey(size: SymmetricKeySize(bitCount: pool.count * 8)).withUnsafeBytes { fresh in
-                pool.withUnsafeMutableBytes { $0.copyMemory(from: fresh) }
+        state.withLock { pool in
+            let pid = getpid()
+            if pool.used + count > pool.bytes.count || pid != pool.owner {
+                SymmetricKey(size: SymmetricKeySize(bitCount: pool.bytes.count * 8)).withUnsafeBytes { fresh in
+                    pool.bytes.withUnsafeMutableBytes { $0.copyMemory(from: fresh) }
+                }
+                pool.used = 0
+                pool.owner = pid
             }
-            used = 0
-            owner = pid
+            for index in 0..<count {
+                buffer[index] = pool.bytes[pool.used + index]
+                pool.bytes[pool.used + index] = 0
+            }
+            pool.used += count
         }
-        for index in 0..<count {
-            buffer[index] = pool[used + index]
-            pool[used + index] = 0
-        }
-        used += count
     }
 }
