@@ -2,6 +2,7 @@ import Coffer
 import Crypto
 import CryptoExtras
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,7 +31,7 @@ private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> I
     #endif
 }
 
-public final class FileKeychain: Keychain, @unchecked Sendable {  // state guarded by `lock`
+public final class FileKeychain: Keychain, Sendable {
     /// What unlocks a file keychain; never printed.
     public enum Secret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         case password([UInt8])
@@ -54,14 +55,17 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     public let rollbackGuard: (any RollbackGuard)?
     /// At most this many key slots are tried: each may cost a KDF run.
     static let maximumSlots = 8
-    private let lock = NSLock()
-    /// The data key, and the slot bytes it came from (re-derived only when they change).
-    private var cached: (slots: [UInt8], dataKey: SymmetricKey)?
-    /// The last file read or written: its identity (device, inode, size,
-    /// mtime) for lock-free reads, and the SHA-256 of its bytes, which a
-    /// read-modify-write compares before reusing the decrypted items (an
-    /// inode number and a coarse mtime can both repeat).
-    private var lastRead: (identity: [Int64], digest: [UInt8], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
+    /// What this object remembers between calls, behind one mutex.
+    struct Cache: Sendable {
+        /// The data key, and the slot bytes it came from (re-derived only when they change).
+        var cached: (slots: [UInt8], dataKey: SymmetricKey)?
+        /// The last file read or written: its identity (device, inode, size,
+        /// mtime) for lock-free reads, and the SHA-256 of its bytes, which a
+        /// read-modify-write compares before reusing the decrypted items (an
+        /// inode number and a coarse mtime can both repeat).
+        var lastRead: (identity: [Int64], digest: [UInt8], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
+    }
+    private let cache = Mutex(Cache())
 
     static let magic = Array("CKC1".utf8)
     static let version: UInt8 = 1
@@ -101,13 +105,13 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
                               rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> FileKeychain {
         let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
         try keychain.ensureDirectory()
-        try keychain.withWriteLock {
+        try keychain.withWriteLock { cache in
             var exists = stat()
             guard lstat(path, &exists) != 0 else { throw KeychainError(.duplicateItem, "\(path) already exists") }
             let dataKey = SymmetricKey(size: .bits256)
             let slots = try FileKeychain.slot(for: secret, dataKey: dataKey, kdf: kdf)
-            try keychain.write(ItemStore(), slots: slots, dataKey: dataKey, generation: 1, replace: false)
-            keychain.cached = (slots, dataKey)
+            try keychain.write(ItemStore(), slots: slots, dataKey: dataKey, generation: 1, replace: false, &cache)
+            cache.cached = (slots, dataKey)
             try keychain.guarded { try keychain.rollbackGuard?.reset(keychain.guardKey, to: 1) }
         }
         return keychain
@@ -137,11 +141,11 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     /// written after the change; what the old copy itself held stays
     /// exposed to whoever has both (docs/keychain.md, "Threat model").
     public func changeSecret(to newSecret: Secret, kdf: PasswordKDF = .defaultScrypt) throws -> FileKeychain {
-        try withWriteLock {
-            let (store, _, _, generation) = try load(trusting: false)
+        try withWriteLock { cache in
+            let (store, _, _, generation) = try load(&cache, trusting: false)
             let dataKey = SymmetricKey(size: .bits256)
             let slots = try FileKeychain.slot(for: newSecret, dataKey: dataKey, kdf: kdf)
-            try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true)
+            try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true, &cache)
         }
         return try FileKeychain.open(path: path, secret: newSecret, rollbackGuard: rollbackGuard)
     }
@@ -157,8 +161,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     /// Accepts the file as it is now, even if older than the rollback mark
     /// (a backup restored on purpose). Returns its generation.
     public func acceptCurrentGeneration() throws -> UInt64 {
-        try withWriteLock {
-            let generation = try load(trusting: false, checkRollback: false).generation
+        try withWriteLock { cache in
+            let generation = try load(&cache, trusting: false, checkRollback: false).generation
             try guarded { try rollbackGuard?.reset(guardKey, to: generation) }
             return generation
         }
@@ -172,7 +176,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     }
 
     /// The generation counter: how many writes the file has seen.
-    public func generation() throws -> UInt64 { try withLocked { try load(trusting: true).generation } }
+    public func generation() throws -> UInt64 { try withLocked { cache in try load(&cache, trusting: true).generation } }
 
     // MARK: slots
 
@@ -213,10 +217,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
 
     // MARK: file I/O
 
-    private func withLocked<T>(_ body: () throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+    private func withLocked<T>(_ body: (inout Cache) throws -> T) throws -> T {
+        try cache.withLock { cache throws -> T in try body(&cache) }
     }
 
     /// Creates the folder (and its parents) with mode 0700 when it is missing.
@@ -245,11 +247,11 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     }
 
     /// Runs `body` holding the exclusive lock, after sweeping stale temporary files.
-    private func withWriteLock<T>(_ body: () throws -> T) throws -> T {
-        try withLocked {
+    private func withWriteLock<T>(_ body: (inout Cache) throws -> T) throws -> T {
+        try withLocked { cache in
             try checkDirectory()
             do {
-                return try AtomicFile.withExclusiveLock(on: path, body)
+                return try AtomicFile.withExclusiveLock(on: path) { try body(&cache) }
             } catch let error as CofferError where error.code == .insecurePermissions {
                 throw KeychainError(.insecurePermissions, error.reason)
             } catch let error as CofferError where error.code == .io {
@@ -259,23 +261,23 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     }
 
     private func modify(_ change: (inout ItemStore) throws -> Void) throws {
-        try withWriteLock {
-            var (store, slots, dataKey, generation) = try load(trusting: false)
+        try withWriteLock { cache in
+            var (store, slots, dataKey, generation) = try load(&cache, trusting: false)
             try change(&store)
-            try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true)
+            try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true, &cache)
         }
     }
 
     private func read() throws -> ItemStore {
-        try withLocked {
+        try withLocked { cache in
             try checkDirectory()
-            return try load(trusting: true).store
+            return try load(&cache, trusting: true).store
         }
     }
 
     /// The file's bytes, or nil when `trusting` its identity and that
     /// matches the last file read or written.
-    private func readFile(trusting: Bool) throws -> (bytes: [UInt8]?, identity: [Int64]) {
+    private func readFile(trusting: Bool, lastIdentity: [Int64]?) throws -> (bytes: [UInt8]?, identity: [Int64]) {
         let descriptor = systemOpen(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             switch errno {
@@ -302,7 +304,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
         #endif
         let identity = [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified
-        if trusting, let lastRead, lastRead.identity == identity { return (nil, identity) }
+        if trusting, let lastIdentity, lastIdentity == identity { return (nil, identity) }
         var source = FileDescriptorSource(fileDescriptor: descriptor)
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         let count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
@@ -313,21 +315,21 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
     /// file's identity is unchanged (reads); otherwise (under the write
     /// lock) reuse it only when the bytes are the same. The rollback mark
     /// is read before the file, so a concurrent writer raises no false alarm.
-    private func load(trusting: Bool, checkRollback: Bool = true) throws
+    private func load(_ cache: inout Cache, trusting: Bool, checkRollback: Bool = true) throws
         -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
         let mark = checkRollback ? try guarded { try rollbackGuard?.highWaterMark(for: guardKey) } : nil
-        let (read, identity) = try readFile(trusting: trusting)
+        let (read, identity) = try readFile(trusting: trusting, lastIdentity: cache.lastRead?.identity)
         let loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
         if let bytes = read {
             let digest = Array(SHA256.hash(data: bytes))
-            if let lastRead, lastRead.digest == digest {
+            if let lastRead = cache.lastRead, lastRead.digest == digest {
                 loaded = lastRead.loaded
             } else {
-                loaded = try parse(bytes)
+                loaded = try parse(bytes, &cache)
             }
-            lastRead = (identity, digest, loaded)
+            cache.lastRead = (identity, digest, loaded)
         } else {
-            loaded = lastRead!.loaded
+            loaded = cache.lastRead!.loaded
         }
         if let mark, loaded.generation < mark {
             throw KeychainError(.rolledBack, "\(path) is generation \(loaded.generation), but generation \(mark) was already written: an older copy was put back in its place")
@@ -335,7 +337,7 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         return loaded
     }
 
-    private func parse(_ bytes: [UInt8]) throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
+    private func parse(_ bytes: [UInt8], _ cache: inout Cache) throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
         guard bytes.count >= 14, Array(bytes.prefix(4)) == FileKeychain.magic else {
             throw KeychainError(.corrupted, "\(path) is not a Coffer keychain (or its first bytes are damaged)")
         }
@@ -351,11 +353,11 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         guard slotCount >= 1, bytes.count >= headerEnd + 28 else { throw KeychainError(.corrupted, "\(path) is truncated") }
         let slots = Array(bytes[14..<headerEnd])
         let dataKey: SymmetricKey
-        if let cached, cached.slots == slots {
+        if let cached = cache.cached, cached.slots == slots {
             dataKey = cached.dataKey
         } else {
             dataKey = try unlock(slots: slots, count: slotCount)
-            cached = (slots, dataKey)
+            cache.cached = (slots, dataKey)
         }
         let body: Data
         do {
@@ -393,7 +395,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
         throw lastError
     }
 
-    private func write(_ store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64, replace: Bool) throws {
+    private func write(_ store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64, replace: Bool,
+                       _ cache: inout Cache) throws {
         var header = FileKeychain.magic + [FileKeychain.version]
         header += withUnsafeBytes(of: generation.bigEndian, Array.init)
         header.append(UInt8(slots.count / FileKeychain.slotSize))
@@ -423,8 +426,8 @@ public final class FileKeychain: Keychain, @unchecked Sendable {  // state guard
             #else
             let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
             #endif
-            lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest, (store, slots, dataKey, generation))
-            cached = (slots, dataKey)
+            cache.lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest, (store, slots, dataKey, generation))
+            cache.cached = (slots, dataKey)
         }
     }
 }
