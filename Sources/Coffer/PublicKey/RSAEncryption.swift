@@ -22,7 +22,7 @@ public enum RSAEncryption {
     // is only read, as the Signing keys' conformance already relies on.
 
     /// A public key made ready for repeated encryptions.
-    public struct Encryptor: @unchecked Sendable {
+    public struct Encryptor: @unchecked Sendable {  // holds an immutable BoringSSL key, only read
         let key: _RSA.Encryption.PublicKey
         public let hash: Hash
         /// The largest message this key takes.
@@ -46,7 +46,7 @@ public enum RSAEncryption {
     }
 
     /// A private key made ready for repeated decryptions.
-    public struct Decryptor: @unchecked Sendable {
+    public struct Decryptor: @unchecked Sendable {  // holds an immutable BoringSSL key, only read
         let key: _RSA.Encryption.PrivateKey
         public let hash: Hash
         let k: Int

@@ -19,7 +19,7 @@ public enum AppleKey: Sendable, CustomStringConvertible {
         public struct Public: @unchecked Sendable {  // an immutable BoringSSL key, only read
             let key: _RSA.Encryption.PublicKey
         }
-        public struct Private: @unchecked Sendable {
+        public struct Private: @unchecked Sendable {  // an immutable BoringSSL key, only read
             let key: _RSA.Encryption.PrivateKey
         }
     }
