@@ -24,7 +24,7 @@ struct KeyRingNew: ParsableCommand {
     var kdf = "scrypt"
 
     func run() throws {
-        let store = try unlock.store(secret: try unlock.secret(confirm: true, creating: true))
+        let store = try unlock.store(confirm: true, creating: true)
         let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
         StandardError.write("Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
     }
@@ -108,9 +108,11 @@ struct KeyRingUpgrade: ParsableCommand {
     @OptionGroup var unlock: KeyRingUnlock
 
     func run() throws {
-        guard case .password(let password) = try unlock.secret() else {
+        // One store, so a passphrase typed at the prompt is asked once.
+        let store = try unlock.store()
+        guard case .password(let password) = store.secret else {
             throw CLIFailure("a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
         }
-        try unlock.modify { file in try file.upgrade(password: password) }
+        try store.modify { file in try file.upgrade(password: password) }
     }
 }

@@ -63,30 +63,30 @@ struct KeyRingUnlock: ParsableArguments {
         }
     }
 
-    /// - Parameter creating: make the keychain KEK when it is missing (keyring new).
-    func secret(confirm: Bool = false, creating: Bool = false) throws -> KeyRingFile.Secret {
-        if let kekKeychain, let kekTag {
-            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
-                                                    keyFile: kekKeychainKeyFile)
-            return try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
-        }
+    /// The passphrase or KEK file (a KEK kept in a keychain comes with its
+    /// store: ``store(confirm:creating:)``).
+    private func secret(confirm: Bool) throws -> KeyRingFile.Secret {
         if let kekFile { return .key(try Input.readKey32(path: kekFile, what: "the KEK file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
     }
 
-    /// The store for this key ring: its high-water mark lives beside the
-    /// KEK when the KEK is kept in a keychain, else in the per-user state file.
-    func store(secret: KeyRingFile.Secret) throws -> KeyRingStore {
-        if let kekKeychain {
+    /// The store for this key ring, its secret resolved once. With a KEK
+    /// kept in a keychain, the keychain is opened once and holds both the
+    /// KEK and the ring's high-water mark; otherwise the mark lives in the
+    /// per-user state file.
+    /// - Parameters:
+    ///   - confirm: ask for a new passphrase twice (keyring new).
+    ///   - creating: make the keychain KEK when it is missing (keyring new).
+    func store(confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
+        if let kekKeychain, let kekTag {
             let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
                                                     keyFile: kekKeychainKeyFile)
+            let secret = try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
-        return KeyRingStore(path: keyring, secret: secret)
+        return KeyRingStore(path: keyring, secret: try secret(confirm: confirm))
     }
-
-    func store() throws -> KeyRingStore { try store(secret: try secret()) }
 
     func unlockFile() throws -> KeyRingFile {
         let file = try store().read()
