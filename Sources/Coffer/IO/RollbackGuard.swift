@@ -97,11 +97,9 @@ public final class StateFileRollbackGuard: RollbackGuard {
         }
         defer { close(descriptor) }
         try PrivateFile.check(descriptor: descriptor, path: path, what: "the rollback marks file", allowGroupRead: true)
-        var source = FileDescriptorSource(fileDescriptor: descriptor)
-        var bytes = [UInt8](repeating: 0, count: 1 << 20)
-        let count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
+        let bytes = try PrivateFile.readAll(descriptor: descriptor, limit: 1 << 20, path: path, what: "the rollback marks file")
         var marks: [String: UInt64] = [:]
-        for line in String(decoding: bytes[..<count], as: UTF8.self).split(separator: "\n") {
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: " ")
             guard parts.count == 2, let generation = UInt64(parts[1]) else {
                 throw CofferError(.malformed, "the rollback marks file \(path) is damaged (line \"\(line.prefix(80))\")")
@@ -109,6 +107,28 @@ public final class StateFileRollbackGuard: RollbackGuard {
             marks[String(parts[0]).removingPercentEncoding ?? String(parts[0])] = generation
         }
         return marks
+    }
+}
+
+extension PrivateFile {
+    /// The whole of an open file, at most `limit` bytes (`malformed` past
+    /// it). The buffer is sized from `fstat`, not from the limit: these
+    /// small files are read on every keychain and key ring operation.
+    static func readAll(descriptor: Int32, limit: Int, path: String, what: String) throws -> [UInt8] {
+        var info = stat()
+        let expected = fstat(descriptor, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : limit
+        var bytes = [UInt8](repeating: 0, count: min(expected, limit) + 1)
+        var source = FileDescriptorSource(fileDescriptor: descriptor)
+        var count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
+        // The file grew since fstat: read on, up to the limit.
+        while count == bytes.count && count <= limit {
+            bytes += [UInt8](repeating: 0, count: min(bytes.count, limit + 1 - count))
+            let more = try bytes.withUnsafeMutableBytes { try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...])) }
+            if more == 0 { break }
+            count += more
+        }
+        guard count <= limit else { throw CofferError(.malformed, "\(what) \(path) is larger than \(limit >> 20) MiB") }
+        return Array(bytes[..<count])
     }
 }
 

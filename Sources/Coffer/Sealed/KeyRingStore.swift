@@ -111,10 +111,6 @@ public struct KeyRingStore: Sendable {
         }
         defer { close(descriptor) }
         try PrivateFile.check(descriptor: descriptor, path: path, what: "the key ring")
-        var source = FileDescriptorSource(fileDescriptor: descriptor)
-        var bytes = [UInt8](repeating: 0, count: (1 << 20) + 1)
-        let count = try bytes.withUnsafeMutableBytes { try source.readFully(into: $0) }
-        guard count <= 1 << 20 else { throw CofferError(.malformed, "a key ring file is at most 1 MiB") }
-        return Array(bytes[..<count])
+        return try PrivateFile.readAll(descriptor: descriptor, limit: 1 << 20, path: path, what: "the key ring")
     }
 }
