@@ -133,6 +133,25 @@ import Glibc
         #expect(rewritten[5..<37] != other[5..<37])
     }
 
+    /// A version 1 password ring opens with one KDF run, and its version 2
+    /// rewrite opens with the same password.
+    @Test func F4_versionOnePasswordRingsMigrateWithOneKDFRun() throws {
+        let password = Array("old ring".utf8)
+        let kdf = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
+        let salt = [UInt8](repeating: 7, count: 16)
+        let ring = KeyRing()
+        let keys = KeyRingFile.keys(base: try kdf.derive(password: password, salt: salt), version: 1)
+        let header = Array("CKR1".utf8) + KeyRingFile.parameters(kdf) + salt + keys.check
+        let box = try AES.GCM._SIV.seal(ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
+        let counter = WorkCounter()
+        let rewritten = try WorkCounter.$current.withValue(counter) {
+            try KeyRingFile(contents: Data(header) + box.combined, secret: .password(password)).contents()
+        }
+        #expect(counter.count(.kdf) == 1)
+        #expect(rewritten.prefix(4) == Data("CKR2".utf8))
+        #expect(try KeyRingFile(contents: rewritten, secret: .password(password)).keyRing.primaryID == ring.primaryID)
+    }
+
     // MARK: F6
 
     /// The line reader's buffer stays small whatever the line endings: the

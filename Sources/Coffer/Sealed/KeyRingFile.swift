@@ -88,13 +88,20 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         switch secret {
         case .key(let key):
             guard key.bitCount == 256 else { throw CofferError(.invalidArgument, "a key-encryption key is 32 bytes") }
-            let (wrap, check) = keys(base: kekBase(key, salt: salt), version: 2)
-            return (magic + [0] + salt + check, wrap, nil)
+            let (header, wrap) = lockHeader(kdf: nil, salt: salt, base: kekBase(key, salt: salt))
+            return (header, wrap, nil)
         case .password(let password):
             guard !password.isEmpty else { throw CofferError(.invalidArgument, "the password is empty") }
-            let (wrap, check) = keys(base: try kdf.derive(password: password, salt: salt), version: 2)
-            return (magic + parameters(kdf) + salt + check, wrap, kdf)
+            let (header, wrap) = lockHeader(kdf: kdf, salt: salt, base: try kdf.derive(password: password, salt: salt))
+            return (header, wrap, kdf)
         }
+    }
+
+    /// The version 2 header up to the check, and the wrapping key, from a
+    /// `base` already derived for `salt` (the KDF's output, or ``kekBase``).
+    static func lockHeader(kdf: PasswordKDF?, salt: [UInt8], base: SymmetricKey) -> (header: [UInt8], wrap: SymmetricKey) {
+        let (wrap, check) = keys(base: base, version: 2)
+        return (magic + (kdf.map(parameters) ?? [0]) + salt + check, wrap)
     }
 
     static func parameters(_ kdf: PasswordKDF) -> [UInt8] {
@@ -199,9 +206,14 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         if layout.version == 2 {
             lockHeader = Array(bytes[..<layout.checkRange.upperBound])
             wrapKey = wrap
+        } else if case .key(let key) = secret {
+            // Written back as version 2: a raw KEK gets a salt (cheap: HKDF).
+            let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
+            (lockHeader, wrapKey) = KeyRingFile.lockHeader(kdf: nil, salt: salt, base: KeyRingFile.kekBase(key, salt: salt))
         } else {
-            // Written back as version 2: a new salt and check under the same secret.
-            (lockHeader, wrapKey, _) = try KeyRingFile.lock(secret, kdf: layout.kdf ?? .defaultScrypt)
+            // A password ring keeps its salt, so the KDF output already
+            // derived serves version 2 too: no second KDF run.
+            (lockHeader, wrapKey) = KeyRingFile.lockHeader(kdf: layout.kdf, salt: salt, base: base)
         }
     }
 
