@@ -196,8 +196,9 @@ extension AtomicFile {
     }
 
     /// Runs `body` holding an exclusive `flock` on the lock file of
-    /// `destination` (``lockPath(for:)``), after sweeping the temporaries
-    /// that writers killed mid-write left. A read-modify-write inside
+    /// `destination` (``lockPath(for:)``). The temporaries that writers
+    /// killed mid-write left are swept by the `AtomicFile` that `body`
+    /// creates, so under the lock. A read-modify-write inside
     /// `body` (read, change, write an AtomicFile, commit) is then serial
     /// across processes and safe against `kill -9` at any point.
     ///
@@ -214,7 +215,6 @@ extension AtomicFile {
         while flock(descriptor, LOCK_EX) != 0 {
             guard errno == EINTR else { throw CofferError(.io, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
         }
-        sweepStaleTemporaries(of: try Destination.resolve(destination).path)
         return try body()
     }
 }
