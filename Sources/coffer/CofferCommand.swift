@@ -29,7 +29,6 @@ struct CofferCommand: ParsableCommand {
     static func main() {
         // Keys and passphrases pass through this process: never into a core file.
         ProcessHardening.disableCoreDumps()
-        tuneAllocator()
         var parsed: (any ParsableCommand)?
         do {
             var command = try parseAsRoot()
@@ -81,18 +80,3 @@ func loadIdentities(_ paths: [String]) throws -> [any Identity] {
     }
 }
 
-/// swift-crypto's AEAD API returns a fresh `Data` for every 64 KiB chunk.
-/// glibc's default trims the heap when such a buffer is freed and then
-/// faults the pages in again for the next one, which costs more than the
-/// cipher. A fixed trim threshold keeps the few megabytes in use mapped.
-private func tuneAllocator() {
-    #if os(Linux)
-    _ = glibcMallopt(-1, 64 << 20)  // M_TRIM_THRESHOLD (malloc.h, not imported by Glibc)
-    _ = glibcMallopt(-3, 1 << 20)  // M_MMAP_THRESHOLD
-    #endif
-}
-
-#if os(Linux)
-@_silgen_name("mallopt")
-private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
-#endif

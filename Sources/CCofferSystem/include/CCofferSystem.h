@@ -10,4 +10,6 @@ int coffer_disable_core_dumps(void);
 /// platform cannot tell.
 int coffer_is_dumpable(void);
 
+#include "coffer_chacha.h"
+
 #endif

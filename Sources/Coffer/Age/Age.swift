@@ -45,21 +45,22 @@ public enum Age {
         from source: inout Source, to sink: inout Sink, identities: [any Identity],
         progress: ((Int64) -> Void)? = nil
     ) throws {
-        let fileSource = source as? FileDescriptorSource
-        let file = fileSource?.remainingFileRange
-        try withBinaryFile(source) { reader, armored in
+        let positional = source.positionalRemainder()
+        let readByOffset = try withBinaryFile(source) { reader, armored in
             let header = try Header.read(from: &reader)
             let fileKey = try unwrap(header, identities: identities)
-            // A binary regular file: workers read the payload with pread.
+            // A binary regular file: workers read the payload by offset.
             let headerSize = Int64(header.encoded.count)
-            if let file, !armored, file.length >= headerSize {
-                let payload = FileRange(descriptor: file.descriptor, start: file.start + headerSize, length: file.length - headerSize)
-                try PayloadReader.read(fileKey: fileKey, from: &reader, file: payload, to: &sink, progress: progress)
-                try fileSource?.finishPositionalRead(file)
-            } else {
-                try PayloadReader.read(fileKey: fileKey, from: &reader, to: &sink, progress: progress)
+            if let positional, !armored, positional.length >= headerSize {
+                try PayloadReader.read(
+                    fileKey: fileKey, from: &reader, positional: positional.dropping(headerSize), to: &sink,
+                    progress: progress)
+                return true
             }
+            try PayloadReader.read(fileKey: fileKey, from: &reader, to: &sink, progress: progress)
+            return false
         }
+        if let positional, readByOffset { try source.finishPositionalRead(positional) }
     }
 
     /// Encrypts `plaintext` in memory.

@@ -1,64 +1,57 @@
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
-/// The buffers of one batch of chunks.
+/// The buffers of one batch of chunks, allocated once per stream.
 ///
 /// `@unchecked Sendable`: while a batch is processed, each worker touches
-/// only its own chunk's input range and its own per-chunk slots; the
-/// pipeline reads them only after the batch's group has been waited on,
-/// and refills a batch only after it has been emitted.
+/// only its own chunk's input and output ranges and its own status slot;
+/// the pipeline reads them only after the batch's group has been waited
+/// on, and refills a batch only after it has been emitted.
 final class ChunkBatch: @unchecked Sendable {
+    /// What a worker made of a chunk.
+    enum Status: UInt8 {
+        case failed, done, doneFinal, readFailed
+    }
+
     let input: UnsafeMutableRawBufferPointer
-    let results: UnsafeMutableBufferPointer<Data?>
-    /// Per chunk: whether it authenticated as the final one (decryption).
-    let finals: UnsafeMutableBufferPointer<Bool>
-    /// Per chunk: whether reading it from the file failed.
-    let readFailed: UnsafeMutableBufferPointer<Bool>
+    let output: UnsafeMutableRawBufferPointer
+    let status: UnsafeMutableBufferPointer<Status>
+    let inputUnit: Int
+    let outputUnit: Int
     /// What the batch holds.
     var inputBytes = 0
     var chunks = 0
     var atEnd = false
     var firstCounter: UInt64 = 0
-    /// File offset of the batch's first byte, when workers read for themselves.
-    var fileOffset: Int64 = 0
+    /// Where the batch's first byte is, when workers read for themselves.
+    var slice: PositionalSlice?
 
-    init(inputSize: Int) {
-        input = .allocate(byteCount: inputSize, alignment: 16)
-        results = .allocate(capacity: STREAM.batchChunks)
-        results.initialize(repeating: nil)
-        finals = .allocate(capacity: STREAM.batchChunks)
-        finals.initialize(repeating: false)
-        readFailed = .allocate(capacity: STREAM.batchChunks)
-        readFailed.initialize(repeating: false)
+    init(inputUnit: Int, outputUnit: Int) {
+        self.inputUnit = inputUnit
+        self.outputUnit = outputUnit
+        // One byte beyond the batch tells whether the batch holds the end.
+        input = .allocate(byteCount: STREAM.batchChunks * inputUnit + 1, alignment: 64)
+        output = .allocate(byteCount: STREAM.batchChunks * outputUnit, alignment: 64)
+        status = .allocate(capacity: STREAM.batchChunks)
+        status.initialize(repeating: .failed)
     }
 
     deinit {
         input.deallocate()
-        results.deinitialize()
-        results.deallocate()
-        finals.deallocate()
-        readFailed.deallocate()
+        output.deallocate()
+        status.deallocate()
     }
 
     /// The input bytes of chunk `index`.
-    func chunk(_ index: Int, unit: Int) -> UnsafeRawBufferPointer {
-        let start = index * unit
-        return UnsafeRawBufferPointer(rebasing: input[start..<min(start + unit, inputBytes)])
+    func chunk(_ index: Int) -> UnsafeRawBufferPointer {
+        let start = index * inputUnit
+        return UnsafeRawBufferPointer(rebasing: input[start..<min(start + inputUnit, inputBytes)])
     }
-}
 
-/// A byte range of a regular file that workers read with `pread`, each its
-/// own chunk, so that the copy out of the page cache is spread over the
-/// cores instead of serialised on the caller's thread.
-struct FileRange: Sendable {
-    let descriptor: Int32
-    let start: Int64
-    let length: Int64
+    /// Where chunk `index`'s result goes.
+    func outputSlot(_ index: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: output[(index * outputUnit)..<((index + 1) * outputUnit)])
+    }
 }
 
 /// Runs the chunks of a stream through `work` on every core while the
@@ -67,31 +60,35 @@ struct FileRange: Sendable {
 ///     read k+1   ‖ work k
 ///     emit k     ‖ work k+1
 ///
-/// `emit` sees batches in order; memory is two batches, whatever the size.
+/// `emit` sees batches in order; memory is two batches, whatever the size,
+/// and nothing is allocated per chunk.
 enum ChunkPipeline {
     /// - Parameters:
-    ///   - unit: bytes per input chunk (64 KiB plaintext, or 64 KiB + 16).
-    ///   - file: when set, the input is this file range (and `source` is
-    ///     not read); workers read their own chunks.
-    ///   - work: processes chunk `index` of a batch (any thread).
-    ///   - emit: consumes a processed batch, in order; returns normally to go on.
+    ///   - inputUnit: bytes per input chunk (64 KiB plaintext, or 64 KiB + 16).
+    ///   - outputUnit: room for one chunk's result.
+    ///   - positional: when set, the input is this slice (and `source` is
+    ///     not read); each worker reads its own chunk, so the copy out of
+    ///     the page cache is spread over the cores.
+    ///   - work: processes chunk `index` of a batch (any thread) and sets
+    ///     its status.
+    ///   - emit: consumes a processed batch, in order.
     static func run<Source: ByteSource>(
-        unit: Int, from source: inout Source, file: FileRange? = nil,
-        work: @escaping @Sendable (ChunkBatch, Int) -> Void,
+        inputUnit: Int, outputUnit: Int, from source: inout Source, positional: PositionalSlice? = nil,
+        work: @escaping @Sendable (ChunkBatch, Int) -> ChunkBatch.Status,
         emit: (ChunkBatch) throws -> Void
     ) throws {
-        let batchBytes = STREAM.batchChunks * unit
-        // One byte beyond the batch tells whether the batch holds the end.
-        let batches = [ChunkBatch(inputSize: batchBytes + 1), ChunkBatch(inputSize: batchBytes + 1)]
+        let batchBytes = STREAM.batchChunks * inputUnit
+        let batches = [ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
+                       ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit)]
         var counter: UInt64 = 0
         var offset: Int64 = 0
 
         func fill(_ batch: ChunkBatch, carried: Int) throws {
-            if let file {
-                let remaining = file.length - offset
+            if let positional {
+                let remaining = positional.length - offset
                 batch.atEnd = remaining <= Int64(batchBytes)
                 batch.inputBytes = Int(min(remaining, Int64(batchBytes)))
-                batch.fileOffset = file.start + offset
+                batch.slice = positional.dropping(offset)
                 offset += Int64(batch.inputBytes)
             } else {
                 let filled = carried + (try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: batch.input[carried...])))
@@ -99,20 +96,22 @@ enum ChunkPipeline {
                 batch.inputBytes = batch.atEnd ? filled : batchBytes
             }
             // An empty stream is still one (empty, final) chunk.
-            batch.chunks = max(1, (batch.inputBytes + unit - 1) / unit)
+            batch.chunks = max(1, (batch.inputBytes + inputUnit - 1) / inputUnit)
             batch.firstCounter = counter
             counter += UInt64(batch.chunks)
         }
 
         let task: @Sendable (ChunkBatch, Int) -> Void = { batch, index in
-            if let file {
-                batch.readFailed[index] = !readChunk(file, batch: batch, index: index, unit: unit)
-                guard !batch.readFailed[index] else {
-                    batch.results[index] = nil
+            if let slice = batch.slice {
+                let start = index * inputUnit
+                let count = min(inputUnit, batch.inputBytes - start)
+                let destination = UnsafeMutableRawBufferPointer(rebasing: batch.input[start..<(start + count)])
+                guard (try? slice.source.readExactly(into: destination, at: slice.start + Int64(start))) != nil else {
+                    batch.status[index] = .readFailed
                     return
                 }
             }
-            work(batch, index)
+            batch.status[index] = work(batch, index)
         }
 
         func start(_ batch: ChunkBatch) -> DispatchGroup {
@@ -135,8 +134,8 @@ enum ChunkPipeline {
             var next: ChunkBatch?
             if !current.atEnd {
                 let other = batches[1 - slot]
-                if file == nil { other.input[0] = current.input[batchBytes] }
-                do { try fill(other, carried: file == nil ? 1 : 0) } catch {
+                if positional == nil { other.input[0] = current.input[batchBytes] }
+                do { try fill(other, carried: positional == nil ? 1 : 0) } catch {
                     running.wait()
                     throw error
                 }
@@ -145,7 +144,7 @@ enum ChunkPipeline {
             running.wait()
             if let next { running = start(next) }
             do {
-                if let failed = (0..<current.chunks).first(where: { current.readFailed[$0] }) {
+                if let failed = (0..<current.chunks).first(where: { current.status[$0] == .readFailed }) {
                     throw CofferError(.io, "reading chunk \(current.firstCounter + UInt64(failed)) of the input failed, or the file shrank while it was read")
                 }
                 try emit(current)
@@ -157,21 +156,5 @@ enum ChunkPipeline {
             current = next
             slot = 1 - slot
         }
-    }
-
-    /// Reads chunk `index` of `batch` from the file; false on error or a
-    /// short read (the file shrank).
-    private static func readChunk(_ file: FileRange, batch: ChunkBatch, index: Int, unit: Int) -> Bool {
-        let start = index * unit
-        let count = min(unit, batch.inputBytes - start)
-        var done = 0
-        while done < count {
-            let result = pread(file.descriptor, batch.input.baseAddress! + start + done, count - done,
-                               off_t(batch.fileOffset + Int64(start + done)))
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { return false }
-            done += result
-        }
-        return true
     }
 }

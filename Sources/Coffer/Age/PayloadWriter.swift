@@ -13,27 +13,28 @@ enum PayloadWriter {
         nonce.withUnsafeMutableBytes { randomBytes($0) }
         try sink.write(nonce)
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
+        let cipher = try ChunkCipher.current()
         var total: Int64 = 0
         // A regular file is read by the workers themselves, in parallel.
-        let fileSource = source as? FileDescriptorSource
-        let file = fileSource?.remainingFileRange
-        try ChunkPipeline.run(unit: STREAM.chunkSize, from: &source, file: file) { batch, index in
-            batch.results[index] = try? STREAM.seal(
-                batch.chunk(index, unit: STREAM.chunkSize),
-                counter: batch.firstCounter + UInt64(index),
-                last: batch.atEnd && index == batch.chunks - 1, key: key)
+        let positional = source.positionalRemainder()
+        try ChunkPipeline.run(
+            inputUnit: STREAM.chunkSize, outputUnit: STREAM.sealedChunkSize, from: &source, positional: positional
+        ) { batch, index in
+            let sealed = STREAM.seal(
+                batch.chunk(index), into: batch.outputSlot(index), counter: batch.firstCounter + UInt64(index),
+                last: batch.atEnd && index == batch.chunks - 1, key: key, cipher: cipher)
+            return sealed ? .done : .failed
         } emit: { batch in
-            for index in 0..<batch.chunks {
-                guard let sealed = batch.results[index] else {
-                    throw CofferError(.io, "sealing payload chunk \(batch.firstCounter + UInt64(index)) failed")
-                }
-                // Skip swift-crypto's nonce prefix: age's nonce is implicit.
-                try sealed.withUnsafeBytes { try sink.write(UnsafeRawBufferPointer(rebasing: $0[12...])) }
-                batch.results[index] = nil
+            if let failed = (0..<batch.chunks).first(where: { batch.status[$0] != .done }) {
+                throw CofferError(.io, "sealing payload chunk \(batch.firstCounter + UInt64(failed)) failed")
             }
+            // Every chunk but a batch's last is full, so the sealed chunks
+            // lie end to end in the output buffer: one write per batch.
+            let bytes = batch.inputBytes + batch.chunks * STREAM.tagSize
+            try sink.write(UnsafeRawBufferPointer(rebasing: batch.output[..<bytes]))
             total += Int64(batch.inputBytes)
             progress?(total)
         }
-        if let file { try fileSource?.finishPositionalRead(file) }
+        if let positional { try source.finishPositionalRead(positional) }
     }
 }

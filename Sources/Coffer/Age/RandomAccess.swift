@@ -22,6 +22,8 @@ import Darwin
 public final class AgeRandomAccessFile: Sendable {
     public let plaintextSize: Int64
     private let descriptor: Int32
+    private let reader: FileDescriptorReader
+    private let cipher: ChunkCipher
     private let key: SymmetricKey
     private let payloadStart: Int64
     private let sealedSize: Int64
@@ -45,8 +47,11 @@ public final class AgeRandomAccessFile: Sendable {
             guard Int64(info.st_size) >= headerSize + Int64(STREAM.nonceSize) else {
                 throw CofferError(.malformedHeader, "the file ends before its 16-byte payload nonce")
             }
+            let positional = FileDescriptorReader(fileDescriptor: fd)
+            self.reader = positional
+            cipher = try ChunkCipher.current()
             var nonce = [UInt8](repeating: 0, count: STREAM.nonceSize)
-            try Self.readExactly(fd, into: &nonce, at: headerSize)
+            try nonce.withUnsafeMutableBytes { try positional.readExactly(into: $0, at: headerSize) }
             key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
             payloadStart = headerSize + Int64(STREAM.nonceSize)
             sealedSize = Int64(info.st_size) - payloadStart
@@ -94,23 +99,21 @@ public final class AgeRandomAccessFile: Sendable {
         let sealedChunk = Int64(STREAM.sealedChunkSize)
         let start = index * sealedChunk
         var sealed = [UInt8](repeating: 0, count: Int(min(sealedChunk, sealedSize - start)))
-        try Self.readExactly(descriptor, into: &sealed, at: payloadStart + start)
-        let plaintext = sealed.withUnsafeBytes {
-            STREAM.open($0, counter: UInt64(index), last: index == chunkCount - 1, key: key)
+        do {
+            try sealed.withUnsafeMutableBytes { try reader.readExactly(into: $0, at: payloadStart + start) }
+        } catch {
+            throw CofferError(.io, "the file changed or could not be read while it was open")
         }
-        guard let plaintext else {
+        // Opened in place: the plaintext is the sealed chunk's prefix.
+        let opened = sealed.withUnsafeMutableBytes { buffer in
+            STREAM.open(
+                UnsafeRawBufferPointer(buffer), into: buffer, counter: UInt64(index), last: index == chunkCount - 1,
+                key: key, cipher: cipher)
+        }
+        guard opened else {
             throw CofferError(.payloadAuthenticationFailed, "payload chunk \(index) failed to authenticate: the file was modified, truncated or extended")
         }
-        return Array(plaintext)
-    }
-
-    private static func readExactly(_ fd: Int32, into buffer: inout [UInt8], at offset: Int64) throws {
-        var done = 0
-        while done < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw CofferError(.io, "the file changed or could not be read while it was open") }
-            done += count
-        }
+        sealed.removeLast(STREAM.tagSize)
+        return sealed
     }
 }

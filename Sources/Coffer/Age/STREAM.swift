@@ -1,5 +1,4 @@
 import Crypto
-import Dispatch
 import Foundation
 
 /// The age payload: ChaCha20-Poly1305 over 64 KiB chunks, nonce = 11-byte
@@ -20,34 +19,33 @@ enum STREAM {
 
     /// Calls `body` with the 12-byte AEAD nonce of chunk `counter`, built on
     /// the stack.
-    static func withNonce<R>(counter: UInt64, last: Bool, _ body: (ChaChaPoly.Nonce) throws -> R) throws -> R {
+    static func withNonce<R>(counter: UInt64, last: Bool, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         var bytes: (UInt64, UInt32) = (0, 0)
         return try withUnsafeMutableBytes(of: &bytes) { raw in
             // Bytes 0…2 stay zero: 2^64 chunks is 2^80 bytes, beyond any file.
             raw.storeBytes(of: counter.bigEndian, toByteOffset: 3, as: UInt64.self)
             raw[11] = last ? 1 : 0
-            return try body(ChaChaPoly.Nonce(data: UnsafeRawBufferPointer(rebasing: raw[0..<12])))
+            return try body(UnsafeRawBufferPointer(rebasing: raw[0..<12]))
         }
     }
 
-    /// Seals one chunk. The result is swift-crypto's `combined` form:
-    /// nonce ‖ ciphertext ‖ tag; age stores only ciphertext ‖ tag.
-    static func seal(_ plaintext: UnsafeRawBufferPointer, counter: UInt64, last: Bool, key: SymmetricKey) throws -> Data {
-        try withNonce(counter: counter, last: last) { try ChaChaPoly.seal(plaintext, using: key, nonce: $0) }.combined
+    /// Seals one chunk into `output` as age stores it: ciphertext ‖ tag
+    /// (`plaintext.count + 16` bytes). False only if the provider failed.
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+        counter: UInt64, last: Bool, key: SymmetricKey, cipher: ChunkCipher
+    ) -> Bool {
+        withNonce(counter: counter, last: last) { cipher.seal(plaintext, into: output, key: key, nonce: $0) }
     }
 
-    /// Opens one sealed chunk; nil when it does not authenticate as chunk
-    /// `counter` with this final flag.
-    static func open(_ sealed: UnsafeRawBufferPointer, counter: UInt64, last: Bool, key: SymmetricKey) -> Data? {
-        guard sealed.count >= tagSize else { return nil }
-        let split = sealed.count - tagSize
-        return try? withNonce(counter: counter, last: last) { nonce in
-            let box = try ChaChaPoly.SealedBox(
-                nonce: nonce,
-                ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<split]),
-                tag: UnsafeRawBufferPointer(rebasing: sealed[split...]))
-            return try ChaChaPoly.open(box, using: key)
-        }
+    /// Opens one sealed chunk into `output`; false when it does not
+    /// authenticate as chunk `counter` with this final flag, and then
+    /// nothing in `output` may be used.
+    static func open(
+        _ sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+        counter: UInt64, last: Bool, key: SymmetricKey, cipher: ChunkCipher
+    ) -> Bool {
+        guard sealed.count >= tagSize else { return false }
+        return withNonce(counter: counter, last: last) { cipher.open(sealed, into: output, key: key, nonce: $0) }
     }
 }
-

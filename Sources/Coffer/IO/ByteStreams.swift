@@ -13,6 +13,15 @@ import Darwin
 /// more than one underlying read, and returns 0 only at the end.
 public protocol ByteSource {
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+
+    /// When the rest of the source can also be read by offset (a regular
+    /// file): where it is. The payload pipeline then lets every core read
+    /// its own chunks. The default is nil.
+    func positionalRemainder() -> PositionalSlice?
+
+    /// Called after `slice`, which `positionalRemainder()` returned, was
+    /// read by offset: checks it is still whole and moves past it.
+    mutating func finishPositionalRead(_ slice: PositionalSlice) throws
 }
 
 /// Where bytes go. `write(_:)` writes all of `bytes` or throws.
@@ -21,6 +30,9 @@ public protocol ByteSink {
 }
 
 extension ByteSource {
+    public func positionalRemainder() -> PositionalSlice? { nil }
+    public mutating func finishPositionalRead(_ slice: PositionalSlice) throws {}
+
     /// Reads until `buffer` is full or the source ends; returns the count.
     public mutating func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         var filled = 0
@@ -62,22 +74,24 @@ public struct FileDescriptorSource: ByteSource {
 extension FileDescriptorSource {
     /// When the descriptor is a regular file: the bytes from its current
     /// offset to its end, which can be read in parallel with `pread`.
-    var remainingFileRange: FileRange? {
+    public func positionalRemainder() -> PositionalSlice? {
         var info = stat()
         guard fstat(fileDescriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         let offset = lseek(fileDescriptor, 0, SEEK_CUR)
         guard offset >= 0, Int64(info.st_size) >= Int64(offset) else { return nil }
-        return FileRange(descriptor: fileDescriptor, start: Int64(offset), length: Int64(info.st_size) - Int64(offset))
+        return PositionalSlice(
+            source: FileDescriptorReader(fileDescriptor: fileDescriptor), start: Int64(offset),
+            length: Int64(info.st_size) - Int64(offset))
     }
 
-    /// Ends a positional read of `range`: checks that the file still has
-    /// the size it had, and leaves the offset at its end as `read` would.
-    func finishPositionalRead(_ range: FileRange) throws {
+    /// Checks that the file still has the size it had, and leaves the
+    /// offset at its end as `read` would.
+    public mutating func finishPositionalRead(_ slice: PositionalSlice) throws {
         var info = stat()
-        guard fstat(fileDescriptor, &info) == 0, Int64(info.st_size) == range.start + range.length else {
+        guard fstat(fileDescriptor, &info) == 0, Int64(info.st_size) == slice.start + slice.length else {
             throw CofferError(.io, "the input file changed size while it was read")
         }
-        lseek(fileDescriptor, off_t(range.start + range.length), SEEK_SET)
+        lseek(fileDescriptor, off_t(slice.start + slice.length), SEEK_SET)
     }
 }
 
