@@ -66,10 +66,6 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto")]),
-        .executableTarget(
-            name: "coffer-bench",
-            dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
-        ),
         // libsecret, only with the SecretService trait.
         .systemLibrary(
             name: "CLibSecret",

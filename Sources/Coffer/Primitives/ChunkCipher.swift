@@ -116,12 +116,16 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
         precondition(output.count >= length && nonce.count == 12)
         switch self {
         case .systemLibcrypto:
-            return key.withUnsafeBytes { key in
-                coffer_chacha_system_open(
-                    key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    input.baseAddress!.assumingMemoryBound(to: UInt8.self), length,
-                    input.baseAddress!.assumingMemoryBound(to: UInt8.self) + length,
-                    output.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 1
+            // An empty plaintext may come with an empty output buffer.
+            var spare: UInt8 = 0
+            return withUnsafeMutablePointer(to: &spare) { spare in
+                key.withUnsafeBytes { key in
+                    coffer_chacha_system_open(
+                        key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        input.baseAddress!.assumingMemoryBound(to: UInt8.self), length,
+                        input.baseAddress!.assumingMemoryBound(to: UInt8.self) + length,
+                        output.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? spare) == 1
+                }
             }
         case .swiftCrypto:
             guard let box = try? ChaChaPoly.SealedBox(
@@ -130,7 +134,7 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
                 tag: UnsafeRawBufferPointer(rebasing: input[length...])),
                 let plaintext = try? ChaChaPoly.open(box, using: key)
             else { return false }
-            plaintext.withUnsafeBytes { if let base = $0.baseAddress { output.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
+            plaintext.withUnsafeBytes { if let base = $0.baseAddress, $0.count > 0 { output.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
             return true
         }
     }

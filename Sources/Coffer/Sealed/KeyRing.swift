@@ -110,11 +110,19 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// Seals under the primary key, binding `context`.
     public func seal(_ plaintext: some DataProtocol, context: some DataProtocol) throws -> Data {
         let primary = entries.first { $0.state == .primary }!
-        return try SealedValue.seal(plaintext, keyID: primary.id, key: primary.key, context: context)
+        return try withContiguousBytes(of: plaintext) { plaintext in
+            try withContiguousBytes(of: context) { try SealedValue.seal(plaintext, keyID: primary.id, key: primary.key, context: $0) }
+        }
     }
 
     /// Opens a value (binary form) sealed under any active key.
     public func open(_ sealed: some DataProtocol, context: some DataProtocol) throws -> Data {
+        try withContiguousBytes(of: sealed) { sealed in
+            try withContiguousBytes(of: context) { try open(sealed, context: $0) }
+        }
+    }
+
+    private func open(_ sealed: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws -> Data {
         let id = try SealedValue.keyID(of: sealed)
         guard let entry = entries.first(where: { $0.id == id }) else {
             throw CofferError(.keyNotFound, "the value was sealed under key \(String(format: "%08x", id)), which this key ring does not hold (wrong key ring?)")

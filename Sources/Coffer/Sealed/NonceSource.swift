@@ -1,4 +1,5 @@
 import Crypto
+import CryptoExtras
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -19,28 +20,50 @@ final class NonceSource: Sendable {
     private struct Pool {
         var bytes = [UInt8](repeating: 0, count: 4096)
         var used = 4096
-        var owner: pid_t = 0
+        /// The fork generation the bytes were drawn in.
+        var owner: UInt64 = 0
     }
 
     private let state = Mutex(Pool())
 
-    private init() {}
+    private init() {
+        // In a forked child the generation moves on, so the pool inherited
+        // from the parent is discarded before any of it is handed out.
+        pthread_atfork(nil, nil, { forkGeneration.add(1, ordering: .relaxed) })
+    }
 
-    func nonce(into buffer: inout [UInt8], count: Int) {
+    /// A fresh 12-byte AES-GCM-SIV nonce.
+    func sivNonce() -> AES.GCM._SIV.Nonce {
+        var bytes: (UInt64, UInt32) = (0, 0)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            nonce(into: raw)
+            // 12 bytes is the only size the initialiser is given.
+            return try! AES.GCM._SIV.Nonce(data: UnsafeRawBufferPointer(raw))
+        }
+    }
+
+    /// Fills `buffer` (at most 4 KiB) with bytes never handed out before.
+    func nonce(into buffer: UnsafeMutableRawBufferPointer) {
+        let count = buffer.count
         state.withLock { pool in
-            let pid = getpid()
-            if pool.used + count > pool.bytes.count || pid != pool.owner {
+            let generation = forkGeneration.load(ordering: .relaxed)
+            if pool.used + count > pool.bytes.count || generation != pool.owner {
                 SymmetricKey(size: SymmetricKeySize(bitCount: pool.bytes.count * 8)).withUnsafeBytes { fresh in
                     pool.bytes.withUnsafeMutableBytes { $0.copyMemory(from: fresh) }
                 }
                 pool.used = 0
-                pool.owner = pid
+                pool.owner = generation
             }
-            for index in 0..<count {
-                buffer[index] = pool.bytes[pool.used + index]
-                pool.bytes[pool.used + index] = 0
+            pool.bytes.withUnsafeMutableBytes { bytes in
+                let start = bytes.baseAddress! + pool.used
+                buffer.baseAddress!.copyMemory(from: start, byteCount: count)
+                memset(start, 0, count)
             }
             pool.used += count
         }
     }
 }
+
+/// How many times this process has been forked into the current one
+/// (counted in the child by `pthread_atfork`); no system call to read.
+private let forkGeneration = Atomic<UInt64>(0)

@@ -23,25 +23,44 @@ public enum SealedValue {
         [version, UInt8(keyID >> 24), UInt8(keyID >> 16 & 0xff), UInt8(keyID >> 8 & 0xff), UInt8(keyID & 0xff)]
     }
 
-    static func associatedData(keyID: UInt32, context: some DataProtocol) -> [UInt8] {
-        var aad = header(keyID: keyID)
-        aad.append(contentsOf: context)
-        return aad
-    }
-
     /// Seals under one data key with a fresh random nonce.
-    static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        var nonce = [UInt8](repeating: 0, count: nonceSize)
-        NonceSource.shared.nonce(into: &nonce, count: nonceSize)
-        return try seal(plaintext, keyID: keyID, key: key, context: context, nonce: AES.GCM._SIV.Nonce(data: nonce))
+    static func seal(_ plaintext: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer) throws -> Data {
+        try seal(plaintext, keyID: keyID, key: key, context: context, nonce: NonceSource.shared.sivNonce())
     }
 
     /// With a given nonce: only the format vectors' check uses it.
     static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol, nonce: AES.GCM._SIV.Nonce) throws -> Data {
-        let aad = associatedData(keyID: keyID, context: context)
-        var sealed = Data(aad.prefix(5))
-        sealed.append(try aeadSeal(plaintext, key: key, nonce: nonce, associatedData: aad))
+        try withContiguousBytes(of: plaintext) { plaintext in
+            try withContiguousBytes(of: context) { try seal(plaintext, keyID: keyID, key: key, context: $0, nonce: nonce) }
+        }
+    }
+
+    /// The non-generic core: callers' byte types are made contiguous once,
+    /// outside (no unspecialised generic code on the hot path).
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer,
+        nonce: AES.GCM._SIV.Nonce
+    ) throws -> Data {
+        let box = try withAssociatedData(keyID: keyID, context: context) { aad in
+            try AES.GCM._SIV.seal(plaintext, using: key, nonce: nonce, authenticating: aad)
+        }
+        let combined = box.combined
+        var sealed = Data(capacity: 5 + combined.count)
+        sealed.append(contentsOf: header(keyID: keyID))
+        sealed.append(combined)
         return sealed
+    }
+
+    /// Calls `body` with version ‖ key id ‖ context, built on the stack.
+    static func withAssociatedData<R>(
+        keyID: UInt32, context: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: 5 + context.count, alignment: 1) { buffer in
+            buffer[0] = version
+            buffer.storeBytes(of: keyID.bigEndian, toByteOffset: 1, as: UInt32.self)
+            if let base = context.baseAddress { (buffer.baseAddress! + 5).copyMemory(from: base, byteCount: context.count) }
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
     }
 
     /// The AEAD step alone, AES-256-GCM-SIV: nonce ‖ ciphertext ‖ tag.
@@ -56,20 +75,27 @@ public enum SealedValue {
 
     /// The key id a sealed value names, after checking its version and length.
     public static func keyID(of sealed: some DataProtocol) throws -> UInt32 {
-        let bytes = Array(sealed.prefix(5))
+        try withContiguousBytes(of: sealed) { try keyID(of: $0) }
+    }
+
+    static func keyID(of sealed: UnsafeRawBufferPointer) throws -> UInt32 {
         guard sealed.count >= overhead else {
             throw CofferError(.malformed, "a sealed value is at least \(overhead) bytes, not \(sealed.count)")
         }
-        guard bytes[0] == version else {
-            throw CofferError(.unsupported, "sealed value version \(bytes[0]) is not supported (only \(version))")
+        var bytes = sealed.makeIterator()
+        let first = bytes.next()!
+        guard first == version else {
+            throw CofferError(.unsupported, "sealed value version \(first) is not supported (only \(version))")
         }
-        return bytes[1...4].reduce(0) { $0 << 8 | UInt32($1) }
+        var id: UInt32 = 0
+        for _ in 0..<4 { id = id << 8 | UInt32(bytes.next()!) }
+        return id
     }
 
-    static func open(_ sealed: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        let bytes = Data(sealed)
+    static func open(_ sealed: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer) throws -> Data {
         do {
-            return try aeadOpen(bytes.dropFirst(5), key: key, associatedData: associatedData(keyID: keyID, context: context))
+            let box = try AES.GCM._SIV.SealedBox(combined: UnsafeRawBufferPointer(rebasing: sealed[5...]))
+            return try withAssociatedData(keyID: keyID, context: context) { try AES.GCM._SIV.open(box, using: key, authenticating: $0) }
         } catch {
             throw CofferError(.payloadAuthenticationFailed, "the sealed value does not open: wrong context, wrong key ring, or damaged value")
         }

@@ -16,7 +16,8 @@ enum SealedBenchmark {
         let gcmKey = SymmetricKey(size: .bits256)
         print(KeyBenchmark.padded("size", 8, left: true) + KeyBenchmark.padded("AES.GCM.seal", 14) + KeyBenchmark.padded("seal", 10)
               + KeyBenchmark.padded("open", 10) + KeyBenchmark.padded("seal/gcm", 10) + KeyBenchmark.padded("open/gcm", 10)
-              + KeyBenchmark.padded("GCM-SIV seal", 14) + KeyBenchmark.padded("seal/siv", 10))
+              + KeyBenchmark.padded("GCM-SIV seal", 14) + KeyBenchmark.padded("seal/siv", 10)
+              + KeyBenchmark.padded("GCM-SIV open", 14) + KeyBenchmark.padded("open/siv", 10))
         for size in [64, 1024] {
             let plaintext = Data((0..<size).map { UInt8(truncatingIfNeeded: $0) })
             let sealed = try ring.seal(plaintext, context: context)
@@ -29,11 +30,15 @@ enum SealedBenchmark {
             let sivKey = SymmetricKey(size: .bits256)
             let (_, siv) = try KeyBenchmark.compare(seconds, { _ = try ring.seal(plaintext, context: context) },
                                                     { _ = try AES.GCM._SIV.seal(plaintext, using: sivKey, nonce: AES.GCM._SIV.Nonce(), authenticating: context) })
+            let sivSealed = try AES.GCM._SIV.seal(plaintext, using: sivKey, nonce: AES.GCM._SIV.Nonce(), authenticating: context).combined
+            let (_, sivOpen) = try KeyBenchmark.compare(seconds, { _ = try ring.open(sealed, context: context) },
+                                                        { _ = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: sivSealed), using: sivKey, authenticating: context) })
             let gcm = max(gcmForSeal, gcmForOpen)
             print(KeyBenchmark.padded("\(size) B", 8, left: true) + KeyBenchmark.padded(String(format: "%.0f", gcm), 14)
                   + KeyBenchmark.padded(String(format: "%.0f", seal), 10) + KeyBenchmark.padded(String(format: "%.0f", open), 10)
                   + KeyBenchmark.padded(String(format: "%.2f×", seal / gcm), 10) + KeyBenchmark.padded(String(format: "%.2f×", open / gcm), 10)
-                  + KeyBenchmark.padded(String(format: "%.0f", siv), 14) + KeyBenchmark.padded(String(format: "%.2f×", seal / siv), 10))
+                  + KeyBenchmark.padded(String(format: "%.0f", siv), 14) + KeyBenchmark.padded(String(format: "%.2f×", seal / siv), 10)
+                  + KeyBenchmark.padded(String(format: "%.0f", sivOpen), 14) + KeyBenchmark.padded(String(format: "%.2f×", open / sivOpen), 10))
         }
         let start = Date()
         _ = try KeyRingFile(keyRing: ring, secret: .password(Array("benchmark".utf8)))

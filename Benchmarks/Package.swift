@@ -1,0 +1,34 @@
+// swift-tools-version: 6.1
+// Coffer's benchmarks, in their own package so that the library's users
+// never build them. Build and run from the repository root:
+//
+//     swift build -c release --product coffer &&
+//       swift run -c release --package-path Benchmarks coffer-bench
+import PackageDescription
+
+let package = Package(
+    name: "CofferBenchmarks",
+    platforms: [.macOS(.v15)],
+    traits: [
+        .trait(name: "SecretService", description: "Also measure the Secret Service keychain (needs libsecret-1-dev)"),
+        .default(enabledTraits: []),
+    ],
+    dependencies: [
+        .package(
+            name: "Coffer", path: "..",
+            traits: [.trait(name: "SecretService", condition: .when(traits: ["SecretService"]))]),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "coffer-bench",
+            dependencies: [
+                .product(name: "Coffer", package: "Coffer"),
+                .product(name: "CofferKeychain", package: "Coffer"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        )
+    ]
+)
