@@ -2,6 +2,7 @@
 import CLibSecret
 import Coffer
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,7 @@ import Glibc
 /// operations inside the process, and across Coffer processes with an
 /// `flock` on `$XDG_RUNTIME_DIR/coffer/secret-service.lock` when that folder
 /// exists. Other programs editing the same items are not serialised.
-public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // libsecret calls serialised by `Self.lock`
+public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // libsecret calls serialised by `Self.lock` (a Mutex) and a cross-process flock
     /// The Coffer keychain's name: an attribute of every item it holds.
     public let name: String
     /// The alias of the collection new items go to: `default` (the login
@@ -33,7 +34,7 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // li
     public let collection: String
     /// One lock for every instance: operations of different keychains share
     /// libsecret's connection and the daemon's collection.
-    private static let lock = NSLock()
+    private static let lock = Mutex(())
     private let service: UnsafeMutablePointer<SecretService>
     private let schema: UnsafeMutablePointer<SecretSchema>
     private let crossProcessLockPath: String?
@@ -363,9 +364,11 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {  // li
 
     // MARK: libsecret and GLib plumbing
 
-    private func serialised<T>(_ body: () throws -> T) throws -> T {
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
+    private func serialised<T: Sendable>(_ body: () throws -> T) throws -> T {
+        try Self.lock.withLock { _ in try crossProcessSerialised(body) }
+    }
+
+    private func crossProcessSerialised<T>(_ body: () throws -> T) throws -> T {
         var descriptor: Int32 = -1
         if let crossProcessLockPath {
             descriptor = open(crossProcessLockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
