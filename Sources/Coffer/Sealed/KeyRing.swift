@@ -108,21 +108,32 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     }
 
     /// Seals under the primary key, binding `context`.
+    ///
+    /// Inlinable so that it is specialised for the caller's byte types; the
+    /// work is done by non-generic code behind it.
+    @inlinable
     public func seal(_ plaintext: some DataProtocol, context: some DataProtocol) throws -> Data {
-        let primary = entries.first { $0.state == .primary }!
-        return try withContiguousBytes(of: plaintext) { plaintext in
-            try withContiguousBytes(of: context) { try SealedValue.seal(plaintext, keyID: primary.id, key: primary.key, context: $0) }
+        try withContiguousBytes(of: plaintext) { plaintext in
+            try withContiguousBytes(of: context) { try sealContiguous(plaintext, context: $0) }
         }
+    }
+
+    @usableFromInline
+    func sealContiguous(_ plaintext: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws -> Data {
+        let primary = entries.first { $0.state == .primary }!
+        return try SealedValue.seal(plaintext, keyID: primary.id, key: primary.key, context: context)
     }
 
     /// Opens a value (binary form) sealed under any active key.
+    @inlinable
     public func open(_ sealed: some DataProtocol, context: some DataProtocol) throws -> Data {
         try withContiguousBytes(of: sealed) { sealed in
-            try withContiguousBytes(of: context) { try open(sealed, context: $0) }
+            try withContiguousBytes(of: context) { try openContiguous(sealed, context: $0) }
         }
     }
 
-    private func open(_ sealed: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws -> Data {
+    @usableFromInline
+    func openContiguous(_ sealed: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws -> Data {
         let id = try SealedValue.keyID(of: sealed)
         guard let entry = entries.first(where: { $0.id == id }) else {
             throw CofferError(.keyNotFound, "the value was sealed under key \(String(format: "%08x", id)), which this key ring does not hold (wrong key ring?)")

@@ -2,9 +2,9 @@
 /// initial value, truncated to 28 bytes. swift-crypto has no SHA-224, and
 /// Apple's SecKey ECIES variants with SHA224 need it for the X9.63 KDF.
 /// Tested with the NIST examples and against Python's hashlib.
-public struct SHA224: Sendable {
-    public static let byteCount = 28
-    public static let blockByteCount = 64
+package struct SHA224: Sendable {
+    package static let byteCount = 28
+    package static let blockByteCount = 64
 
     private var state: [UInt32] = [
         0xc105_9ed8, 0x367c_d507, 0x3070_dd17, 0xf70e_5939, 0xffc0_0b31, 0x6858_1511, 0x64f9_8fa7, 0xbefa_4fa4,
@@ -23,15 +23,15 @@ public struct SHA224: Sendable {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    public init() {}
+    package init() {}
 
-    public static func hash(_ data: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ data: some Sequence<UInt8>) -> [UInt8] {
         var function = SHA224()
         function.update(data)
         return function.finalize()
     }
 
-    public mutating func update(_ data: some Sequence<UInt8>) {
+    package mutating func update(_ data: some Sequence<UInt8>) {
         let bytes = Array(data)
         length &+= UInt64(bytes.count)
         var index = 0
@@ -50,7 +50,7 @@ public struct SHA224: Sendable {
         buffer += bytes[index...]
     }
 
-    public func finalize() -> [UInt8] {
+    package func finalize() -> [UInt8] {
         var copy = self
         let bitLength = length &* 8
         copy.buffer.append(0x80)

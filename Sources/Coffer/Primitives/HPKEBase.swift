@@ -8,7 +8,7 @@ import Foundation
 /// is checked against swift-crypto's own HPKE in the tests.
 ///
 /// Nonces come from the key schedule; no caller ever supplies one.
-enum HPKEBase {
+package enum HPKEBase {
     static let kdfID: UInt16 = 0x0001  // HKDF-SHA256
     static let aeadID: UInt16 = 0x0003  // ChaCha20Poly1305
 

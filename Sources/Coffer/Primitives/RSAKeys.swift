@@ -10,7 +10,7 @@ import Foundation
 /// signing primitive: BoringSSL's blinded, CRT, fault-checked
 /// RSA_sign_raw). The public operation is `MontgomeryModulus.power` with the
 /// public exponent. OAEP decoding runs in constant time up to its result.
-public enum RSAKeys {
+package enum RSAKeys {
     static let minimumBits = 2048
 
     static func publicKey(n: [UInt8], e: [UInt8]) throws -> _RSA.Signing.PublicKey {
@@ -53,10 +53,10 @@ public enum RSAKeys {
     }
 
     /// The largest message OAEP-SHA-256 fits in a key of `modulusBytes`: k − 2h − 2.
-    public static func oaepSHA256Limit(modulusBytes: Int) -> Int { modulusBytes - 2 * SHA256.byteCount - 2 }
+    package static func oaepSHA256Limit(modulusBytes: Int) -> Int { modulusBytes - 2 * SHA256.byteCount - 2 }
 
     /// RSAES-OAEP-ENCRYPT with SHA-256, MGF1-SHA-256 and `label`.
-    public static func oaepSHA256Encrypt(_ message: some Collection<UInt8>, label: some DataProtocol, to key: _RSA.Signing.PublicKey) throws -> [UInt8] {
+    package static func oaepSHA256Encrypt(_ message: some Collection<UInt8>, label: some DataProtocol, to key: _RSA.Signing.PublicKey) throws -> [UInt8] {
         let primitives = try key.getKeyPrimitives()
         let modulusBytes = Array(primitives.modulus.drop { $0 == 0 })
         let k = modulusBytes.count
@@ -84,7 +84,7 @@ public enum RSAKeys {
 
     /// RSAES-OAEP-DECRYPT with SHA-256, MGF1-SHA-256 and `label`. Every
     /// failure is the same error, raised after the same work.
-    public static func oaepSHA256Decrypt(_ ciphertext: some Collection<UInt8>, label: some DataProtocol, with key: _RSA.Signing.PrivateKey) throws -> [UInt8] {
+    package static func oaepSHA256Decrypt(_ ciphertext: some Collection<UInt8>, label: some DataProtocol, with key: _RSA.Signing.PrivateKey) throws -> [UInt8] {
         let failure = CofferError(.payloadAuthenticationFailed, "RSA-OAEP decryption failed (wrong key, or damaged ciphertext)")
         let k = (key.keySizeInBits + 7) / 8
         let hashLength = SHA256.byteCount

@@ -7,7 +7,7 @@
 /// Multiplication has no data-dependent branch or memory access: the final
 /// subtraction is a masked select. `power` branches on the exponent's bits,
 /// so it is only ever given public exponents (e, p − 2, (p − 1)/2).
-struct MontgomeryModulus: Sendable {
+package struct MontgomeryModulus: Sendable {
     let modulus: [UInt64]
     private let inverse: UInt64  // −modulus⁻¹ mod 2^64
     private let rSquared: [UInt64]
