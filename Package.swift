@@ -65,7 +65,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "coffer-fuzz", dependencies: ["Coffer", "CofferCompat", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto")]),
+        .executableTarget(
+            name: "coffer-fuzz",
+            dependencies: [
+                "Coffer", "CofferCompat", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // libsecret, only with the SecretService trait.
         .systemLibrary(
             name: "CLibSecret",
@@ -104,17 +108,20 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferKeychainTests",
-            dependencies: ["Coffer", "CofferKeychain", "CofferTesting", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "CryptoExtras", package: "swift-crypto")]
+            dependencies: [
+                "Coffer", "CofferKeychain", "CofferTesting", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
     ]
 )
 
 // Strict settings for every target, in one place.
 for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .swiftLanguageMode(.v6),
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .swiftLanguageMode(.v6),
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+        ]
 }

@@ -32,19 +32,26 @@ extension Keychain {
     /// The identities kept under `label` (`itemNotFound` when there are none).
     public func ageIdentities(label: String) throws -> [any Identity] {
         let bytes: SecretBytes
-        do { bytes = try copyData(.password(service: Self.ageIdentityService, account: label)) } catch let error as KeychainError
-            where error.code == .itemNotFound {
+        do { bytes = try copyData(.password(service: Self.ageIdentityService, account: label)) } catch let error
+            as KeychainError
+            where error.code == .itemNotFound
+        {
             throw KeychainError(.itemNotFound, "the keychain holds no age identity labelled \(label)")
         }
-        do { return try AgeKeys.identities(fileBytes: bytes.revealed(), name: "keychain identity \(label)") } catch let error as CofferError {
+        do { return try AgeKeys.identities(fileBytes: bytes.revealed(), name: "keychain identity \(label)") } catch let
+            error as CofferError
+        {
             throw KeychainError(.corrupted, error.reason)
         }
     }
 
     /// The labels of every age identity kept here.
     public func ageIdentityLabels() throws -> [String] {
-        do { return try copyMatching(.password(service: Self.ageIdentityService)).compactMap(\.account).sorted() } catch let error as KeychainError
-            where error.code == .itemNotFound {
+        do {
+            return try copyMatching(.password(service: Self.ageIdentityService)).compactMap(\.account).sorted()
+        } catch let error as KeychainError
+            where error.code == .itemNotFound
+        {
             return []
         }
     }

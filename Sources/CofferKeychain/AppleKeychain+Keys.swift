@@ -39,7 +39,10 @@ extension AppleKeychain {
         if useDataProtectionKeychain { attributes[kSecUseDataProtectionKeychain] = true }
         if secureEnclave && type == .p256 {
             var error: Unmanaged<CFError>?
-            guard let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, &error) else {
+            guard
+                let access = SecAccessControlCreateWithFlags(
+                    nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, &error)
+            else {
                 throw Self.error(error, doing: "make the Secure Enclave access control")
             }
             attributes[kSecAttrTokenID] = kSecAttrTokenIDSecureEnclave
@@ -59,24 +62,41 @@ extension AppleKeychain {
         guard Self.isSecKey(type) else { return try exportPrivateKey(tag: tag, type: type).publicKey }
         let found = try records(.key(tag: tag, type: type))
         guard found.count == 1 else {
-            throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, found.isEmpty ? "no item matches" : "\(found.count) items match")
+            throw KeychainError(
+                found.isEmpty ? .itemNotFound : .invalidArgument,
+                found.isEmpty ? "no item matches" : "\(found.count) items match")
         }
         return try Self.publicKey(of: try secKey(found[0]))
     }
 
-    public func agree(tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF = .x963SHA256,
-                      size: Int = 32, sharedInfo: [UInt8] = []) throws -> SymmetricKey {
+    public func agree(
+        tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF = .x963SHA256,
+        size: Int = 32, sharedInfo: [UInt8] = []
+    ) throws -> SymmetricKey {
         guard type == .p256 else {
-            guard type == .x25519 else { throw KeychainError(.invalidArgument, "key agreement needs a p256 or x25519 key, not \(type.rawValue)") }
-            return try KeyAgreement.agree(privateKey: try exportPrivateKey(tag: tag, type: type), peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
+            guard type == .x25519 else {
+                throw KeychainError(.invalidArgument, "key agreement needs a p256 or x25519 key, not \(type.rawValue)")
+            }
+            return try KeyAgreement.agree(
+                privateKey: try exportPrivateKey(tag: tag, type: type), peer: peer, kdf: kdf, size: size,
+                sharedInfo: sharedInfo)
         }
-        guard case .p256(let peerKey) = peer else { throw KeychainError(.invalidArgument, "a P-256 key agrees with a P-256 peer, not \(peer.algorithm)") }
+        guard case .p256(let peerKey) = peer else {
+            throw KeychainError(.invalidArgument, "a P-256 key agrees with a P-256 peer, not \(peer.algorithm)")
+        }
         let found = try records(.key(tag: tag, type: .p256))
-        guard found.count == 1 else { throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match") }
+        guard found.count == 1 else {
+            throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match")
+        }
         let privateKey = try secKey(found[0])
         var error: Unmanaged<CFError>?
-        let peerAttributes: [CFString: Any] = [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic]
-        guard let peerSecKey = SecKeyCreateWithData(peerKey.x963Representation as CFData, peerAttributes as CFDictionary, &error) else {
+        let peerAttributes: [CFString: Any] = [
+            kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic,
+        ]
+        guard
+            let peerSecKey = SecKeyCreateWithData(
+                peerKey.x963Representation as CFData, peerAttributes as CFDictionary, &error)
+        else {
             throw Self.error(error, doing: "read the peer's key")
         }
         let algorithm: SecKeyAlgorithm
@@ -87,28 +107,43 @@ extension AppleKeychain {
         case .x963SHA512: algorithm = .ecdhKeyExchangeCofactorX963SHA512
         case .hkdfSHA256: algorithm = .ecdhKeyExchangeCofactor
         }
-        let parameters: [CFString: Any] = kdf == .hkdfSHA256 ? [:] : [
-            SecKeyKeyExchangeParameter.requestedSize.rawValue: size,
-            SecKeyKeyExchangeParameter.sharedInfo.rawValue: Data(sharedInfo),
-        ]
-        guard let result = SecKeyCopyKeyExchangeResult(privateKey, algorithm, peerSecKey, parameters as CFDictionary, &error) as Data? else {
+        let parameters: [CFString: Any] =
+            kdf == .hkdfSHA256
+            ? [:]
+            : [
+                SecKeyKeyExchangeParameter.requestedSize.rawValue: size,
+                SecKeyKeyExchangeParameter.sharedInfo.rawValue: Data(sharedInfo),
+            ]
+        guard
+            let result = SecKeyCopyKeyExchangeResult(
+                privateKey, algorithm, peerSecKey, parameters as CFDictionary, &error) as Data?
+        else {
             throw Self.error(error, doing: "agree on a key")
         }
         guard kdf == .hkdfSHA256 else { return SymmetricKey(data: result) }
         // The cofactor ECDH secret of P-256 is the plain one; HKDF as KeyAgreement does it.
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: result), salt: Data(), info: Data(sharedInfo), outputByteCount: size)
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: result), salt: Data(), info: Data(sharedInfo), outputByteCount: size)
     }
 
-    public func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
-                           hash: RSAEncryption.Hash = .sha256) throws -> SecretBytes {
+    public func rsaDecrypt(
+        _ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
+        hash: RSAEncryption.Hash = .sha256
+    ) throws -> SecretBytes {
         guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
-            throw KeychainError(.invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
+            throw KeychainError(
+                .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
         }
         let found = try records(.key(tag: tag, type: type))
-        guard found.count == 1 else { throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match") }
+        guard found.count == 1 else {
+            throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match")
+        }
         let algorithm: SecKeyAlgorithm = hash == .sha256 ? .rsaEncryptionOAEPSHA256 : .rsaEncryptionOAEPSHA1
         var error: Unmanaged<CFError>?
-        guard let plaintext = SecKeyCreateDecryptedData(try secKey(found[0]), algorithm, Data(ciphertext) as CFData, &error) as Data? else {
+        guard
+            let plaintext = SecKeyCreateDecryptedData(
+                try secKey(found[0]), algorithm, Data(ciphertext) as CFData, &error) as Data?
+        else {
             throw Self.error(error, doing: "decrypt")
         }
         return SecretBytes(plaintext)

@@ -131,13 +131,19 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
             let exact = useDataProtectionKeychain || query.accessGroup != nil
             switch (query.itemClass, type) {
             case (.genericPassword, _):
-                if let service = query.service, exact { dictionary[kSecAttrService] = stored(service, group: query.accessGroup) }
+                if let service = query.service, exact {
+                    dictionary[kSecAttrService] = stored(service, group: query.accessGroup)
+                }
                 if let account = query.account { dictionary[kSecAttrAccount] = account }
             case (.key, let type?) where !Self.isSecKey(type):
                 dictionary[kSecAttrService] = Self.keyService(type)
-                if let tag = query.applicationTag, exact { dictionary[kSecAttrAccount] = stored(tag, group: query.accessGroup) }
+                if let tag = query.applicationTag, exact {
+                    dictionary[kSecAttrAccount] = stored(tag, group: query.accessGroup)
+                }
             case (.key, _):
-                if let tag = query.applicationTag, exact { dictionary[kSecAttrApplicationTag] = Data(stored(tag, group: query.accessGroup).utf8) }
+                if let tag = query.applicationTag, exact {
+                    dictionary[kSecAttrApplicationTag] = Data(stored(tag, group: query.accessGroup).utf8)
+                }
             }
             return (type, dictionary)
         }
@@ -170,7 +176,9 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
                 throw KeychainError(.invalidArgument, "a \(type!.rawValue) key item holds a PKCS#8 private key")
             }
             var error: Unmanaged<CFError>?
-            let options: [CFString: Any] = [kSecAttrKeyType: secType, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeySizeInBits: bits]
+            let options: [CFString: Any] = [
+                kSecAttrKeyType: secType, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeySizeInBits: bits,
+            ]
             guard let key = SecKeyCreateWithData(Data(external) as CFData, options as CFDictionary, &error) else {
                 throw Self.error(error, doing: "make a SecKey from the key")
             }
@@ -189,7 +197,9 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
     public func copyData(_ query: KeychainQuery) throws -> SecretBytes {
         let found = try records(query)
         guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
-        guard found.count == 1 else { throw KeychainError(.invalidArgument, "\(found.count) items match; name exactly one") }
+        guard found.count == 1 else {
+            throw KeychainError(.invalidArgument, "\(found.count) items match; name exactly one")
+        }
         let record = found[0]
         if let type = record.item.keyType, Self.isSecKey(type) {
             let key = try secKey(record)
@@ -212,7 +222,8 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
         let found = try records(query)
         guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches") }
         if changes.data != nil, found.contains(where: { $0.item.keyType.map(Self.isSecKey) == true }) {
-            throw KeychainError(.invalidArgument, "a SecKey's bytes are not updated: delete the key and add or generate another")
+            throw KeychainError(
+                .invalidArgument, "a SecKey's bytes are not updated: delete the key and add or generate another")
         }
         // Apple's update refuses collisions itself (errSecDuplicateItem), one
         // item at a time; check all first so that a refused update changes nothing.
@@ -240,7 +251,9 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
                 attributes[kSecAttrApplicationTag] = Data(stored(item.applicationTag!, group: item.accessGroup).utf8)
             }
             if let data = changes.data { attributes[kSecValueData] = Data(data.revealed()) }
-            try Self.check(SecItemUpdate(record.persistentQuery as CFDictionary, attributes as CFDictionary), doing: "update the item")
+            try Self.check(
+                SecItemUpdate(record.persistentQuery as CFDictionary, attributes as CFDictionary),
+                doing: "update the item")
         }
     }
 

@@ -3,6 +3,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -33,7 +34,8 @@ extension FileKeychain {
         var info = stat()
         guard lstat(directory, &info) != 0 else { return }
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw KeychainError(.io, "cannot create the keychain folder \(directory)")
         }
@@ -41,15 +43,22 @@ extension FileKeychain {
 
     func checkDirectory() throws {
         var info = stat()
-        guard lstat(directory, &info) == 0 else { throw KeychainError(.io, "the keychain folder \(directory) does not exist") }
+        guard lstat(directory, &info) == 0 else {
+            throw KeychainError(.io, "the keychain folder \(directory) does not exist")
+        }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw KeychainError(.insecurePermissions, "the keychain folder \(directory) is a symlink or not a folder")
         }
         guard info.st_uid == geteuid() else {
-            throw KeychainError(.insecurePermissions, "the keychain folder \(directory) belongs to another user (uid \(info.st_uid)); it must be yours")
+            throw KeychainError(
+                .insecurePermissions,
+                "the keychain folder \(directory) belongs to another user (uid \(info.st_uid)); it must be yours")
         }
         guard info.st_mode & 0o077 == 0 else {
-            throw KeychainError(.insecurePermissions, "the keychain folder \(directory) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it")
+            throw KeychainError(
+                .insecurePermissions,
+                "the keychain folder \(directory) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it"
+            )
         }
     }
 
@@ -99,12 +108,19 @@ extension FileKeychain {
             throw KeychainError(.insecurePermissions, "\(path) is not a regular file")
         }
         guard info.st_uid == geteuid() else {
-            throw KeychainError(.insecurePermissions, "the keychain file \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
+            throw KeychainError(
+                .insecurePermissions,
+                "the keychain file \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
         }
         guard info.st_mode & 0o077 == 0 else {
-            throw KeychainError(.insecurePermissions, "the keychain file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
+            throw KeychainError(
+                .insecurePermissions,
+                "the keychain file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
+            )
         }
-        guard info.st_size <= 256 << 20 else { throw KeychainError(.corrupted, "\(path) is larger than a keychain can be (256 MiB)") }
+        guard info.st_size <= 256 << 20 else {
+            throw KeychainError(.corrupted, "\(path) is larger than a keychain can be (256 MiB)")
+        }
         #if canImport(Darwin)
         let modified = [Int64(info.st_mtimespec.tv_sec), Int64(info.st_mtimespec.tv_nsec)]
         #else
@@ -123,7 +139,8 @@ extension FileKeychain {
     /// lock) reuse it only when the bytes are the same. The rollback mark
     /// is read before the file, so a concurrent writer raises no false alarm.
     func load(_ cache: inout Cache, trusting: Bool, checkRollback: Bool = true) throws
-        -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
+        -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+    {
         let mark = checkRollback ? try guarded { try rollbackGuard?.highWaterMark(for: guardKey) } : nil
         let (read, identity) = try readFile(trusting: trusting, lastIdentity: cache.lastRead?.identity)
         let loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
@@ -139,25 +156,37 @@ extension FileKeychain {
             loaded = cache.lastRead!.loaded
         }
         if let mark, loaded.generation < mark {
-            throw KeychainError(.rolledBack, "\(path) is generation \(loaded.generation), but generation \(mark) was already written: an older copy was put back in its place")
+            throw KeychainError(
+                .rolledBack,
+                "\(path) is generation \(loaded.generation), but generation \(mark) was already written: an older copy was put back in its place"
+            )
         }
         return loaded
     }
 
-    func parse(_ bytes: [UInt8], _ cache: inout Cache) throws -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64) {
+    func parse(_ bytes: [UInt8], _ cache: inout Cache) throws -> (
+        store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64
+    ) {
         guard bytes.count >= 14, Array(bytes.prefix(4)) == FileKeychain.magic else {
             throw KeychainError(.corrupted, "\(path) is not a Coffer keychain (or its first bytes are damaged)")
         }
         guard bytes[4] == FileKeychain.version else {
-            throw KeychainError(.unsupportedVersion, "keychain format version \(bytes[4]) is not supported (only \(FileKeychain.version))")
+            throw KeychainError(
+                .unsupportedVersion,
+                "keychain format version \(bytes[4]) is not supported (only \(FileKeychain.version))")
         }
         let generation = bytes[5..<13].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let slotCount = Int(bytes[13])
         guard slotCount <= FileKeychain.maximumSlots else {
-            throw KeychainError(.corrupted, "\(path) declares \(slotCount) key slots; at most \(FileKeychain.maximumSlots) are read (refused before any work)")
+            throw KeychainError(
+                .corrupted,
+                "\(path) declares \(slotCount) key slots; at most \(FileKeychain.maximumSlots) are read (refused before any work)"
+            )
         }
         let headerEnd = 14 + slotCount * FileKeychain.slotSize
-        guard slotCount >= 1, bytes.count >= headerEnd + 28 else { throw KeychainError(.corrupted, "\(path) is truncated") }
+        guard slotCount >= 1, bytes.count >= headerEnd + 28 else {
+            throw KeychainError(.corrupted, "\(path) is truncated")
+        }
         let slots = Array(bytes[14..<headerEnd])
         let dataKey: SymmetricKey
         if let cached = cache.cached, cached.slots == slots {
@@ -168,7 +197,9 @@ extension FileKeychain {
         }
         let body: Data
         do {
-            body = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: bytes[headerEnd...]), using: dataKey, authenticating: Array(bytes[..<headerEnd]))
+            body = try AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: bytes[headerEnd...]), using: dataKey,
+                authenticating: Array(bytes[..<headerEnd]))
         } catch {
             throw KeychainError(.corrupted, "\(path) does not authenticate: it was damaged or changed outside Coffer")
         }
@@ -183,9 +214,13 @@ extension FileKeychain {
         var lastError = KeychainError(.authenticationFailed, "no key slot of \(path) opens with this secret")
         for index in 0..<count {
             let slot = Array(slots[(index * FileKeychain.slotSize)..<((index + 1) * FileKeychain.slotSize)])
-            let kind = slot[0], params = Array(slot[1..<4]), salt = Array(slot[4..<20])
+            let kind = slot[0]
+            let params = Array(slot[1..<4])
+            let salt = Array(slot[4..<20])
             let key: SymmetricKey
-            do { key = try FileKeychain.slotKey(secret, kind: kind, params: params, salt: salt) } catch let error as KeychainError {
+            do { key = try FileKeychain.slotKey(secret, kind: kind, params: params, salt: salt) } catch let error
+                as KeychainError
+            {
                 lastError = error
                 continue
             } catch let error as CofferError where error.code == .unsupported {
@@ -193,23 +228,29 @@ extension FileKeychain {
             } catch let error as CofferError {
                 throw KeychainError(.corrupted, "\(path): \(error.reason)")
             }
-            if let unwrapped = try? AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: slot[20...]), using: key,
-                                                      authenticating: FileKeychain.slotAAD(kind, params, salt)) {
+            if let unwrapped = try? AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: slot[20...]), using: key,
+                authenticating: FileKeychain.slotAAD(kind, params, salt))
+            {
                 return SymmetricKey(data: unwrapped)
             }
-            lastError = KeychainError(.authenticationFailed, "wrong passphrase or key file for \(path) (or its key slot is damaged)")
+            lastError = KeychainError(
+                .authenticationFailed, "wrong passphrase or key file for \(path) (or its key slot is damaged)")
         }
         throw lastError
     }
 
-    func write(_ store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64, replace: Bool,
-                       _ cache: inout Cache) throws {
+    func write(
+        _ store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64, replace: Bool,
+        _ cache: inout Cache
+    ) throws {
         var header = FileKeychain.magic + [FileKeychain.version]
         header += withUnsafeBytes(of: generation.bigEndian, Array.init)
         header.append(UInt8(slots.count / FileKeychain.slotSize))
         header += slots
         let items = try JSONEncoder().encode(store)
-        let body = try AES.GCM._SIV.seal(items, using: dataKey, nonce: AES.GCM._SIV.Nonce(), authenticating: header).combined
+        let body = try AES.GCM._SIV.seal(items, using: dataKey, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
+            .combined
         let file: AtomicFile
         do { file = try AtomicFile(destination: path, mode: 0o600) } catch let error as CofferError {
             throw KeychainError(.io, error.reason)
@@ -233,7 +274,10 @@ extension FileKeychain {
             #else
             let modified = [Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
             #endif
-            cache.lastRead = ([Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest, (store, slots, dataKey, generation))
+            cache.lastRead = (
+                [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest,
+                (store, slots, dataKey, generation)
+            )
             cache.cached = (slots, dataKey)
         }
     }

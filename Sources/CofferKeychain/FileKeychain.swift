@@ -3,6 +3,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -55,7 +56,11 @@ public final class FileKeychain: Keychain, Sendable {
         /// mtime) for lock-free reads, and the SHA-256 of its bytes, which a
         /// read-modify-write compares before reusing the decrypted items (an
         /// inode number and a coarse mtime can both repeat).
-        var lastRead: (identity: [Int64], digest: [UInt8], loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64))?
+        var lastRead:
+            (
+                identity: [Int64], digest: [UInt8],
+                loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+            )?
     }
     let cache = Mutex(Cache())
 
@@ -67,7 +72,8 @@ public final class FileKeychain: Keychain, Sendable {
     public static var defaultDirectory: String {
         let environment = ProcessInfo.processInfo.environment
         if let directory = environment["COFFER_KEYCHAIN_DIR"], !directory.isEmpty { return directory }
-        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/share")
+        let data =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/share")
         return data + "/coffer/keychains"
     }
 
@@ -81,20 +87,27 @@ public final class FileKeychain: Keychain, Sendable {
 
     init(path: String, secret: Secret, rollbackGuard: (any RollbackGuard)?) {
         self.path = path
-        directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        directory =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         self.secret = secret
         self.rollbackGuard = rollbackGuard
     }
 
     /// The key of this keychain's rollback mark: its path with the folder made canonical.
     var guardKey: String {
-        let folder = realpath(directory, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) } ?? directory
+        let folder =
+            realpath(directory, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            } ?? directory
         return "keychain:" + folder + "/" + (path as NSString).lastPathComponent
     }
 
     /// Creates a new, empty keychain file (its folder too, 0700); never overwrites.
-    public static func create(path: String, secret: Secret, kdf: PasswordKDF = .defaultScrypt,
-                              rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> FileKeychain {
+    public static func create(
+        path: String, secret: Secret, kdf: PasswordKDF = .defaultScrypt,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> FileKeychain {
         let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
         try keychain.ensureDirectory()
         try keychain.withWriteLock { cache in
@@ -110,8 +123,10 @@ public final class FileKeychain: Keychain, Sendable {
     }
 
     /// Opens an existing keychain and checks that `secret` unlocks it.
-    public static func open(path: String, secret: Secret,
-                            rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> FileKeychain {
+    public static func open(
+        path: String, secret: Secret,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> FileKeychain {
         let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
         _ = try keychain.read()
         return keychain
@@ -145,8 +160,10 @@ public final class FileKeychain: Keychain, Sendable {
     /// Accepts the keychain file at `path` as it is now, even if older than
     /// the rollback mark (a backup restored on purpose), after checking that
     /// `secret` opens it. Returns its generation.
-    public static func acceptCurrentGeneration(path: String, secret: Secret,
-                                               rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) throws -> UInt64 {
+    public static func acceptCurrentGeneration(
+        path: String, secret: Secret,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> UInt64 {
         try FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard).acceptCurrentGeneration()
     }
 
@@ -163,21 +180,28 @@ public final class FileKeychain: Keychain, Sendable {
     /// Runs a rollback-guard call, its errors as keychain errors.
     func guarded<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as CofferError {
-            throw KeychainError(error.code == .rolledBack ? .rolledBack : error.code == .insecurePermissions ? .insecurePermissions : .io, error.reason)
+            throw KeychainError(
+                error.code == .rolledBack
+                    ? .rolledBack : error.code == .insecurePermissions ? .insecurePermissions : .io, error.reason)
         }
     }
 
     /// The generation counter: how many writes the file has seen.
-    public func generation() throws -> UInt64 { try withLocked { cache in try load(&cache, trusting: true).generation } }
+    public func generation() throws -> UInt64 {
+        try withLocked { cache in try load(&cache, trusting: true).generation }
+    }
 
     // MARK: slots
 
     static func slotKey(_ secret: Secret, kind: UInt8, params: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
         switch (secret, kind) {
         case let (.password(password), 1):
-            return try PasswordKDF.scrypt(logN: params[0], r: params[1], p: params[2]).derive(password: password, salt: salt)
+            return try PasswordKDF.scrypt(logN: params[0], r: params[1], p: params[2]).derive(
+                password: password, salt: salt)
         case let (.keyFile(key), 0):
-            return HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: Array("coffer keychain v1 key file slot".utf8), outputByteCount: 32)
+            return HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: key, salt: salt, info: Array("coffer keychain v1 key file slot".utf8),
+                outputByteCount: 32)
         case (.password, 0):
             throw KeychainError(.authenticationFailed, "this keychain is locked with a key file, not a passphrase")
         case (.keyFile, 1):
@@ -189,21 +213,29 @@ public final class FileKeychain: Keychain, Sendable {
 
     static func slot(for secret: Secret, dataKey: SymmetricKey, kdf: PasswordKDF) throws -> [UInt8] {
         let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-        let kind: UInt8, params: [UInt8]
+        let kind: UInt8
+        let params: [UInt8]
         switch (secret, kdf) {
-        case (.keyFile, _): kind = 0; params = [0, 0, 0]
+        case (.keyFile, _):
+            kind = 0
+            params = [0, 0, 0]
         case let (.password(password), .scrypt(logN, r, p)):
             guard !password.isEmpty else { throw KeychainError(.invalidArgument, "the passphrase is empty") }
-            kind = 1; params = [logN, r, p]
+            kind = 1
+            params = [logN, r, p]
         case (.password, .pbkdf2SHA256):
             throw KeychainError(.invalidArgument, "keychain passphrases use scrypt")
         }
         let key = try slotKey(secret, kind: kind, params: params, salt: salt)
         let wrapped = try dataKey.withUnsafeBytes {
-            try AES.GCM._SIV.seal(Array($0), using: key, nonce: AES.GCM._SIV.Nonce(), authenticating: slotAAD(kind, params, salt)).combined
+            try AES.GCM._SIV.seal(
+                Array($0), using: key, nonce: AES.GCM._SIV.Nonce(), authenticating: slotAAD(kind, params, salt)
+            ).combined
         }
         return [kind] + params + salt + Array(wrapped)
     }
 
-    static func slotAAD(_ kind: UInt8, _ params: [UInt8], _ salt: [UInt8]) -> [UInt8] { Array("CKC1 slot".utf8) + [kind] + params + salt }
+    static func slotAAD(_ kind: UInt8, _ params: [UInt8], _ salt: [UInt8]) -> [UInt8] {
+        Array("CKC1 slot".utf8) + [kind] + params + salt
+    }
 }

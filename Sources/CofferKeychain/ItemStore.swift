@@ -27,7 +27,9 @@ struct ItemStore: Codable, Sendable {
     mutating func add(_ item: KeychainItem, data: SecretBytes) throws {
         try Self.validate(item)
         guard !entries.contains(where: { $0.item.collides(with: item) }) else {
-            throw KeychainError(.duplicateItem, "an item with the same \(item.itemClass == .key ? "tag and key type" : "service and account") exists")
+            throw KeychainError(
+                .duplicateItem,
+                "an item with the same \(item.itemClass == .key ? "tag and key type" : "service and account") exists")
         }
         entries.append(Entry(item: item, data: Data(data.revealed())))
     }
@@ -42,7 +44,9 @@ struct ItemStore: Codable, Sendable {
 
     func copyData(_ query: KeychainQuery) throws -> SecretBytes {
         let indices = try matching(query)
-        guard indices.count == 1 else { throw KeychainError(.invalidArgument, "\(indices.count) items match; name exactly one") }
+        guard indices.count == 1 else {
+            throw KeychainError(.invalidArgument, "\(indices.count) items match; name exactly one")
+        }
         return SecretBytes(entries[indices[0]].data)
     }
 
@@ -60,7 +64,8 @@ struct ItemStore: Codable, Sendable {
 
     /// Throws `duplicateItem` if any two items share a primary key.
     static func checkNoCollisions(_ items: [KeychainItem]) throws {
-        for (position, item) in items.enumerated() where items[(position + 1)...].contains(where: { $0.collides(with: item) }) {
+        for (position, item) in items.enumerated()
+        where items[(position + 1)...].contains(where: { $0.collides(with: item) }) {
             throw KeychainError(.duplicateItem, "the update would make two items collide")
         }
     }
@@ -110,8 +115,10 @@ extension Keychain {
     }
 
     /// The default agreement: the stored key is loaded for this one call.
-    public func agree(tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF = .x963SHA256,
-                      size: Int = 32, sharedInfo: [UInt8] = []) throws -> SymmetricKey {
+    public func agree(
+        tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF = .x963SHA256,
+        size: Int = 32, sharedInfo: [UInt8] = []
+    ) throws -> SymmetricKey {
         guard type == .p256 || type == .x25519 else {
             throw KeychainError(.invalidArgument, "key agreement needs a p256 or x25519 key, not \(type.rawValue)")
         }
@@ -120,12 +127,16 @@ extension Keychain {
     }
 
     /// The default RSA-OAEP decryption: the stored key is loaded for this one call.
-    public func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
-                           hash: RSAEncryption.Hash = .sha256) throws -> SecretBytes {
+    public func rsaDecrypt(
+        _ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
+        hash: RSAEncryption.Hash = .sha256
+    ) throws -> SecretBytes {
         guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
-            throw KeychainError(.invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
+            throw KeychainError(
+                .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
         }
-        return SecretBytes(try RSAEncryption.decrypt(ciphertext, with: try exportPrivateKey(tag: tag, type: type), hash: hash))
+        return SecretBytes(
+            try RSAEncryption.decrypt(ciphertext, with: try exportPrivateKey(tag: tag, type: type), hash: hash))
     }
 
     /// The public key of the key under `tag`.
@@ -135,7 +146,9 @@ extension Keychain {
 
     /// The private key itself: the explicit, named way a key leaves the keychain.
     public func exportPrivateKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPrivateKey {
-        guard type != .symmetric256 else { throw KeychainError(.invalidArgument, "a symmetric key has no public half; use exportSymmetricKey") }
+        guard type != .symmetric256 else {
+            throw KeychainError(.invalidArgument, "a symmetric key has no public half; use exportSymmetricKey")
+        }
         let data = try copyData(.key(tag: tag, type: type))
         do { return try KeyFiles.privateKey(data.revealed()) } catch {
             throw KeychainError(.corrupted, "the stored \(type.rawValue) key under tag \(tag) does not parse")
@@ -158,11 +171,17 @@ extension Keychain {
     @discardableResult
     public func getOrCreateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey? {
         do {
-            if type == .symmetric256 { _ = try copyData(.key(tag: tag, type: type)); return nil }
+            if type == .symmetric256 {
+                _ = try copyData(.key(tag: tag, type: type))
+                return nil
+            }
             return try publicKey(tag: tag, type: type)
         } catch let error as KeychainError where error.code == .itemNotFound {
-            do { return try generateKey(type, tag: tag, label: label) } catch let error as KeychainError where error.code == .duplicateItem {
-                return type == .symmetric256 ? nil : try publicKey(tag: tag, type: type)  // another process made it first
+            do { return try generateKey(type, tag: tag, label: label) } catch let error as KeychainError
+                where error.code == .duplicateItem
+            {
+                // Another process made it first.
+                return type == .symmetric256 ? nil : try publicKey(tag: tag, type: type)
             }
         }
     }
@@ -173,16 +192,24 @@ extension Keychain {
     public func allItems() throws -> [KeychainItem] {
         var items: [KeychainItem] = []
         for itemClass in ItemClass.allCases {
-            do { items += try copyMatching(KeychainQuery(itemClass: itemClass)) } catch let error as KeychainError where error.code == .itemNotFound {}
+            do { items += try copyMatching(KeychainQuery(itemClass: itemClass)) } catch let error as KeychainError
+                where error.code == .itemNotFound
+            {}
         }
         return items
     }
 
     /// The password for service/account, stored from `make()` first if there is none.
-    public func getOrCreatePassword(service: String, account: String, make: () throws -> SecretBytes) throws -> SecretBytes {
-        do { return try copyData(.password(service: service, account: account)) } catch let error as KeychainError where error.code == .itemNotFound {
+    public func getOrCreatePassword(service: String, account: String, make: () throws -> SecretBytes) throws
+        -> SecretBytes
+    {
+        do { return try copyData(.password(service: service, account: account)) } catch let error as KeychainError
+            where error.code == .itemNotFound
+        {
             let secret = try make()
-            do { try add(.password(service: service, account: account), data: secret) } catch let error as KeychainError where error.code == .duplicateItem {
+            do { try add(.password(service: service, account: account), data: secret) } catch let error as KeychainError
+                where error.code == .duplicateItem
+            {
                 return try copyData(.password(service: service, account: account))
             }
             return secret
@@ -201,7 +228,9 @@ public final class InMemoryKeychain: Keychain, Sendable {
     }
 
     public func add(_ item: KeychainItem, data: SecretBytes) throws { try locked { try $0.add(item, data: data) } }
-    public func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] { try locked { try $0.copyMatching(query) } }
+    public func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem] {
+        try locked { try $0.copyMatching(query) }
+    }
     public func copyData(_ query: KeychainQuery) throws -> SecretBytes { try locked { try $0.copyData(query) } }
     public func update(_ query: KeychainQuery, with changes: KeychainChanges) throws {
         try locked { try $0.update(query, with: changes) }

@@ -57,7 +57,8 @@ public enum KeychainKeyType: String, Codable, Sendable, CaseIterable {
 /// When an item may be read (kSecAttrAccessible…): stored everywhere,
 /// enforced only by the Apple backend.
 public enum Accessibility: String, Codable, Sendable, CaseIterable {
-    case whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly, whenPasscodeSetThisDeviceOnly
+    case whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly,
+        whenPasscodeSetThisDeviceOnly
 }
 
 /// An item's attributes (never its secret).
@@ -76,21 +77,28 @@ public struct KeychainItem: Codable, Sendable, Equatable {
     public var modified: Date
 
     /// A generic password named by service and account.
-    public static func password(service: String, account: String, label: String? = nil, comment: String? = nil,
-                                accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false) -> KeychainItem {
+    public static func password(
+        service: String, account: String, label: String? = nil, comment: String? = nil,
+        accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false
+    ) -> KeychainItem {
         let now = Date()
-        return KeychainItem(itemClass: .genericPassword, service: service, account: account, applicationTag: nil, keyType: nil, label: label,
-                            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
-                            created: now, modified: now)
+        return KeychainItem(
+            itemClass: .genericPassword, service: service, account: account, applicationTag: nil, keyType: nil,
+            label: label,
+            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
+            created: now, modified: now)
     }
 
     /// A key named by application tag and type.
-    public static func key(tag: String, type: KeychainKeyType, label: String? = nil, comment: String? = nil,
-                           accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false) -> KeychainItem {
+    public static func key(
+        tag: String, type: KeychainKeyType, label: String? = nil, comment: String? = nil,
+        accessGroup: String? = nil, accessibility: Accessibility = .whenUnlocked, synchronizable: Bool = false
+    ) -> KeychainItem {
         let now = Date()
-        return KeychainItem(itemClass: .key, service: nil, account: nil, applicationTag: tag, keyType: type, label: label,
-                            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
-                            created: now, modified: now)
+        return KeychainItem(
+            itemClass: .key, service: nil, account: nil, applicationTag: tag, keyType: type, label: label,
+            comment: comment, accessGroup: accessGroup, accessibility: accessibility, synchronizable: synchronizable,
+            created: now, modified: now)
     }
 
     /// Two items collide when they are of one class and share the primary key
@@ -114,8 +122,10 @@ public struct KeychainQuery: Sendable, Equatable {
     public var label: String?
     public var accessGroup: String?
 
-    public init(itemClass: ItemClass, service: String? = nil, account: String? = nil, applicationTag: String? = nil,
-                keyType: KeychainKeyType? = nil, label: String? = nil, accessGroup: String? = nil) {
+    public init(
+        itemClass: ItemClass, service: String? = nil, account: String? = nil, applicationTag: String? = nil,
+        keyType: KeychainKeyType? = nil, label: String? = nil, accessGroup: String? = nil
+    ) {
         self.itemClass = itemClass
         self.service = service
         self.account = account
@@ -136,7 +146,8 @@ public struct KeychainQuery: Sendable, Equatable {
     public func matches(_ item: KeychainItem) -> Bool {
         item.itemClass == itemClass
             && (service == nil || item.service == service) && (account == nil || item.account == account)
-            && (applicationTag == nil || item.applicationTag == applicationTag) && (keyType == nil || item.keyType == keyType)
+            && (applicationTag == nil || item.applicationTag == applicationTag)
+            && (keyType == nil || item.keyType == keyType)
             && (label == nil || item.label == label) && (accessGroup == nil || item.accessGroup == accessGroup)
     }
 }
@@ -154,8 +165,11 @@ public struct KeychainChanges: Sendable {
     public var synchronizable: Bool?
     public var data: SecretBytes?
 
-    public init(service: String? = nil, account: String? = nil, applicationTag: String? = nil, label: String?? = nil,
-                comment: String?? = nil, accessibility: Accessibility? = nil, synchronizable: Bool? = nil, data: SecretBytes? = nil) {
+    public init(
+        service: String? = nil, account: String? = nil, applicationTag: String? = nil, label: String?? = nil,
+        comment: String?? = nil, accessibility: Accessibility? = nil, synchronizable: Bool? = nil,
+        data: SecretBytes? = nil
+    ) {
         self.service = service
         self.account = account
         self.applicationTag = applicationTag
@@ -173,7 +187,9 @@ public struct KeychainChanges: Sendable {
         if service != nil || account != nil, item.itemClass != .genericPassword {
             throw KeychainError(.invalidArgument, "only a password item has a service and an account")
         }
-        if applicationTag != nil, item.itemClass != .key { throw KeychainError(.invalidArgument, "only a key item has an application tag") }
+        if applicationTag != nil, item.itemClass != .key {
+            throw KeychainError(.invalidArgument, "only a key item has an application tag")
+        }
         if let service { changed.service = service }
         if let account { changed.account = account }
         if let applicationTag { changed.applicationTag = applicationTag }
@@ -187,10 +203,13 @@ public struct KeychainChanges: Sendable {
 }
 
 /// Secret bytes: printed as `<redacted>`, compared in constant time.
-public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable
+{
     private let storage: [UInt8]
     public init(_ bytes: some Sequence<UInt8>) { storage = Array(bytes) }
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try storage.withUnsafeBytes(body) }
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes(body)
+    }
     public var count: Int { storage.count }
     /// The bytes themselves: an explicit act.
     public func revealed() -> [UInt8] { storage }
@@ -224,12 +243,15 @@ public protocol Keychain: Sendable {
     /// ECDH between the stored P-256 or X25519 key under `tag` and `peer`,
     /// then the KDF: the key never leaves the keychain. Backends whose keys
     /// cannot be exported (a Secure Enclave) implement it.
-    func agree(tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF, size: Int,
-               sharedInfo: [UInt8]) throws -> SymmetricKey
+    func agree(
+        tag: String, type: KeychainKeyType, peer: AsymmetricPublicKey, kdf: KeyAgreement.KDF, size: Int,
+        sharedInfo: [UInt8]
+    ) throws -> SymmetricKey
 
     /// RSA-OAEP decryption with the stored RSA key under `tag`: the key
     /// never leaves the keychain.
-    func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType, hash: RSAEncryption.Hash) throws -> SecretBytes
+    func rsaDecrypt(_ ciphertext: [UInt8], tag: String, type: KeychainKeyType, hash: RSAEncryption.Hash) throws
+        -> SecretBytes
 
     /// The public key of the key under `tag`. Backends whose private keys
     /// cannot be exported (a Secure Enclave) implement it; the default
@@ -248,7 +270,9 @@ public protocol Keychain: Sendable {
 
 extension Keychain {
     /// Changes the label, comment or data of every match.
-    public func update(_ query: KeychainQuery, label: String?? = nil, comment: String?? = nil, data: SecretBytes? = nil) throws {
+    public func update(_ query: KeychainQuery, label: String?? = nil, comment: String?? = nil, data: SecretBytes? = nil)
+        throws
+    {
         try update(query, with: KeychainChanges(label: label, comment: comment, data: data))
     }
 }

@@ -15,7 +15,9 @@ public struct KeychainRollbackGuard: RollbackGuard {
     public func highWaterMark(for key: String) throws -> UInt64? {
         do {
             let bytes = try keychain.copyData(.password(service: Self.service, account: key)).revealed()
-            guard bytes.count == 8 else { throw KeychainError(.corrupted, "the rollback mark for \(key) is not 8 bytes") }
+            guard bytes.count == 8 else {
+                throw KeychainError(.corrupted, "the rollback mark for \(key) is not 8 bytes")
+            }
             return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         } catch let error as KeychainError where error.code == .itemNotFound {
             return nil

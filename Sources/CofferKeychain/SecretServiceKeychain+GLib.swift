@@ -40,13 +40,16 @@ extension SecretServiceKeychain {
             var value: gpointer?
             while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
                 guard let key, let value else { continue }
-                attributes[String(cString: key.assumingMemoryBound(to: CChar.self))] = String(cString: value.assumingMemoryBound(to: CChar.self))
+                attributes[String(cString: key.assumingMemoryBound(to: CChar.self))] = String(
+                    cString: value.assumingMemoryBound(to: CChar.self))
             }
         }
         func corrupted(_ what: String) -> KeychainError {
             KeychainError(.corrupted, "a Secret Service item of schema \(schemaName) has \(what)")
         }
-        guard let itemClass = attributes[Attribute.itemClass].flatMap(ItemClass.init(rawValue:)) else { throw corrupted("no valid class") }
+        guard let itemClass = attributes[Attribute.itemClass].flatMap(ItemClass.init(rawValue:)) else {
+            throw corrupted("no valid class")
+        }
         let accessibility = attributes[Attribute.accessibility].flatMap(Accessibility.init(rawValue:)) ?? .whenUnlocked
         // Dates are metadata: an item another client stored without them reads as made at the reference date.
         let created = Date(timeIntervalSinceReferenceDate: attributes[Attribute.created].flatMap(Double.init) ?? 0)
@@ -56,11 +59,12 @@ extension SecretServiceKeychain {
             guard let type = KeychainKeyType(rawValue: raw) else { throw corrupted("an unknown key type") }
             keyType = type
         }
-        let item = KeychainItem(itemClass: itemClass, service: attributes[Attribute.service], account: attributes[Attribute.account],
-                                applicationTag: attributes[Attribute.applicationTag], keyType: keyType, label: attributes[Attribute.label],
-                                comment: attributes[Attribute.comment], accessGroup: attributes[Attribute.accessGroup],
-                                accessibility: accessibility, synchronizable: attributes[Attribute.synchronizable] == "1",
-                                created: created, modified: modified)
+        let item = KeychainItem(
+            itemClass: itemClass, service: attributes[Attribute.service], account: attributes[Attribute.account],
+            applicationTag: attributes[Attribute.applicationTag], keyType: keyType, label: attributes[Attribute.label],
+            comment: attributes[Attribute.comment], accessGroup: attributes[Attribute.accessGroup],
+            accessibility: accessibility, synchronizable: attributes[Attribute.synchronizable] == "1",
+            created: created, modified: modified)
         do { try ItemStore.validate(item) } catch { throw corrupted("no primary key") }
         return item
     }
@@ -104,7 +108,9 @@ extension SecretServiceKeychain {
     static func value(_ data: SecretBytes) -> OpaquePointer {
         // secret_value_new copies the bytes.
         data.withUnsafeBytes { bytes in
-            guard let start = bytes.baseAddress, !bytes.isEmpty else { return secret_value_new("", 0, "application/octet-stream") }
+            guard let start = bytes.baseAddress, !bytes.isEmpty else {
+                return secret_value_new("", 0, "application/octet-stream")
+            }
             return secret_value_new(start.assumingMemoryBound(to: CChar.self), bytes.count, "application/octet-stream")
         }
     }
@@ -116,8 +122,10 @@ extension SecretServiceKeychain {
         if error.pointee.domain == secret_error_get_quark() {
             switch error.pointee.code {
             case Int32(SECRET_ERROR_IS_LOCKED.rawValue): return lockedError
-            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): return KeychainError(.itemNotFound, "the Secret Service could not \(what): \(message)")
-            case Int32(SECRET_ERROR_ALREADY_EXISTS.rawValue): return KeychainError(.duplicateItem, "the Secret Service could not \(what): \(message)")
+            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue):
+                return KeychainError(.itemNotFound, "the Secret Service could not \(what): \(message)")
+            case Int32(SECRET_ERROR_ALREADY_EXISTS.rawValue):
+                return KeychainError(.duplicateItem, "the Secret Service could not \(what): \(message)")
             default: break
             }
         }

@@ -65,6 +65,8 @@ public struct CCTVVector: Sendable {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             .filter { !$0.contains(".") && $0 != "LICENSE" && !$0.hasPrefix("README") }
             .sorted()
-        return try names.map { try CCTVVector(name: $0, contents: Data(contentsOf: directory.appendingPathComponent($0))) }
+        return try names.map {
+            try CCTVVector(name: $0, contents: Data(contentsOf: directory.appendingPathComponent($0)))
+        }
     }
 }

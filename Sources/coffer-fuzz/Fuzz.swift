@@ -33,7 +33,8 @@ enum FuzzTarget {
     /// refuses folders open to others).
     static let keychainFolder: String = {
         let folder = NSTemporaryDirectory() + "coffer-fuzz-keychain-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return folder
     }()
     static let keychainKey = SymmetricKey(data: [UInt8](repeating: 7, count: 32))
@@ -63,25 +64,41 @@ enum FuzzTarget {
         // The compatibility formats' readers (key-based RNCryptor, so that no
         // input costs a PBKDF2 run).
         let compatParsers: [(String, () throws -> Void)] = [
-            ("RNCryptor.decrypt", {
-                _ = try RNCryptor.decrypt(bytes, credentials: .keys(encryption: rncryptorEncryptionKey, hmac: rncryptorHMACKey))
-            }),
-            ("AppleSecKey.decrypt", {
-                _ = try AppleSecKey.decrypt(bytes, with: .ecPrivate(.p256(appleP256Key)), algorithm: .ecies(cofactor: true, variableIV: true, hash: .sha256))
-            }),
+            (
+                "RNCryptor.decrypt",
+                {
+                    _ = try RNCryptor.decrypt(
+                        bytes, credentials: .keys(encryption: rncryptorEncryptionKey, hmac: rncryptorHMACKey))
+                }
+            ),
+            (
+                "AppleSecKey.decrypt",
+                {
+                    _ = try AppleSecKey.decrypt(
+                        bytes, with: .ecPrivate(.p256(appleP256Key)),
+                        algorithm: .ecies(cofactor: true, variableIV: true, hash: .sha256))
+                }
+            ),
             ("LegacyRecipe.envelope", { _ = try LegacyRecipe.envelope(bytes) }),
-            ("CryptoKitBox.open", { _ = try CryptoKitBox.open(bytes, key: [UInt8](repeating: 1, count: 32), cipher: .chachapoly) }),
+            (
+                "CryptoKitBox.open",
+                { _ = try CryptoKitBox.open(bytes, key: [UInt8](repeating: 1, count: 32), cipher: .chachapoly) }
+            ),
             ("AppleKey", { _ = try AppleKey(fileBytes: bytes) }),
             ("SealedValue", { _ = try sealedRing.open(try SealedValue.binary(bytes), context: [1]) }),
             ("KeyRingFile", { _ = try KeyRingFile(contents: bytes, secret: .key(rncryptorHMACKey)) }),
         ]
         for (name, parse) in keyParsers + compatParsers {
-            do { try parse() } catch is CofferError {} catch { fatalError("\(name) threw a non-Coffer error: \(error)") }
+            do { try parse() } catch is CofferError {} catch {
+                fatalError("\(name) threw a non-Coffer error: \(error)")
+            }
         }
         // A file keychain's header and body, read as FileKeychain reads them.
         let path = keychainFolder + "/fuzz.keychain"
         if FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) {
-            do { _ = try FileKeychain.open(path: path, secret: .keyFile(keychainKey)).copyMatching(.password()) } catch is KeychainError {} catch {
+            do {
+                _ = try FileKeychain.open(path: path, secret: .keyFile(keychainKey)).copyMatching(.password())
+            } catch is KeychainError {} catch {
                 fatalError("FileKeychain threw a non-keychain error: \(error)")
             }
         }
@@ -104,10 +121,11 @@ struct Fuzz {
     static func main() {
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
-        exit(runFuzzerDriver(&argc, &argv) { data, size in
-            FuzzTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
-            return 0
-        })
+        exit(
+            runFuzzerDriver(&argc, &argv) { data, size in
+                FuzzTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+                return 0
+            })
     }
 }
 #else

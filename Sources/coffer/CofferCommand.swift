@@ -55,10 +55,13 @@ struct CofferCommand: ParsableCommand {
 
 /// -r and -R, shared by encrypt and rekey.
 struct RecipientOptions: ParsableArguments {
-    @Option(name: [.customShort("r"), .customLong("recipient")], help: "Encrypt to this recipient (age1…). Repeatable.")
+    @Option(
+        name: [.customShort("r"), .customLong("recipient")], help: "Encrypt to this recipient (age1…). Repeatable.")
     var recipients: [String] = []
 
-    @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "Encrypt to the recipients listed in this file. Repeatable.")
+    @Option(
+        name: [.customShort("R"), .customLong("recipients-file")],
+        help: "Encrypt to the recipients listed in this file. Repeatable.")
     var recipientFiles: [String] = []
 
     var isEmpty: Bool { recipients.isEmpty && recipientFiles.isEmpty }
@@ -76,7 +79,7 @@ struct RecipientOptions: ParsableArguments {
 /// -i, shared by decrypt and rekey.
 func loadIdentities(_ paths: [String]) throws -> [any Identity] {
     try paths.flatMap { path in
-        try AgeKeys.identities(fileBytes: try Input.readAll(path: path, what: "the identity file", secret: true), name: path)
+        try AgeKeys.identities(
+            fileBytes: try Input.readAll(path: path, what: "the identity file", secret: true), name: path)
     }
 }
-

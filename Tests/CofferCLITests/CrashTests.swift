@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,8 @@ import Glibc
         init(inputs: Int, size: Int) throws {
             directory = try TemporaryDirectory()
             try #require(CLI.coffer(["keygen", "-o", "key.txt"], in: directory.url).status == 0)
-            recipient = try CLI.coffer(["keygen", "-y", "key.txt"], in: directory.url).stdoutText.trimmingCharacters(in: .newlines)
+            recipient = try CLI.coffer(["keygen", "-y", "key.txt"], in: directory.url).stdoutText.trimmingCharacters(
+                in: .newlines)
             for index in 0..<inputs { try directory.write("in\(index)", pattern(size, seed: UInt32(index + 11))) }
         }
 
@@ -45,7 +47,8 @@ import Glibc
     /// output that earlier rounds may have completed.
     @Test func killNineDuringEncryption() throws {
         let setup = try Setup(inputs: 1, size: 24 << 20)
-        var killed = 0, completed = 0
+        var killed = 0
+        var completed = 0
         for round in 0..<40 {
             let process = try setup.start(["encrypt", "-r", setup.recipient, "-o", "out.age", "in0"])
             usleep(useconds_t((round * 9_000) % 250_000))  // fault injection, not synchronisation
@@ -66,14 +69,19 @@ import Glibc
     @Test func concurrentWritersToOneOutput() throws {
         let setup = try Setup(inputs: 6, size: 3 << 20)
         for round in 0..<5 {
-            let processes = try (0..<6).map { try setup.start(["encrypt", "-r", setup.recipient, "-o", "out.age", "in\($0)"]) }
+            let processes = try (0..<6).map {
+                try setup.start(["encrypt", "-r", setup.recipient, "-o", "out.age", "in\($0)"])
+            }
             usleep(useconds_t(5_000 * round))
             kill(processes[1].processIdentifier, SIGKILL)
             kill(processes[4].processIdentifier, SIGKILL)
             processes.forEach { $0.waitUntilExit() }
-            let succeeded = processes.indices.filter { processes[$0].terminationReason == .exit && processes[$0].terminationStatus == 0 }
+            let succeeded = processes.indices.filter {
+                processes[$0].terminationReason == .exit && processes[$0].terminationStatus == 0
+            }
             let winner = try setup.verifyOutput(6)
-            #expect(winner.map(succeeded.contains) ?? false, "round \(round): out.age is not from a writer that succeeded")
+            #expect(
+                winner.map(succeeded.contains) ?? false, "round \(round): out.age is not from a writer that succeeded")
         }
     }
 
@@ -81,12 +89,15 @@ import Glibc
     /// file that existed: the old contents stay.
     @Test func failedDecryptionKeepsTheOldOutput() throws {
         let setup = try Setup(inputs: 1, size: 1 << 20)
-        try #require(CLI.coffer(["encrypt", "-r", setup.recipient, "-o", "good.age", "in0"], in: setup.directory.url).status == 0)
+        try #require(
+            CLI.coffer(["encrypt", "-r", setup.recipient, "-o", "good.age", "in0"], in: setup.directory.url).status == 0
+        )
         var bad = try setup.directory.read("good.age")
         bad[bad.count - 100] ^= 0x01
         try setup.directory.write("bad.age", bad)
         try setup.directory.write("plain.out", Array("previous contents".utf8))
-        let result = try CLI.coffer(["decrypt", "-i", "key.txt", "-o", "plain.out", "bad.age"], in: setup.directory.url)
+        let result = try CLI.coffer(
+            ["decrypt", "-i", "key.txt", "-o", "plain.out", "bad.age"], in: setup.directory.url)
         #expect(result.status == 3)
         #expect(try setup.directory.read("plain.out") == Array("previous contents".utf8))
     }

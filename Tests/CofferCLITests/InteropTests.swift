@@ -32,7 +32,10 @@ import Testing
 
     static func peersAvailable(_ peer: Peer) -> Bool {
         switch peer {
-        case .age: Peers.available([("age", Peers.age), ("age-keygen", Peers.ageKeygen), ("python3 with pyrage", Peers.python)])
+        case .age:
+            Peers.available([
+                ("age", Peers.age), ("age-keygen", Peers.ageKeygen), ("python3 with pyrage", Peers.python),
+            ])
         case .pyrage: Peers.available([("python3 with pyrage", Peers.python)])
         }
     }
@@ -68,19 +71,25 @@ import Testing
             let result: CLI.Result
             switch (test.peer, test.kind) {
             case (.age, .x25519):
-                result = try CLI.run(Peers.age!, ["-r", recipient] + (test.armored ? ["-a"] : []) + ["-o", encrypted, input])
+                result = try CLI.run(
+                    Peers.age!, ["-r", recipient] + (test.armored ? ["-a"] : []) + ["-o", encrypted, input])
             case (.age, .passphrase):
-                result = try CLI.run(Peers.python!, [Peers.script, "age-passphrase", "encrypt", "--passphrase-file", passphraseFile]
-                    + (test.armored ? ["--armor"] : []) + [input, encrypted])
+                result = try CLI.run(
+                    Peers.python!,
+                    [Peers.script, "age-passphrase", "encrypt", "--passphrase-file", passphraseFile]
+                        + (test.armored ? ["--armor"] : []) + [input, encrypted])
             case (.pyrage, _):
-                result = try CLI.run(Peers.python!, [Peers.script, "pyrage-encrypt"]
-                    + (test.kind == .x25519 ? ["--recipient", recipient] : ["--passphrase-file", passphraseFile])
-                    + (test.armored ? ["--armor"] : []) + [input, encrypted])
+                result = try CLI.run(
+                    Peers.python!,
+                    [Peers.script, "pyrage-encrypt"]
+                        + (test.kind == .x25519 ? ["--recipient", recipient] : ["--passphrase-file", passphraseFile])
+                        + (test.armored ? ["--armor"] : []) + [input, encrypted])
             }
             Self.expectSuccess(result, "\(test.peer) encrypting \(size) bytes")
             let decrypted = directory.path("out-\(size)")
-            let opened = try CLI.coffer(["decrypt"] + (test.kind == .x25519 ? ["-i", key] : ["--passphrase-file", passphraseFile])
-                + ["-o", decrypted, encrypted], environment: test.environment)
+            let opened = try CLI.coffer(
+                ["decrypt"] + (test.kind == .x25519 ? ["-i", key] : ["--passphrase-file", passphraseFile])
+                    + ["-o", decrypted, encrypted], environment: test.environment)
             Self.expectSuccess(opened, "coffer decrypting \(size) bytes from \(test.peer)")
             #expect(try directory.read("out-\(size)") == pattern(size, seed: UInt32(size + 1)), "size \(size)")
         }
@@ -96,8 +105,9 @@ import Testing
         for size in Self.sizes {
             let input = try directory.write("in-\(size)", pattern(size, seed: UInt32(size + 3)))
             let encrypted = directory.path("in-\(size).age")
-            let sealed = try CLI.coffer(["encrypt"] + (test.kind == .x25519 ? ["-r", recipient] : ["--passphrase-file", passphraseFile])
-                + (test.armored ? ["-a"] : []) + ["-o", encrypted, input], environment: test.environment)
+            let sealed = try CLI.coffer(
+                ["encrypt"] + (test.kind == .x25519 ? ["-r", recipient] : ["--passphrase-file", passphraseFile])
+                    + (test.armored ? ["-a"] : []) + ["-o", encrypted, input], environment: test.environment)
             Self.expectSuccess(sealed, "coffer encrypting \(size) bytes")
             let decrypted = directory.path("out-\(size)")
             let result: CLI.Result
@@ -105,10 +115,19 @@ import Testing
             case (.age, .x25519):
                 result = try CLI.run(Peers.age!, ["-d", "-i", key, "-o", decrypted, encrypted])
             case (.age, .passphrase):
-                result = try CLI.run(Peers.python!, [Peers.script, "age-passphrase", "decrypt", "--passphrase-file", passphraseFile, encrypted, decrypted])
+                result = try CLI.run(
+                    Peers.python!,
+                    [
+                        Peers.script, "age-passphrase", "decrypt", "--passphrase-file", passphraseFile, encrypted,
+                        decrypted,
+                    ])
             case (.pyrage, _):
-                result = try CLI.run(Peers.python!, [Peers.script, "pyrage-decrypt"]
-                    + (test.kind == .x25519 ? ["--identity-file", key] : ["--passphrase-file", passphraseFile]) + [encrypted, decrypted])
+                result = try CLI.run(
+                    Peers.python!,
+                    [Peers.script, "pyrage-decrypt"]
+                        + (test.kind == .x25519 ? ["--identity-file", key] : ["--passphrase-file", passphraseFile]) + [
+                            encrypted, decrypted,
+                        ])
             }
             Self.expectSuccess(result, "\(test.peer) decrypting \(size) bytes from coffer")
             #expect(try Self.output(directory, "out-\(size)") == pattern(size, seed: UInt32(size + 3)), "size \(size)")
@@ -127,9 +146,15 @@ import Testing
         #expect(recipient.hasPrefix("age1tag1"))
         for size in [0, 65537] {
             let input = try directory.write("in", pattern(size))
-            Self.expectSuccess(try CLI.run(Peers.python!, [Peers.script, "pyrage-encrypt", "--recipient", recipient]
-                + (armored ? ["--armor"] : []) + [input, directory.path("in.age")]), "pyrage encrypting to p256tag")
-            Self.expectSuccess(try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]), "coffer decrypting p256tag")
+            Self.expectSuccess(
+                try CLI.run(
+                    Peers.python!,
+                    [Peers.script, "pyrage-encrypt", "--recipient", recipient]
+                        + (armored ? ["--armor"] : []) + [input, directory.path("in.age")]),
+                "pyrage encrypting to p256tag")
+            Self.expectSuccess(
+                try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]),
+                "coffer decrypting p256tag")
             #expect(try directory.read("out") == pattern(size))
         }
     }
@@ -141,15 +166,22 @@ import Testing
         guard Self.peersAvailable(.pyrage) else { return }
         let directory = try TemporaryDirectory()
         let key = directory.path("tagpq.txt")
-        Self.expectSuccess(try CLI.coffer(["keygen", "--type", "mlkem768p256", "-o", key]), "coffer keygen mlkem768p256")
+        Self.expectSuccess(
+            try CLI.coffer(["keygen", "--type", "mlkem768p256", "-o", key]), "coffer keygen mlkem768p256")
         let recipient = try CLI.coffer(["keygen", "-y", key]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(recipient.hasPrefix("age1tagpq1"))
         for size in [0, 65537] {
             let input = try directory.write("in", pattern(size))
-            Self.expectSuccess(try CLI.run(Peers.python!, [Peers.script, "pyrage-encrypt", "--recipient", recipient,
-                                                           input, directory.path("in.age")]), "pyrage encrypting to mlkem768p256tag")
-            Self.expectSuccess(try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]),
-                               "coffer decrypting mlkem768p256tag")
+            Self.expectSuccess(
+                try CLI.run(
+                    Peers.python!,
+                    [
+                        Peers.script, "pyrage-encrypt", "--recipient", recipient,
+                        input, directory.path("in.age"),
+                    ]), "pyrage encrypting to mlkem768p256tag")
+            Self.expectSuccess(
+                try CLI.coffer(["decrypt", "-i", key, "-o", directory.path("out"), directory.path("in.age")]),
+                "coffer decrypting mlkem768p256tag")
             #expect(try directory.read("out") == pattern(size))
         }
     }
@@ -163,13 +195,19 @@ import Testing
         let (cofferKey, cofferRecipient) = try Self.identity(in: directory)
         let ageKey = directory.path("age-key.txt")
         Self.expectSuccess(try CLI.run(Peers.ageKeygen!, ["-o", ageKey]), "age-keygen")
-        let ageRecipient = try CLI.run(Peers.ageKeygen!, ["-y", ageKey]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let ageRecipient = try CLI.run(Peers.ageKeygen!, ["-y", ageKey]).stdoutText.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         for size in [0, 65537, 5 << 20] {
             let input = try directory.write("in", pattern(size))
-            Self.expectSuccess(try CLI.run(Peers.age!, ["-r", cofferRecipient, "-o", directory.path("a.age"), input]), "age encrypt")
-            Self.expectSuccess(try CLI.coffer(["rekey", "-i", cofferKey, "-r", ageRecipient] + (armored ? ["-a"] : [])
-                + ["-o", directory.path("b.age"), directory.path("a.age")]), "coffer rekey")
-            Self.expectSuccess(try CLI.run(Peers.age!, ["-d", "-i", ageKey, "-o", directory.path("out"), directory.path("b.age")]), "age decrypt")
+            Self.expectSuccess(
+                try CLI.run(Peers.age!, ["-r", cofferRecipient, "-o", directory.path("a.age"), input]), "age encrypt")
+            Self.expectSuccess(
+                try CLI.coffer(
+                    ["rekey", "-i", cofferKey, "-r", ageRecipient] + (armored ? ["-a"] : [])
+                        + ["-o", directory.path("b.age"), directory.path("a.age")]), "coffer rekey")
+            Self.expectSuccess(
+                try CLI.run(Peers.age!, ["-d", "-i", ageKey, "-o", directory.path("out"), directory.path("b.age")]),
+                "age decrypt")
             #expect(try Self.output(directory, "out") == pattern(size))
             if !armored {
                 let payload = 16 + size + 16 * max(1, (size + 65535) / 65536)

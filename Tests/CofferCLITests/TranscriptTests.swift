@@ -4,15 +4,19 @@ import Testing
 /// The CLI as a user sees it: `--help` and every error path, compared as
 /// whole transcripts.
 @Suite struct TranscriptTests {
-    static let commands = ["", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
-                           "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
-                           "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
-                           "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
-                           "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring destroy", "keyring passwd", "keyring accept-rollback",
-                           "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list", "keychain add-identity",
-                           "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
-                           "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
-                           "keychain decrypt-from", "keychain passwd", "keychain accept-rollback"]
+    static let commands = [
+        "", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
+        "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
+        "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
+        "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
+        "keyring", "keyring new", "keyring rotate", "keyring list", "keyring disable", "keyring destroy",
+        "keyring passwd", "keyring accept-rollback",
+        "keyring upgrade", "seal", "open", "rewrap", "keychain", "keychain create", "keychain list",
+        "keychain add-identity",
+        "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
+        "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
+        "keychain decrypt-from", "keychain passwd", "keychain accept-rollback",
+    ]
 
     @Test(arguments: commands)
     func help(_ command: String) throws {
@@ -38,15 +42,30 @@ import Testing
         try fixture.check("key-convert-impossible", ["key", "convert", "--to", "pkcs1", "-o", "out", "ed.key"])
         try fixture.check("decrypt-identity-not-age", ["decrypt", "-i", "plain.txt", "-o", "out", "file.age"])
         // The compatibility formats.
-        try fixture.check("apple-unknown-algorithm", ["apple", "decrypt", "--algorithm", "eciesEncryptionX963SHA256AESGCM", "--key", "p256.pem", "file.age"])
-        try fixture.check("apple-rsa-sha384", ["apple", "encrypt", "--algorithm", "rsaEncryptionOAEPSHA384AESGCM", "--key", "p256.pem", "plain.txt"])
-        try fixture.check("apple-wrong-key-kind", ["apple", "decrypt", "--algorithm", "rsaEncryptionOAEPSHA256AESGCM", "--key", "p256.pem", "file.age"])
-        try fixture.check("apple-not-ecies", ["apple", "decrypt", "--algorithm", "eciesEncryptionCofactorX963SHA256AESGCM", "--key", "p256.pem", "-o", "out", "plain.txt"])
-        try fixture.check("rncryptor-not-rncryptor", ["rncryptor", "decrypt", "--passphrase-file", "pw", "-o", "out", "file.age"])
+        try fixture.check(
+            "apple-unknown-algorithm",
+            ["apple", "decrypt", "--algorithm", "eciesEncryptionX963SHA256AESGCM", "--key", "p256.pem", "file.age"])
+        try fixture.check(
+            "apple-rsa-sha384",
+            ["apple", "encrypt", "--algorithm", "rsaEncryptionOAEPSHA384AESGCM", "--key", "p256.pem", "plain.txt"])
+        try fixture.check(
+            "apple-wrong-key-kind",
+            ["apple", "decrypt", "--algorithm", "rsaEncryptionOAEPSHA256AESGCM", "--key", "p256.pem", "file.age"])
+        try fixture.check(
+            "apple-not-ecies",
+            [
+                "apple", "decrypt", "--algorithm", "eciesEncryptionCofactorX963SHA256AESGCM", "--key", "p256.pem", "-o",
+                "out", "plain.txt",
+            ])
+        try fixture.check(
+            "rncryptor-not-rncryptor", ["rncryptor", "decrypt", "--passphrase-file", "pw", "-o", "out", "file.age"])
         try directory.write("ck.key", [UInt8](repeating: 1, count: 31))
-        try fixture.check("cryptokit-short-key", ["cryptokit", "open", "--cipher", "aesgcm", "--key-file", "ck.key", "file.age"])
-        try fixture.check("legacy-not-a-dictionary", ["legacy", "decrypt", "--mode", "cbc", "--passphrase-file", "pw", "plain.txt"])
-        try fixture.check("convert-no-recipient", ["convert", "--from", "rncryptor", "--passphrase-file", "pw", "file.age"])
+        try fixture.check(
+            "cryptokit-short-key", ["cryptokit", "open", "--cipher", "aesgcm", "--key-file", "ck.key", "file.age"])
+        try fixture.check(
+            "legacy-not-a-dictionary", ["legacy", "decrypt", "--mode", "cbc", "--passphrase-file", "pw", "plain.txt"])
+        try fixture.check(
+            "convert-no-recipient", ["convert", "--from", "rncryptor", "--passphrase-file", "pw", "file.age"])
     }
 
     /// Runs coffer in a directory holding an identity, a second identity
@@ -59,15 +78,21 @@ import Testing
             directory = try TemporaryDirectory()
             try #require(CLI.coffer(["keygen", "-o", "key.txt"], in: directory.url).status == 0)
             try #require(CLI.coffer(["keygen", "-o", "other.txt"], in: directory.url).status == 0)
-            recipient = try CLI.coffer(["keygen", "-y", "key.txt"], in: directory.url).stdoutText.trimmingCharacters(in: .newlines)
+            recipient = try CLI.coffer(["keygen", "-y", "key.txt"], in: directory.url).stdoutText.trimmingCharacters(
+                in: .newlines)
             try directory.write("plain.txt", Array("attack at dawn\n".utf8))
-            try #require(CLI.coffer(["encrypt", "-r", recipient, "-o", "file.age", "plain.txt"], in: directory.url).status == 0)
+            try #require(
+                CLI.coffer(["encrypt", "-r", recipient, "-o", "file.age", "plain.txt"], in: directory.url).status == 0)
         }
 
-        func check(_ name: String, _ arguments: [String], stdin: [UInt8] = [], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func check(
+            _ name: String, _ arguments: [String], stdin: [UInt8] = [],
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let result = try CLI.coffer(arguments, stdin: stdin, in: directory.url)
-            try Transcript.check(name, "coffer \(arguments.joined(separator: " "))", result,
-                                 replacing: [directory.url.path: "$DIR", recipient: "$RECIPIENT"], sourceLocation: sourceLocation)
+            try Transcript.check(
+                name, "coffer \(arguments.joined(separator: " "))", result,
+                replacing: [directory.url.path: "$DIR", recipient: "$RECIPIENT"], sourceLocation: sourceLocation)
             // A failed command leaves no output file and no temporary file.
             if result.status != 0 {
                 let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
@@ -113,7 +138,8 @@ import Testing
         try directory.write("pw", Array("right\n".utf8))
         try directory.write("wrong-pw", Array("wrong\n".utf8))
         try directory.write("empty-pw", [])
-        try fixture.check("encrypt-empty-passphrase-file", ["encrypt", "--passphrase-file", "empty-pw", "-o", "out", "plain.txt"])
+        try fixture.check(
+            "encrypt-empty-passphrase-file", ["encrypt", "--passphrase-file", "empty-pw", "-o", "out", "plain.txt"])
         // Digests.
         try fixture.check("hash-sha256", ["hash", "plain.txt"])
         try fixture.check("hash-md5", ["hash", "--algorithm", "md5", "plain.txt"])
@@ -128,8 +154,11 @@ import Testing
         let fixture = try Fixture()
         try fixture.directory.write("pw", Array("right\n".utf8))
         try fixture.directory.write("wrong-pw", Array("wrong\n".utf8))
-        try #require(CLI.coffer(["encrypt", "--passphrase-file", "pw", "-o", "pw.age", "plain.txt"], in: fixture.directory.url).status == 0)
-        try fixture.check("decrypt-wrong-passphrase", ["decrypt", "--passphrase-file", "wrong-pw", "-o", "out", "pw.age"])
+        try #require(
+            CLI.coffer(["encrypt", "--passphrase-file", "pw", "-o", "pw.age", "plain.txt"], in: fixture.directory.url)
+                .status == 0)
+        try fixture.check(
+            "decrypt-wrong-passphrase", ["decrypt", "--passphrase-file", "wrong-pw", "-o", "out", "pw.age"])
         try fixture.check("decrypt-right-passphrase", ["decrypt", "--passphrase-file", "pw", "pw.age"])
     }
 
@@ -139,11 +168,17 @@ import Testing
     @Test func terminalRules() throws {
         let fixture = try Fixture()
         let coffer = CLI.binary.path
-        let noTerminal = try CLI.run("/usr/bin/setsid", ["-w", coffer, "encrypt", "-p", "plain.txt"], in: fixture.directory.url)
+        let noTerminal = try CLI.run(
+            "/usr/bin/setsid", ["-w", coffer, "encrypt", "-p", "plain.txt"], in: fixture.directory.url)
         try Transcript.check("encrypt-passphrase-no-terminal", "setsid coffer encrypt -p plain.txt", noTerminal)
-        let onTerminal = try CLI.run("/usr/bin/script", ["-qec", "\(coffer) encrypt -r \(fixture.recipient) plain.txt; echo status=$?", "/dev/null"],
-                                     in: fixture.directory.url)
+        let onTerminal = try CLI.run(
+            "/usr/bin/script",
+            ["-qec", "\(coffer) encrypt -r \(fixture.recipient) plain.txt; echo status=$?", "/dev/null"],
+            in: fixture.directory.url)
         let output = onTerminal.stdoutText.replacingOccurrences(of: "\r\n", with: "\n")
-        #expect(output == "coffer: error: refusing to output binary to the terminal\ncoffer: hint: did you mean to use -a/--armor, or -o FILE?\nstatus=6\n")
+        #expect(
+            output
+                == "coffer: error: refusing to output binary to the terminal\ncoffer: hint: did you mean to use -a/--armor, or -o FILE?\nstatus=6\n"
+        )
     }
 }

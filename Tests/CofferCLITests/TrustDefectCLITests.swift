@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +10,8 @@ import Glibc
 /// after it. Each failed on 0e8880c.
 @Suite(.serialized) struct TrustDefectCLITests {
     static func ok(_ result: CLI.Result, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.status == 0, "\(what) failed (\(result.status)): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.status == 0, "\(what) failed (\(result.status)): \(result.stderr)", sourceLocation: sourceLocation)
     }
 
     static var isRoot: Bool { geteuid() == 0 }
@@ -24,13 +26,16 @@ import Glibc
         let directory = try TemporaryDirectory()
         let keygen = try CLI.coffer(["keygen", "-o", "id.txt"], in: directory.url)
         ok(keygen, "keygen")
-        let recipient = String(keygen.stderr.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines))
+        let recipient = String(
+            keygen.stderr.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines))
         try directory.write("plain", plain)
         ok(try CLI.coffer(["encrypt", "-r", recipient, "-o", "x.age", "plain"], in: directory.url), "encrypt")
         return (directory, recipient)
     }
 
-    static func state(_ directory: TemporaryDirectory) -> [String: String] { ["COFFER_STATE_DIR": directory.path("state")] }
+    static func state(_ directory: TemporaryDirectory) -> [String: String] {
+        ["COFFER_STATE_DIR": directory.path("state")]
+    }
 
     static func fileType(_ path: String) -> mode_t {
         var info = stat()
@@ -43,8 +48,9 @@ import Glibc
     static func shell(_ command: String, in directory: TemporaryDirectory, unprivileged: Bool) throws -> CLI.Result {
         if unprivileged && isRoot {
             chmod(directory.url.path, 0o777)
-            return try CLI.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", command],
-                               in: directory.url, environment: ["HOME": directory.url.path])
+            return try CLI.run(
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", command],
+                in: directory.url, environment: ["HOME": directory.url.path])
         }
         return try CLI.run("/bin/sh", ["-c", command], in: directory.url)
     }
@@ -57,8 +63,12 @@ import Glibc
         guard Self.isRoot else { return }  // mknod needs root; the unprivileged cases run below
         let (directory, recipient) = try Self.encrypted()
         #expect(mknod(directory.path("devnull"), S_IFCHR | 0o666, Self.nullDevice) == 0)
-        Self.ok(try CLI.coffer(["decrypt", "-i", "id.txt", "-o", "devnull", "x.age"], in: directory.url), "decrypt -o devnull")
-        Self.ok(try CLI.coffer(["encrypt", "-r", recipient, "-o", "devnull", "plain"], in: directory.url), "encrypt -o devnull")
+        Self.ok(
+            try CLI.coffer(["decrypt", "-i", "id.txt", "-o", "devnull", "x.age"], in: directory.url),
+            "decrypt -o devnull")
+        Self.ok(
+            try CLI.coffer(["encrypt", "-r", recipient, "-o", "devnull", "plain"], in: directory.url),
+            "encrypt -o devnull")
         #expect(Self.fileType(directory.path("devnull")) == S_IFCHR)
         var info = stat()
         #expect(lstat(directory.path("devnull"), &info) == 0 && info.st_rdev == Self.nullDevice)
@@ -76,14 +86,18 @@ import Glibc
             for name in ["id.txt", "x.age"] { chown(directory.path(name), 65534, 65534) }
         }
         let binary = CLI.binary.path
-        let toStdout = try Self.shell("'\(binary)' decrypt -i id.txt -o /dev/stdout x.age", in: directory, unprivileged: true)
+        let toStdout = try Self.shell(
+            "'\(binary)' decrypt -i id.txt -o /dev/stdout x.age", in: directory, unprivileged: true)
         Self.ok(toStdout, "-o /dev/stdout")
         #expect(toStdout.stdoutText == "the plaintext\n")
-        let toFD = try Self.shell("'\(binary)' decrypt -i id.txt -o /dev/fd/3 x.age 3>&1 1>/dev/null", in: directory, unprivileged: true)
+        let toFD = try Self.shell(
+            "'\(binary)' decrypt -i id.txt -o /dev/fd/3 x.age 3>&1 1>/dev/null", in: directory, unprivileged: true)
         Self.ok(toFD, "-o /dev/fd/3")
         #expect(toFD.stdoutText == "the plaintext\n")
         // Appending through a descriptor keeps what was there (no O_TRUNC, no rename).
-        let append = try Self.shell("echo first > log; '\(binary)' decrypt -i id.txt -o /dev/fd/4 x.age 4>>log; cat log", in: directory, unprivileged: true)
+        let append = try Self.shell(
+            "echo first > log; '\(binary)' decrypt -i id.txt -o /dev/fd/4 x.age 4>>log; cat log", in: directory,
+            unprivileged: true)
         Self.ok(append, "-o /dev/fd/4 in append mode")
         #expect(append.stdoutText == "first\nthe plaintext\n")
     }
@@ -97,7 +111,8 @@ import Glibc
         reader.arguments = ["-c", "cat pipe > received"]
         reader.currentDirectoryURL = directory.url
         try reader.run()
-        Self.ok(try CLI.coffer(["decrypt", "-i", "id.txt", "-o", "pipe", "x.age"], in: directory.url), "decrypt -o pipe")
+        Self.ok(
+            try CLI.coffer(["decrypt", "-i", "id.txt", "-o", "pipe", "x.age"], in: directory.url), "decrypt -o pipe")
         reader.waitUntilExit()
         #expect(try directory.read("received") == Array("the plaintext\n".utf8))
         #expect(Self.fileType(directory.path("pipe")) == S_IFIFO)
@@ -108,13 +123,19 @@ import Glibc
         let (directory, _) = try Self.encrypted()
         try FileManager.default.createDirectory(atPath: directory.path("real"), withIntermediateDirectories: true)
         try FileManager.default.moveItem(atPath: directory.path("x.age"), toPath: directory.path("real/shared.age"))
-        try FileManager.default.createSymbolicLink(atPath: directory.path("link.age"), withDestinationPath: "real/shared.age")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.path("link.age"), withDestinationPath: "real/shared.age")
         let second = try CLI.coffer(["keygen", "-o", "id2.txt"], in: directory.url)
-        let recipient2 = String(second.stderr.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines))
-        Self.ok(try CLI.coffer(["rekey", "-i", "id.txt", "-r", recipient2, "-o", "link.age", "link.age"], in: directory.url), "rekey")
+        let recipient2 = String(
+            second.stderr.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines))
+        Self.ok(
+            try CLI.coffer(
+                ["rekey", "-i", "id.txt", "-r", recipient2, "-o", "link.age", "link.age"], in: directory.url), "rekey")
         #expect(Self.fileType(directory.path("link.age")) == S_IFLNK)
         // The real file now opens with the new key only.
-        Self.ok(try CLI.coffer(["decrypt", "-i", "id2.txt", "real/shared.age"], in: directory.url), "decrypt with the new key")
+        Self.ok(
+            try CLI.coffer(["decrypt", "-i", "id2.txt", "real/shared.age"], in: directory.url),
+            "decrypt with the new key")
         #expect(try CLI.coffer(["decrypt", "-i", "id.txt", "real/shared.age"], in: directory.url).status == 2)
     }
 
@@ -125,14 +146,26 @@ import Glibc
         try directory.write("kek", [UInt8](repeating: 9, count: 32))
         try FileManager.default.createDirectory(atPath: directory.path("real"), withIntermediateDirectories: true)
         let env = Self.state(directory)
-        Self.ok(try CLI.coffer(["keyring", "new", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env), "new")
-        try FileManager.default.createSymbolicLink(atPath: directory.path("ring-link.ckr"), withDestinationPath: "real/ring.ckr")
-        let first = try CLI.coffer(["keyring", "list", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "new", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url,
+                environment: env), "new")
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.path("ring-link.ckr"), withDestinationPath: "real/ring.ckr")
+        let first = try CLI.coffer(
+            ["keyring", "list", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
         let oldPrimary = String(first.stdoutText.prefix(8))
-        Self.ok(try CLI.coffer(["keyring", "rotate", "--keyring", "ring-link.ckr", "--kek-file", "kek"], in: directory.url, environment: env), "rotate")
-        Self.ok(try CLI.coffer(["keyring", "disable", "--keyring", "ring-link.ckr", "--kek-file", "kek", oldPrimary], in: directory.url, environment: env), "disable")
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "rotate", "--keyring", "ring-link.ckr", "--kek-file", "kek"], in: directory.url,
+                environment: env), "rotate")
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "disable", "--keyring", "ring-link.ckr", "--kek-file", "kek", oldPrimary],
+                in: directory.url, environment: env), "disable")
         #expect(Self.fileType(directory.path("ring-link.ckr")) == S_IFLNK)
-        let list = try CLI.coffer(["keyring", "list", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
+        let list = try CLI.coffer(
+            ["keyring", "list", "--keyring", "real/ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
         #expect(list.stdoutText.contains("\(oldPrimary)  disabled"), "\(list.stdoutText)")
         #expect(directory.exists("real/.ring.ckr.lock"))
         #expect(!directory.exists(".ring-link.ckr.lock"))
@@ -152,14 +185,32 @@ import Glibc
             try CLI.coffer(arguments, stdin: stdin, in: directory.url, environment: env)
         }
         Self.ok(try coffer(["keychain", "create", "--keychain", "k", "--passphrase-file", "oldpw"]), "create")
-        Self.ok(try coffer(["keychain", "add-password", "--keychain", "k", "--passphrase-file", "oldpw", "--service", "s", "--account", "before"],
-                           stdin: Array("secret-before".utf8)), "add before")
-        try FileManager.default.copyItem(atPath: directory.path("kc/k.keychain"), toPath: directory.path("old-copy.keychain"))
-        Self.ok(try coffer(["keychain", "passwd", "--keychain", "k", "--passphrase-file", "oldpw", "--new-passphrase-file", "newpw"]), "passwd")
-        Self.ok(try coffer(["keychain", "add-password", "--keychain", "k", "--passphrase-file", "newpw", "--service", "s", "--account", "after"],
-                           stdin: Array("secret-added-after-passwd-change".utf8)), "add after")
-        let attack = try CLI.run(Self.python, [Self.reviewRepro.appendingPathComponent("kcattack.py").path,
-                                               directory.path("old-copy.keychain"), directory.path("kc/k.keychain"), directory.path("oldpw")])
+        Self.ok(
+            try coffer(
+                [
+                    "keychain", "add-password", "--keychain", "k", "--passphrase-file", "oldpw", "--service", "s",
+                    "--account", "before",
+                ],
+                stdin: Array("secret-before".utf8)), "add before")
+        try FileManager.default.copyItem(
+            atPath: directory.path("kc/k.keychain"), toPath: directory.path("old-copy.keychain"))
+        Self.ok(
+            try coffer([
+                "keychain", "passwd", "--keychain", "k", "--passphrase-file", "oldpw", "--new-passphrase-file", "newpw",
+            ]), "passwd")
+        Self.ok(
+            try coffer(
+                [
+                    "keychain", "add-password", "--keychain", "k", "--passphrase-file", "newpw", "--service", "s",
+                    "--account", "after",
+                ],
+                stdin: Array("secret-added-after-passwd-change".utf8)), "add after")
+        let attack = try CLI.run(
+            Self.python,
+            [
+                Self.reviewRepro.appendingPathComponent("kcattack.py").path,
+                directory.path("old-copy.keychain"), directory.path("kc/k.keychain"), directory.path("oldpw"),
+            ])
         #expect(attack.status != 0, "the old data key still opens the new file: \(attack.stdoutText)")
         #expect(!attack.stdoutText.contains("secret-added-after"))
         #expect(attack.stderr.contains("InvalidTag"), "\(attack.stderr)")
@@ -177,18 +228,35 @@ import Glibc
         }
         Self.ok(try coffer(["keyring", "new", "--keyring", "pwring.ckr", "--passphrase-file", "pw1"]), "new")
         try FileManager.default.copyItem(atPath: directory.path("pwring.ckr"), toPath: directory.path("pwring.old"))
-        Self.ok(try coffer(["seal", "--keyring", "pwring.ckr", "--passphrase-file", "pw1", "--context", "c", "--text", "-o", "before.txt"],
-                           stdin: Array("sealed-before".utf8)), "seal before")
-        Self.ok(try coffer(["keyring", "passwd", "--keyring", "pwring.ckr", "--passphrase-file", "pw1", "--new-passphrase-file", "pw2"]), "passwd")
-        Self.ok(try coffer(["seal", "--keyring", "pwring.ckr", "--passphrase-file", "pw2", "--context", "c", "--text", "-o", "after.txt"],
-                           stdin: Array("sealed-after-passwd-change".utf8)), "seal after")
+        Self.ok(
+            try coffer(
+                [
+                    "seal", "--keyring", "pwring.ckr", "--passphrase-file", "pw1", "--context", "c", "--text", "-o",
+                    "before.txt",
+                ],
+                stdin: Array("sealed-before".utf8)), "seal before")
+        Self.ok(
+            try coffer([
+                "keyring", "passwd", "--keyring", "pwring.ckr", "--passphrase-file", "pw1", "--new-passphrase-file",
+                "pw2",
+            ]), "passwd")
+        Self.ok(
+            try coffer(
+                [
+                    "seal", "--keyring", "pwring.ckr", "--passphrase-file", "pw2", "--context", "c", "--text", "-o",
+                    "after.txt",
+                ],
+                stdin: Array("sealed-after-passwd-change".utf8)), "seal after")
         // The thief opens the old copy on their own machine (no rollback mark there).
-        let stolen = try CLI.coffer(["open", "--keyring", "pwring.old", "--passphrase-file", "pw1", "--context", "c", "after.txt"],
-                                    in: directory.url, environment: ["COFFER_STATE_DIR": directory.path("thief-state")])
+        let stolen = try CLI.coffer(
+            ["open", "--keyring", "pwring.old", "--passphrase-file", "pw1", "--context", "c", "after.txt"],
+            in: directory.url, environment: ["COFFER_STATE_DIR": directory.path("thief-state")])
         #expect(stolen.status == 2, "\(stolen.stdoutText) \(stolen.stderr)")
         #expect(!stolen.stdoutText.contains("sealed-after"))
         // The new ring still opens what was sealed before the change.
-        let before = try coffer(["open", "--keyring", "pwring.ckr", "--passphrase-file", "pw2", "--context", "c", "before.txt"])
+        let before = try coffer([
+            "open", "--keyring", "pwring.ckr", "--passphrase-file", "pw2", "--context", "c", "before.txt",
+        ])
         #expect(before.stdoutText == "sealed-before")
     }
 
@@ -205,7 +273,10 @@ import Glibc
         }
         let unlock = ["--keyring", "ring.ckr", "--kek-file", "kek"]
         Self.ok(try coffer(["keyring", "new"] + unlock), "new")
-        Self.ok(try coffer(["seal", "--context", "c", "--text", "-o", "v1.txt"] + unlock, stdin: Array("forged-by-attacker".utf8)), "seal")
+        Self.ok(
+            try coffer(
+                ["seal", "--context", "c", "--text", "-o", "v1.txt"] + unlock, stdin: Array("forged-by-attacker".utf8)),
+            "seal")
         let k1 = String(try coffer(["keyring", "list"] + unlock).stdoutText.prefix(8))
         Self.ok(try coffer(["keyring", "rotate"] + unlock), "rotate")
         try FileManager.default.copyItem(atPath: directory.path("ring.ckr"), toPath: directory.path("ring.snapshot"))
@@ -228,9 +299,15 @@ import Glibc
         let directory = try TemporaryDirectory()
         try directory.write("kcpw", Array("keychain passphrase".utf8))
         let env = ["COFFER_KEYCHAIN_DIR": directory.path("kc")].merging(Self.state(directory)) { $1 }
-        func coffer(_ arguments: [String]) throws -> CLI.Result { try CLI.coffer(arguments, in: directory.url, environment: env) }
-        Self.ok(try coffer(["keychain", "create", "--keychain", "keys", "--passphrase-file", "kcpw"]), "keychain create")
-        let unlock = ["--keyring", "ring.ckr", "--kek-keychain", "keys", "--kek-tag", "kek", "--kek-keychain-passphrase-file", "kcpw"]
+        func coffer(_ arguments: [String]) throws -> CLI.Result {
+            try CLI.coffer(arguments, in: directory.url, environment: env)
+        }
+        Self.ok(
+            try coffer(["keychain", "create", "--keychain", "keys", "--passphrase-file", "kcpw"]), "keychain create")
+        let unlock = [
+            "--keyring", "ring.ckr", "--kek-keychain", "keys", "--kek-tag", "kek", "--kek-keychain-passphrase-file",
+            "kcpw",
+        ]
         Self.ok(try coffer(["keyring", "new"] + unlock), "new")
         try FileManager.default.copyItem(atPath: directory.path("ring.ckr"), toPath: directory.path("ring.old"))
         Self.ok(try coffer(["keyring", "rotate"] + unlock), "rotate")
@@ -253,16 +330,25 @@ import Glibc
         }
         let unlock = ["--keychain", "k", "--key-file", "key"]
         Self.ok(try coffer(["keychain", "create"] + unlock), "create")
-        Self.ok(try coffer(["keychain", "add-password", "--service", "s", "--account", "a"] + unlock, stdin: Array("one".utf8)), "add")
-        try FileManager.default.copyItem(atPath: directory.path("kc/k.keychain"), toPath: directory.path("old.keychain"))
-        Self.ok(try coffer(["keychain", "update-password", "--service", "s", "--account", "a"] + unlock, stdin: Array("two".utf8)), "update")
+        Self.ok(
+            try coffer(
+                ["keychain", "add-password", "--service", "s", "--account", "a"] + unlock, stdin: Array("one".utf8)),
+            "add")
+        try FileManager.default.copyItem(
+            atPath: directory.path("kc/k.keychain"), toPath: directory.path("old.keychain"))
+        Self.ok(
+            try coffer(
+                ["keychain", "update-password", "--service", "s", "--account", "a"] + unlock, stdin: Array("two".utf8)),
+            "update")
         try FileManager.default.removeItem(atPath: directory.path("kc/k.keychain"))
-        try FileManager.default.copyItem(atPath: directory.path("old.keychain"), toPath: directory.path("kc/k.keychain"))
+        try FileManager.default.copyItem(
+            atPath: directory.path("old.keychain"), toPath: directory.path("kc/k.keychain"))
         let read = try coffer(["keychain", "get-password", "--service", "s", "--account", "a"] + unlock)
         #expect(read.status == 3, "\(read.stdoutText) \(read.stderr)")
         #expect(read.stderr.contains("older copy"))
         Self.ok(try coffer(["keychain", "accept-rollback"] + unlock), "accept-rollback")
-        #expect(try coffer(["keychain", "get-password", "--service", "s", "--account", "a"] + unlock).stdoutText == "one")
+        #expect(
+            try coffer(["keychain", "get-password", "--service", "s", "--account", "a"] + unlock).stdoutText == "one")
     }
 
     /// `keyring destroy`: only a disabled key, only when the caller says no
@@ -276,7 +362,8 @@ import Glibc
         }
         let unlock = ["--keyring", "ring.ckr", "--kek-file", "kek"]
         Self.ok(try coffer(["keyring", "new"] + unlock), "new")
-        Self.ok(try coffer(["seal", "--context", "c", "-o", "old.bin"] + unlock, stdin: Array("old value".utf8)), "seal")
+        Self.ok(
+            try coffer(["seal", "--context", "c", "-o", "old.bin"] + unlock, stdin: Array("old value".utf8)), "seal")
         let k1 = String(try coffer(["keyring", "list"] + unlock).stdoutText.prefix(8))
         Self.ok(try coffer(["keyring", "rotate"] + unlock), "rotate")
         #expect(try coffer(["keyring", "destroy"] + unlock + [k1]).status == 64)  // still active
@@ -296,9 +383,17 @@ import Glibc
     @Test func F6_hostileArmorStaysUnder64MiB() throws {
         let (directory, recipient) = try Self.encrypted()
         Self.ok(try CLI.run("/bin/sh", ["-c", "head -c 83886080 /dev/urandom > big"], in: directory.url), "make big")
-        Self.ok(try CLI.coffer(["encrypt", "-a", "-r", recipient, "-o", "big.age.asc", "big"], in: directory.url), "encrypt -a")
-        Self.ok(try CLI.run(Self.python, [Self.reviewRepro.appendingPathComponent("crlfmix.py").path, directory.path("big.age.asc"), directory.path("hostile.asc")]),
-                "crlfmix.py")
+        Self.ok(
+            try CLI.coffer(["encrypt", "-a", "-r", recipient, "-o", "big.age.asc", "big"], in: directory.url),
+            "encrypt -a")
+        Self.ok(
+            try CLI.run(
+                Self.python,
+                [
+                    Self.reviewRepro.appendingPathComponent("crlfmix.py").path, directory.path("big.age.asc"),
+                    directory.path("hostile.asc"),
+                ]),
+            "crlfmix.py")
         let measure = """
             import resource, subprocess, sys
             code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
@@ -306,7 +401,9 @@ import Glibc
             """
         for arguments in [["inspect", "hostile.asc"], ["decrypt", "-i", "id.txt", "-o", "out", "hostile.asc"]] {
             let result = try CLI.run(Self.python, ["-c", measure, CLI.binary.path] + arguments, in: directory.url)
-            let fields = result.stdoutText.split(separator: " ").map { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+            let fields = result.stdoutText.split(separator: " ").map {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            }
             #expect(fields.first == 0, "\(arguments): \(result.stdoutText) \(result.stderr)")
             let peakKiB = fields.last ?? .max
             #expect(peakKiB > 0 && peakKiB < 64 << 10, "\(arguments[0]) peaked at \(peakKiB) KiB")
@@ -324,13 +421,18 @@ import Glibc
         #expect(open.stderr.contains("open to other users") && open.stderr.contains("chmod 600"), "\(open.stderr)")
         try directory.write("kek", [UInt8](repeating: 1, count: 32))
         let env = Self.state(directory)
-        Self.ok(try CLI.coffer(["keyring", "new", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env), "new")
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "new", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env),
+            "new")
         chmod(directory.path("ring.ckr"), 0o640)
-        let ring = try CLI.coffer(["keyring", "list", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
+        let ring = try CLI.coffer(
+            ["keyring", "list", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
         #expect(ring.status == 6 && ring.stderr.contains("open to other users"), "\(ring.stderr)")
         chmod(directory.path("kek"), 0o604)
         chmod(directory.path("ring.ckr"), 0o600)
-        let kek = try CLI.coffer(["keyring", "list", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
+        let kek = try CLI.coffer(
+            ["keyring", "list", "--keyring", "ring.ckr", "--kek-file", "kek"], in: directory.url, environment: env)
         #expect(kek.status == 6, "\(kek.stderr)")
     }
 
@@ -340,14 +442,19 @@ import Glibc
         let directory = try TemporaryDirectory()
         try directory.write("key", [UInt8](repeating: 7, count: 32))
         let env = ["COFFER_KEYCHAIN_DIR": directory.path("kc2")].merging(Self.state(directory)) { $1 }
-        Self.ok(try CLI.coffer(["keychain", "create", "--keychain", "k", "--key-file", "key"], in: directory.url, environment: env), "create")
+        Self.ok(
+            try CLI.coffer(
+                ["keychain", "create", "--keychain", "k", "--key-file", "key"], in: directory.url, environment: env),
+            "create")
         chown(directory.path("kc2/k.keychain"), 65534, 65534)
-        let file = try CLI.coffer(["keychain", "list", "--keychain", "k", "--key-file", "key"], in: directory.url, environment: env)
+        let file = try CLI.coffer(
+            ["keychain", "list", "--keychain", "k", "--key-file", "key"], in: directory.url, environment: env)
         #expect(file.status == 6 && file.stderr.contains("another user"), "\(file.stderr)")
         chown(directory.path("kc2/k.keychain"), 0, 0)
         chown(directory.path("kc2"), 65534, 65534)
-        let folder = try CLI.coffer(["keychain", "add-password", "--keychain", "k", "--key-file", "key", "--service", "s", "--account", "a"],
-                                    stdin: Array("x".utf8), in: directory.url, environment: env)
+        let folder = try CLI.coffer(
+            ["keychain", "add-password", "--keychain", "k", "--key-file", "key", "--service", "s", "--account", "a"],
+            stdin: Array("x".utf8), in: directory.url, environment: env)
         #expect(folder.status == 6 && folder.stderr.contains("another user"), "\(folder.stderr)")
     }
 
@@ -371,9 +478,12 @@ import Glibc
             if process.isRunning { killedMidWrite += 1 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            let after = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path)).subtracting(["out"])
+            let after = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path)).subtracting(["out"]
+            )
             #expect(after == before, "left behind: \(after.subtracting(before))")
-            if directory.exists("out") { Self.ok(try CLI.run("/usr/bin/cmp", ["big", "out"], in: directory.url), "cmp") }
+            if directory.exists("out") {
+                Self.ok(try CLI.run("/usr/bin/cmp", ["big", "out"], in: directory.url), "cmp")
+            }
             try? FileManager.default.removeItem(atPath: directory.path("out"))
         }
         #expect(killedMidWrite > 0, "no run was killed mid-write")
@@ -392,7 +502,10 @@ import Glibc
         #expect(flock(live, LOCK_EX | LOCK_NB) == 0)
         defer { close(live) }
         // All last written a minute ago; only the live one's writer holds its lock.
-        for name in [".out.coffer-0123456789ab", ".out.coffer-live00000000", ".out.coffer-x.coffer-aaaaaaaaaaaa", ".out.coffer-abcdefabcdef"] {
+        for name in [
+            ".out.coffer-0123456789ab", ".out.coffer-live00000000", ".out.coffer-x.coffer-aaaaaaaaaaaa",
+            ".out.coffer-abcdefabcdef",
+        ] {
             var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
             utimensat(AT_FDCWD, directory.path(name), &old, 0)
         }
@@ -411,7 +524,8 @@ import Glibc
         bytes[bytes.count - 100] ^= 1
         try directory.write("damaged.age", bytes)
         try directory.write("dest.age", Array("previous".utf8))
-        let result = try CLI.coffer(["rekey", "-i", "id.txt", "-r", recipient, "-o", "dest.age", "damaged.age"], in: directory.url)
+        let result = try CLI.coffer(
+            ["rekey", "-i", "id.txt", "-r", recipient, "-o", "dest.age", "damaged.age"], in: directory.url)
         #expect(result.status == 3, "\(result.stderr)")
         #expect(try directory.read("dest.age") == Array("previous".utf8))
     }
@@ -453,7 +567,9 @@ import Glibc
             print(echo_during, echo_after, os.WIFSIGNALED(status) and os.WTERMSIG(status))
             """
         let result = try CLI.run(Self.python, ["-c", script, CLI.binary.path], in: directory.url)
-        #expect(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "False True \(SIGINT)", "\(result.stdoutText) \(result.stderr)")
+        #expect(
+            result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "False True \(SIGINT)",
+            "\(result.stdoutText) \(result.stderr)")
     }
 
     /// `keychain decrypt-from` exits 3 on tampered data, like every other command.
@@ -467,12 +583,18 @@ import Glibc
         let unlock = ["--keychain", "k", "--key-file", "key"]
         Self.ok(try coffer(["keychain", "create"] + unlock), "create")
         Self.ok(try coffer(["keychain", "generate-key", "--tag", "me", "--type", "p256"] + unlock), "generate-key")
-        Self.ok(try coffer(["keychain", "public-key", "--tag", "me", "--type", "p256", "-o", "me.pem"] + unlock), "public-key")
-        let sealed = try coffer(["keychain", "encrypt-to", "--base64", "--tag", "me", "--type", "p256", "--peer", "me.pem"] + unlock, stdin: Array("hello".utf8))
+        Self.ok(
+            try coffer(["keychain", "public-key", "--tag", "me", "--type", "p256", "-o", "me.pem"] + unlock),
+            "public-key")
+        let sealed = try coffer(
+            ["keychain", "encrypt-to", "--base64", "--tag", "me", "--type", "p256", "--peer", "me.pem"] + unlock,
+            stdin: Array("hello".utf8))
         Self.ok(sealed, "encrypt-to")
         var text = Array(sealed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
         text[text.count - 5] = text[text.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        let opened = try coffer(["keychain", "decrypt-from", "--base64", "--tag", "me", "--type", "p256", "--peer", "me.pem"] + unlock, stdin: text)
+        let opened = try coffer(
+            ["keychain", "decrypt-from", "--base64", "--tag", "me", "--type", "p256", "--peer", "me.pem"] + unlock,
+            stdin: text)
         #expect(opened.status == 3, "\(opened.stderr)")
     }
 
@@ -482,10 +604,14 @@ import Glibc
         let (directory, _) = try Self.encrypted()
         Self.ok(try CLI.coffer(["keygen", "--type", "p256", "-o", "p256.pem"], in: directory.url), "keygen p256")
         try directory.write("existing", Array("keep me".utf8))
-        let convert = try CLI.coffer(["key", "convert", "--to", "pkcs8", "-o", "existing", "p256.pem"], in: directory.url)
+        let convert = try CLI.coffer(
+            ["key", "convert", "--to", "pkcs8", "-o", "existing", "p256.pem"], in: directory.url)
         #expect(convert.status == 6, "\(convert.stderr)")
         #expect(try directory.read("existing") == Array("keep me".utf8))
-        Self.ok(try CLI.coffer(["key", "convert", "--public", "--to", "spki", "-o", "existing", "p256.pem"], in: directory.url), "public over a file")
+        Self.ok(
+            try CLI.coffer(
+                ["key", "convert", "--public", "--to", "spki", "-o", "existing", "p256.pem"], in: directory.url),
+            "public over a file")
         #expect(String(decoding: try directory.read("existing"), as: UTF8.self).contains("PUBLIC KEY"))
     }
 
@@ -499,17 +625,26 @@ import Glibc
         process.currentDirectoryURL = directory.url
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         var limits = ""
         for _ in 0..<100 {
             limits = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? ""
-            if !limits.isEmpty, (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/comm", encoding: .utf8))?.hasPrefix("coffer") == true { break }
+            if !limits.isEmpty,
+                (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/comm", encoding: .utf8))?.hasPrefix(
+                    "coffer") == true
+            {
+                break
+            }
             usleep(20_000)
         }
         usleep(200_000)
         limits = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? ""
         let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") } ?? ""
-        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+        #expect(
+            core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
     }
 
     /// As root: coffer run as nobody is not dumpable (PR_SET_DUMPABLE 0),
@@ -522,11 +657,16 @@ import Glibc
         chown(directory.path("id.txt"), 65534, 65534)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary.path, "decrypt", "-i", "id.txt", "in"]
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary.path, "decrypt", "-i", "id.txt", "in",
+        ]
         process.currentDirectoryURL = directory.url
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         var owner: uid_t = .max
         for _ in 0..<100 {
             usleep(20_000)

@@ -1,7 +1,7 @@
 import Coffer
 import CofferKeychain
-import Crypto
 import CofferTesting
+import Crypto
 import Foundation
 import Testing
 
@@ -16,7 +16,8 @@ final class KeychainFolder {
     let path: String
     init() throws {
         path = NSTemporaryDirectory() + "coffer-keychain-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
     var keychain: String { path + "/test.keychain" }
@@ -28,7 +29,8 @@ extension ConformanceTests {
         var index = 0
         try KeychainConformance.run {
             index += 1
-            return try FileKeychain.create(path: folder.path + "/k\(index).keychain", secret: .keyFile(SymmetricKey(size: .bits256)))
+            return try FileKeychain.create(
+                path: folder.path + "/k\(index).keychain", secret: .keyFile(SymmetricKey(size: .bits256)))
         }
     }
 
@@ -37,8 +39,9 @@ extension ConformanceTests {
         var index = 0
         try KeychainConformance.run {
             index += 1
-            return try FileKeychain.create(path: folder.path + "/p\(index).keychain", secret: .password(Array("pass \(index)".utf8)),
-                                           kdf: .scrypt(logN: 10, r: 8, p: 1))
+            return try FileKeychain.create(
+                path: folder.path + "/p\(index).keychain", secret: .password(Array("pass \(index)".utf8)),
+                kdf: .scrypt(logN: 10, r: 8, p: 1))
         }
     }
 }

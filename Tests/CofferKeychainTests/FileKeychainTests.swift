@@ -3,6 +3,7 @@ import CofferKeychain
 import Crypto
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,9 @@ import Glibc
         return keychain
     }
 
-    func expectCode(_ code: KeychainError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+    func expectCode(
+        _ code: KeychainError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) {
         do {
             try body()
             Issue.record("expected \(code), nothing thrown", sourceLocation: sourceLocation)
@@ -33,8 +36,12 @@ import Glibc
     @Test func wrongSecretAndPasswordChange() throws {
         let folder = try KeychainFolder()
         let keychain = try makeKeychain(folder)
-        expectCode(.authenticationFailed) { _ = try FileKeychain.open(path: folder.keychain, secret: .password(Array("wrong".utf8))) }
-        expectCode(.authenticationFailed) { _ = try FileKeychain.open(path: folder.keychain, secret: .keyFile(SymmetricKey(size: .bits256))) }
+        expectCode(.authenticationFailed) {
+            _ = try FileKeychain.open(path: folder.keychain, secret: .password(Array("wrong".utf8)))
+        }
+        expectCode(.authenticationFailed) {
+            _ = try FileKeychain.open(path: folder.keychain, secret: .keyFile(SymmetricKey(size: .bits256)))
+        }
         let before = try keychain.generation()
         let changed = try keychain.changeSecret(to: .password(Array("new password".utf8)), kdf: Self.fast)
         #expect(try changed.copyData(.password(service: "svc", account: "me")) == SecretBytes(Array("s3cret".utf8)))
@@ -52,7 +59,8 @@ import Glibc
         _ = key
         var codes: [String: Int] = [:]
         func attempt(_ bytes: [UInt8]) {
-            FileManager.default.createFile(atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+            FileManager.default.createFile(
+                atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
             do {
                 let opened = try FileKeychain.open(path: folder.keychain, secret: password)
                 _ = try opened.copyMatching(.password())
@@ -73,8 +81,11 @@ import Glibc
         attempt(original + Array(repeating: 0xff, count: 1000))
         print("keychain byte flips and truncations: \(codes)")
         #expect(codes.values.reduce(0, +) == original.count + (original.count + 6) / 7 + 2)
-        FileManager.default.createFile(atPath: folder.keychain, contents: Data(original), attributes: [.posixPermissions: 0o600])
-        #expect(try FileKeychain.open(path: folder.keychain, secret: password).copyData(.password(service: "svc", account: "me")) == SecretBytes(Array("s3cret".utf8)))
+        FileManager.default.createFile(
+            atPath: folder.keychain, contents: Data(original), attributes: [.posixPermissions: 0o600])
+        #expect(
+            try FileKeychain.open(path: folder.keychain, secret: password).copyData(
+                .password(service: "svc", account: "me")) == SecretBytes(Array("s3cret".utf8)))
     }
 
     /// Forged huge scrypt parameters are refused before any work.
@@ -83,7 +94,8 @@ import Glibc
         _ = try makeKeychain(folder)
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
         bytes[15] = 40  // the first slot's log2 N
-        FileManager.default.createFile(atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
         let start = Date()
         expectCode(.corrupted) { _ = try FileKeychain.open(path: folder.keychain, secret: self.password) }
         #expect(Date().timeIntervalSince(start) < 1)
@@ -97,7 +109,9 @@ import Glibc
         chmod(folder.keychain, 0o600)
         chmod(folder.path, 0o777)
         expectCode(.insecurePermissions) { _ = try keychain.copyMatching(.password()) }
-        expectCode(.insecurePermissions) { try keychain.add(.password(service: "x", account: "y"), data: SecretBytes([1])) }
+        expectCode(.insecurePermissions) {
+            try keychain.add(.password(service: "x", account: "y"), data: SecretBytes([1]))
+        }
         chmod(folder.path, 0o700)
         #expect(try keychain.copyMatching(.password()).count == 1)
         // The keychain file replaced by a symlink to a good copy.
@@ -110,21 +124,26 @@ import Glibc
         let lockPath = folder.path + "/.test.keychain.lock"
         unlink(lockPath)
         symlink("/tmp/not-a-lock", lockPath)
-        expectCode(.insecurePermissions) { try keychain.add(.password(service: "x", account: "y"), data: SecretBytes([1])) }
+        expectCode(.insecurePermissions) {
+            try keychain.add(.password(service: "x", account: "y"), data: SecretBytes([1]))
+        }
         unlink(lockPath)
         #expect(try keychain.copyMatching(.password()).count == 1)
         // The folder itself a symlink.
         let linked = NSTemporaryDirectory() + "coffer-keychain-link-\(UUID().uuidString)"
         symlink(folder.path, linked)
         defer { unlink(linked) }
-        expectCode(.insecurePermissions) { _ = try FileKeychain.open(path: linked + "/test.keychain", secret: self.password) }
+        expectCode(.insecurePermissions) {
+            _ = try FileKeychain.open(path: linked + "/test.keychain", secret: self.password)
+        }
     }
 
     /// Stale temporary files (a writer killed mid-write) are swept by the next write.
     @Test func staleTemporaryFilesAreSwept() throws {
         let folder = try KeychainFolder()
         let keychain = try makeKeychain(folder)
-        FileManager.default.createFile(atPath: folder.path + "/.test.keychain.coffer-deadbeef0123", contents: Data([1, 2, 3]))
+        FileManager.default.createFile(
+            atPath: folder.path + "/.test.keychain.coffer-deadbeef0123", contents: Data([1, 2, 3]))
         // Provably stale: nobody holds its lock and it was last written a minute ago.
         var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
         utimensat(AT_FDCWD, folder.path + "/.test.keychain.coffer-deadbeef0123", &old, 0)

@@ -37,18 +37,27 @@ import Glibc
     /// and Coffer reads what secret-tool stored under them.
     @Test func secretToolSeesTheSameItems() throws {
         guard let keychain = try Self.keychain("interop") else { return }
-        try keychain.add(.password(service: "mail", account: "alice", label: "Alice's mail"), data: SecretBytes(Array("s3cret\u{1}bytes".utf8)))
-        let looked = try Self.secretTool(["lookup", "xdg:schema", "org.coffer.Keychain", "coffer-keychain", keychain.name,
-                                          "class", "genericPassword", "service", "mail", "account", "alice"])
+        try keychain.add(
+            .password(service: "mail", account: "alice", label: "Alice's mail"),
+            data: SecretBytes(Array("s3cret\u{1}bytes".utf8)))
+        let looked = try Self.secretTool([
+            "lookup", "xdg:schema", "org.coffer.Keychain", "coffer-keychain", keychain.name,
+            "class", "genericPassword", "service", "mail", "account", "alice",
+        ])
         #expect(looked.status == 0)
         #expect(looked.output == Array("s3cret\u{1}bytes".utf8))
 
         let stored = try Self.secretTool(
-            ["store", "--label=made by secret-tool", "xdg:schema", "org.coffer.Keychain", "coffer-keychain", keychain.name,
-             "class", "genericPassword", "service", "mail", "account", "bob"],
+            [
+                "store", "--label=made by secret-tool", "xdg:schema", "org.coffer.Keychain", "coffer-keychain",
+                keychain.name,
+                "class", "genericPassword", "service", "mail", "account", "bob",
+            ],
             input: Array("from secret-tool".utf8))
         #expect(stored.status == 0)
-        #expect(try keychain.copyData(.password(service: "mail", account: "bob")).revealed() == Array("from secret-tool".utf8))
+        #expect(
+            try keychain.copyData(.password(service: "mail", account: "bob")).revealed()
+                == Array("from secret-tool".utf8))
         let bob = try #require(try keychain.copyMatching(.password(service: "mail", account: "bob")).first)
         #expect(bob.label == nil && bob.created == Date(timeIntervalSinceReferenceDate: 0))
 
@@ -56,8 +65,11 @@ import Glibc
         #expect(try Self.secretTool(["lookup", "coffer-keychain", keychain.name, "account", "alice"]).status != 0)
 
         // An item of our schema without its primary key is reported, not guessed at.
-        _ = try Self.secretTool(["store", "--label=broken", "xdg:schema", "org.coffer.Keychain", "coffer-keychain", keychain.name,
-                                 "class", "genericPassword", "service", "mail"], input: [1])
+        _ = try Self.secretTool(
+            [
+                "store", "--label=broken", "xdg:schema", "org.coffer.Keychain", "coffer-keychain", keychain.name,
+                "class", "genericPassword", "service", "mail",
+            ], input: [1])
         #expect(throws: KeychainError(.corrupted, "")) { try keychain.copyMatching(.password(service: "mail")) }
         #expect(try Self.secretTool(["clear", "coffer-keychain", keychain.name]).status == 0)
         #expect(throws: KeychainError(.itemNotFound, "")) { try keychain.copyMatching(.password()) }
@@ -72,8 +84,9 @@ import Glibc
         try keychain.add(.password(service: "empty", account: "e"), data: SecretBytes([]))
         #expect(try keychain.copyData(.password(service: "empty")).count == 0)
         let rsa = try #require(try keychain.getOrCreateKey(.rsa2048, tag: "com.example.rsa"))
-        #expect(try KeyFiles.encode(keychain.publicKey(tag: "com.example.rsa", type: .rsa2048), as: .spki, der: true)
-            == KeyFiles.encode(rsa, as: .spki, der: true))
+        #expect(
+            try KeyFiles.encode(keychain.publicKey(tag: "com.example.rsa", type: .rsa2048), as: .spki, der: true)
+                == KeyFiles.encode(rsa, as: .spki, der: true))
         try keychain.delete(.key())
         try keychain.delete(.password())
     }
@@ -99,12 +112,20 @@ import Glibc
         #expect(try keychain.isLocked() == false)
         try keychain.lockCollection()
         #expect(try keychain.isLocked() == true)
-        #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.copyMatching(.password(service: "kept")) }
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) {
+            try keychain.copyMatching(.password(service: "kept"))
+        }
         #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.copyData(.password(service: "kept")) }
-        #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.copyMatching(.password(service: "absent")) }
-        #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.add(.password(service: "new", account: "n"), data: SecretBytes([1])) }
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) {
+            try keychain.copyMatching(.password(service: "absent"))
+        }
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) {
+            try keychain.add(.password(service: "new", account: "n"), data: SecretBytes([1]))
+        }
         #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.delete(.password(service: "kept")) }
-        #expect(throws: KeychainError(.interactionNotAllowed, "")) { try keychain.update(.password(service: "kept"), label: .some("x")) }
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) {
+            try keychain.update(.password(service: "kept"), label: .some("x"))
+        }
 
         // gnome-keyring unlocks without a person only when it starts: restart
         // it with the password on stdin, as a login session does.
@@ -119,7 +140,9 @@ import Glibc
     /// Replaces the running gnome-keyring-daemon with one that unlocks the
     /// login keyring with COFFER_TEST_KEYRING_PASSWORD (read on its stdin).
     static func restartUnlocked() throws {
-        _ = try #require(environment["COFFER_TEST_KEYRING_PASSWORD"], "scripts/with-secret-service sets COFFER_TEST_KEYRING_PASSWORD")
+        _ = try #require(
+            environment["COFFER_TEST_KEYRING_PASSWORD"], "scripts/with-secret-service sets COFFER_TEST_KEYRING_PASSWORD"
+        )
         let script = """
             # Only the daemon of this session (a desktop's own keyring is left alone).
             for pid in $(pgrep -u "$(id -u)" -x gnome-keyring-d); do
@@ -145,11 +168,14 @@ import Glibc
         try run("/usr/bin/env", ["secret-tool"] + arguments, input: input)
     }
 
-    static func run(_ executable: String, _ arguments: [String], input: [UInt8]) throws -> (status: Int32, output: [UInt8]) {
+    static func run(_ executable: String, _ arguments: [String], input: [UInt8]) throws -> (
+        status: Int32, output: [UInt8]
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let stdin = Pipe(), stdout = Pipe()
+        let stdin = Pipe()
+        let stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()

@@ -1,10 +1,12 @@
-@testable import Coffer
 import CofferKeychain
 import CofferTesting
 import Crypto
 import CryptoExtras
 import Foundation
 import Testing
+
+@testable import Coffer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,14 +17,17 @@ import Glibc
 @Suite struct TrustDefectKeychainTests {
     static let fast = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
 
-    func marks(_ folder: KeychainFolder) -> StateFileRollbackGuard { StateFileRollbackGuard(path: folder.path + "/state/generations") }
+    func marks(_ folder: KeychainFolder) -> StateFileRollbackGuard {
+        StateFileRollbackGuard(path: folder.path + "/state/generations")
+    }
 
     /// After `changeSecret`, the data key in the old copy's slot does not
     /// open the new body (the library side of the reviewer's kcattack.py).
     @Test func F1_changeSecretUsesANewDataKey() throws {
         let folder = try KeychainFolder()
         let old = FileKeychain.Secret.password(Array("old".utf8))
-        let keychain = try FileKeychain.create(path: folder.keychain, secret: old, kdf: Self.fast, rollbackGuard: marks(folder))
+        let keychain = try FileKeychain.create(
+            path: folder.keychain, secret: old, kdf: Self.fast, rollbackGuard: marks(folder))
         try keychain.add(.password(service: "s", account: "before"), data: SecretBytes(Array("one".utf8)))
         let oldCopy = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
         let changed = try keychain.changeSecret(to: .password(Array("new".utf8)), kdf: Self.fast)
@@ -30,13 +35,16 @@ import Glibc
         let newBytes = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
         // Unwrap the old slot with the old passphrase, as an attacker would.
         let slot = Array(oldCopy[14..<(14 + 80)])
-        let slotKey = try PasswordKDF.scrypt(logN: slot[1], r: slot[2], p: slot[3]).derive(password: Array("old".utf8), salt: Array(slot[4..<20]))
-        let oldDataKey = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: slot[20...]), using: slotKey,
-                                              authenticating: Array("CKC1 slot".utf8) + Array(slot[0..<4]) + Array(slot[4..<20]))
+        let slotKey = try PasswordKDF.scrypt(logN: slot[1], r: slot[2], p: slot[3]).derive(
+            password: Array("old".utf8), salt: Array(slot[4..<20]))
+        let oldDataKey = try AES.GCM._SIV.open(
+            AES.GCM._SIV.SealedBox(combined: slot[20...]), using: slotKey,
+            authenticating: Array("CKC1 slot".utf8) + Array(slot[0..<4]) + Array(slot[4..<20]))
         let headerEnd = 14 + Int(newBytes[13]) * 80
         #expect(throws: (any Error).self) {
-            _ = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: newBytes[headerEnd...]), using: SymmetricKey(data: oldDataKey),
-                                      authenticating: Array(newBytes[..<headerEnd]))
+            _ = try AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: newBytes[headerEnd...]), using: SymmetricKey(data: oldDataKey),
+                authenticating: Array(newBytes[..<headerEnd]))
         }
         #expect(try changed.copyData(.password(service: "s", account: "before")) == SecretBytes(Array("one".utf8)))
     }
@@ -51,7 +59,8 @@ import Glibc
         let snapshot = try Data(contentsOf: URL(fileURLWithPath: folder.keychain))
         try keychain.delete(.password(service: "s", account: "a"))
         let other = try FileKeychain.open(path: folder.keychain, secret: secret, rollbackGuard: marks(folder))
-        FileManager.default.createFile(atPath: folder.keychain + ".old", contents: snapshot, attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: folder.keychain + ".old", contents: snapshot, attributes: [.posixPermissions: 0o600])
         rename(folder.keychain + ".old", folder.keychain)
         do {
             _ = try other.copyMatching(.password())
@@ -97,10 +106,14 @@ import Glibc
         #expect(rename(keep, folder.keychain) == 0)
         var now = stat()
         stat(folder.keychain, &now)
-        #expect(now.st_ino == cached.st_ino && now.st_size == cached.st_size && now.st_mtim.tv_nsec == cached.st_mtim.tv_nsec)
+        #expect(
+            now.st_ino == cached.st_ino && now.st_size == cached.st_size
+                && now.st_mtim.tv_nsec == cached.st_mtim.tv_nsec)
         try a.add(.password(service: "s", account: "y"), data: SecretBytes([3]))
         let reader = try FileKeychain.open(path: folder.keychain, secret: secret, rollbackGuard: nil)
-        #expect(try reader.copyData(.password(service: "s", account: "x")) == SecretBytes([2]), "A's write dropped B's update")
+        #expect(
+            try reader.copyData(.password(service: "s", account: "x")) == SecretBytes([2]),
+            "A's write dropped B's update")
         #expect(try reader.copyData(.password(service: "s", account: "y")) == SecretBytes([3]))
     }
 
@@ -114,11 +127,13 @@ import Glibc
         let slot = Array(bytes[14..<94])
         bytes[13] = 255
         bytes.insert(contentsOf: Array(repeating: slot, count: 254).flatMap { $0 }, at: 94)
-        FileManager.default.createFile(atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(
+            atPath: folder.keychain, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
         let counter = WorkCounter()
         WorkCounter.$current.withValue(counter) {
             do {
-                _ = try FileKeychain.open(path: folder.keychain, secret: .password(Array("wrong".utf8)), rollbackGuard: nil)
+                _ = try FileKeychain.open(
+                    path: folder.keychain, secret: .password(Array("wrong".utf8)), rollbackGuard: nil)
                 Issue.record("255 slots were accepted")
             } catch let error as KeychainError {
                 #expect(error.code == .corrupted, "\(error)")
@@ -197,19 +212,25 @@ final class SpyKeychain: Keychain, @unchecked Sendable {
     @Test func F7_keychainSecretHoldersAreRedacted() throws {
         let passphrase = Array("keychain-passphrase-bytes".utf8)
         let folder = try KeychainFolder()
-        let fileKeychain = try FileKeychain.create(path: folder.keychain, secret: .password(passphrase),
-                                                   kdf: .scrypt(logN: 10, r: 8, p: 1), rollbackGuard: nil)
+        let fileKeychain = try FileKeychain.create(
+            path: folder.keychain, secret: .password(passphrase),
+            kdf: .scrypt(logN: 10, r: 8, p: 1), rollbackGuard: nil)
         let stored = Array("stored-secret-value".utf8)
         try fileKeychain.add(.password(service: "s", account: "a"), data: SecretBytes(stored))
         _ = try fileKeychain.copyMatching(.password())
         let memory = InMemoryKeychain()
         try memory.add(.password(service: "s", account: "a"), data: SecretBytes(stored))
         let key = SymmetricKey(size: .bits256)
-        for value in [fileKeychain, memory, FileKeychain.Secret.password(passphrase), FileKeychain.Secret.keyFile(key), SecretBytes(stored)] as [Any] {
+        for value in [
+            fileKeychain, memory, FileKeychain.Secret.password(passphrase), FileKeychain.Secret.keyFile(key),
+            SecretBytes(stored),
+        ] as [Any] {
             var dumped = ""
             dump(value, to: &dumped)
             for text in [String(describing: value), String(reflecting: value), "\(value)", dumped] {
-                #expect(!text.contains(String(decoding: passphrase, as: UTF8.self)) && !text.contains(String(decoding: stored, as: UTF8.self)), "\(text)")
+                #expect(
+                    !text.contains(String(decoding: passphrase, as: UTF8.self))
+                        && !text.contains(String(decoding: stored, as: UTF8.self)), "\(text)")
                 #expect(!text.contains(stored.map(String.init).joined(separator: ", ")), "\(text)")
                 #expect(!text.contains(passphrase.map(String.init).joined(separator: ", ")), "\(text)")
             }
@@ -228,8 +249,12 @@ final class SpyKeychain: Keychain, @unchecked Sendable {
         let sealed = try Age.encrypt(Array("hello".utf8), to: [identity.recipient])
         #expect(try Age.decrypt(sealed, with: keychain.ageIdentities(label: "laptop")) == Data("hello".utf8))
         #expect(try keychain.ageIdentityLabels() == ["laptop"])
-        #expect(throws: CofferError(.malformed, "")) { try keychain.addAgeIdentity(SecretBytes(Array("junk\n".utf8)), label: "junk") }
-        #expect(throws: KeychainError(.duplicateItem, "")) { try keychain.addAgeIdentity(identity.exportSecretKey(), label: "laptop") }
+        #expect(throws: CofferError(.malformed, "")) {
+            try keychain.addAgeIdentity(SecretBytes(Array("junk\n".utf8)), label: "junk")
+        }
+        #expect(throws: KeychainError(.duplicateItem, "")) {
+            try keychain.addAgeIdentity(identity.exportSecretKey(), label: "laptop")
+        }
         #expect(throws: KeychainError(.itemNotFound, "")) { _ = try keychain.ageIdentities(label: "desk") }
         #expect(try InMemoryKeychain().ageIdentityLabels().isEmpty)
     }

@@ -1,9 +1,11 @@
-@testable import Coffer
 import Foundation
+import Testing
+
+@testable import Coffer
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
 
 @Suite struct AtomicFileTests {
     func directory() throws -> URL {
@@ -74,7 +76,8 @@ extension AtomicFileTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("counter").path
         try Data("0".utf8).write(to: URL(fileURLWithPath: path))
-        try Data("left by a killed writer".utf8).write(to: folder.appendingPathComponent(".counter.coffer-0badc0ffee00"))
+        try Data("left by a killed writer".utf8).write(
+            to: folder.appendingPathComponent(".counter.coffer-0badc0ffee00"))
         // Last written a minute ago, and nobody holds its lock: provably stale.
         var old = [timespec(tv_sec: time(nil) - 60, tv_nsec: 0), timespec(tv_sec: time(nil) - 60, tv_nsec: 0)]
         utimensat(AT_FDCWD, folder.appendingPathComponent(".counter.coffer-0badc0ffee00").path, &old, 0)
@@ -85,7 +88,8 @@ extension AtomicFileTests {
             for _ in 0..<50 {
                 do {
                     try AtomicFile.withExclusiveLock(on: path) {
-                        let value = Int(String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self))!
+                        let value = Int(
+                            String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self))!
                         let file = try AtomicFile(destination: path)
                         var sink = file.sink
                         try sink.write(Array(String(value + 1).utf8))
@@ -109,6 +113,14 @@ extension AtomicFileTests {
 private final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    func add() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }

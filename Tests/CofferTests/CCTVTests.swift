@@ -34,7 +34,9 @@ import Testing
         let skipped = Self.vectors.filter { Self.identities(for: $0) == nil }.map(\.name)
         // X25519, mlkem768x25519 and scrypt cover every vector of the kit.
         #expect(skipped.isEmpty, "not applicable: \(skipped)")
-        print("CCTV: \(Self.applicable.count) of \(Self.vectors.count) vectors applicable; not applicable: \(skipped.count)")
+        print(
+            "CCTV: \(Self.applicable.count) of \(Self.vectors.count) vectors applicable; not applicable: \(skipped.count)"
+        )
     }
 
     static func decrypt(_ file: Data, identities: [any Identity], fromFile: Bool) throws -> (String, [UInt8]) {
@@ -42,7 +44,8 @@ import Testing
         var result = "success"
         do {
             if fromFile {
-                let path = FileManager.default.temporaryDirectory.appendingPathComponent("cctv-\(UUID().uuidString)").path
+                let path = FileManager.default.temporaryDirectory.appendingPathComponent("cctv-\(UUID().uuidString)")
+                    .path
                 try file.write(to: URL(fileURLWithPath: path))
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))

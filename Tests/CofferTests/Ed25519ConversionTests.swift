@@ -1,7 +1,8 @@
-@testable import Coffer
 import Crypto
 import Foundation
 import Testing
+
+@testable import Coffer
 
 @Suite struct Ed25519ConversionTests {
     /// The public map and the private map must agree: the X25519 public key
@@ -31,7 +32,9 @@ import Testing
         identity[0] = 1
         var rejected = 0
         for candidate in [offCurve, identity, [UInt8](repeating: 0, count: 31)] {
-            do { _ = try Ed25519Conversion.x25519PublicKey(fromEd25519: candidate) } catch is CofferError { rejected += 1 }
+            do { _ = try Ed25519Conversion.x25519PublicKey(fromEd25519: candidate) } catch is CofferError {
+                rejected += 1
+            }
         }
         #expect(rejected == 3)
     }
@@ -39,11 +42,18 @@ import Testing
     /// The Montgomery arithmetic against small numbers computed by hand.
     @Test func montgomeryPowerSmallModulus() throws {
         let modulus = MontgomeryModulus(bigEndian: [0x01, 0x00, 0x01])!  // 65537
-        #expect(modulus.power([3], exponent: [0x01, 0x00]) == [MontgomeryModulus.limbs(bigEndian: [0x00])[0] &+ powMod(3, 256, 65537)])
+        #expect(
+            modulus.power([3], exponent: [0x01, 0x00]) == [
+                MontgomeryModulus.limbs(bigEndian: [0x00])[0] &+ powMod(3, 256, 65537)
+            ])
         let big = MontgomeryModulus(bigEndian: [UInt8](repeating: 0xff, count: 24) + [0xfd])!
         // x^1 = x, and 2^8 = 256 in a 200-bit odd modulus.
-        #expect(big.power(MontgomeryModulus.limbs(bigEndian: [0x12, 0x34], count: 4), exponent: [1]) == MontgomeryModulus.limbs(bigEndian: [0x12, 0x34], count: 4))
-        #expect(big.power(MontgomeryModulus.limbs(bigEndian: [2], count: 4), exponent: [8]) == MontgomeryModulus.limbs(bigEndian: [1, 0], count: 4))
+        #expect(
+            big.power(MontgomeryModulus.limbs(bigEndian: [0x12, 0x34], count: 4), exponent: [1])
+                == MontgomeryModulus.limbs(bigEndian: [0x12, 0x34], count: 4))
+        #expect(
+            big.power(MontgomeryModulus.limbs(bigEndian: [2], count: 4), exponent: [8])
+                == MontgomeryModulus.limbs(bigEndian: [1, 0], count: 4))
         #expect(MontgomeryModulus(bigEndian: [0x10]) == nil)
     }
 

@@ -1,9 +1,13 @@
-@testable import Coffer
 import Testing
+
+@testable import Coffer
 
 @Suite struct EncodingTests {
     // RFC 4648 §10 test vectors (unpadded and padded).
-    @Test(arguments: [("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy")])
+    @Test(arguments: [
+        ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
+        ("foobar", "Zm9vYmFy"),
+    ])
     func base64RFC4648(_ plain: String, _ encoded: String) {
         #expect(Base64.encodeString(Array(plain.utf8)) == encoded)
         #expect(Base64.decode(encoded) == Array(plain.utf8))
@@ -12,9 +16,9 @@ import Testing
     }
 
     @Test func base64RejectsNonCanonicalAndPadding() {
-        #expect(Base64.decode("Zh") == nil)      // "f" with a stray low bit
-        #expect(Base64.decode("Zg==") == nil)    // padding in the header encoding
-        #expect(Base64.decode("Z") == nil)       // one leftover character
+        #expect(Base64.decode("Zh") == nil)  // "f" with a stray low bit
+        #expect(Base64.decode("Zg==") == nil)  // padding in the header encoding
+        #expect(Base64.decode("Z") == nil)  // one leftover character
         #expect(Base64.decode("Zm9v\n") == nil)  // whitespace
         #expect(Base64.decode(Array("Zg=".utf8), padded: true) == nil)
         #expect(Base64.decode(Array("Zm9=v".utf8), padded: true) == nil)
@@ -26,28 +30,41 @@ import Testing
     @Test func armorLineDecoderAgreesWithTheStrictDecoder() {
         let alphabet = Array("AZgh9+/=".utf8)
         var output = [UInt8](repeating: 0, count: 48)
-        for a in alphabet { for b in alphabet { for c in alphabet { for d in alphabet {
-            let line = ArraySlice(Array("Zm9v".utf8) + [a, b, c, d])
-            let expected = Base64.decode(line, padded: true)
-            let count = output.withUnsafeMutableBytes { Base64.decodePaddedLine(line, into: $0) }
-            #expect(count.map { Array(output[..<$0]) } == expected, "\(String(decoding: line, as: UTF8.self))")
-        } } } }
+        for a in alphabet {
+            for b in alphabet {
+                for c in alphabet {
+                    for d in alphabet {
+                        let line = ArraySlice(Array("Zm9v".utf8) + [a, b, c, d])
+                        let expected = Base64.decode(line, padded: true)
+                        let count = output.withUnsafeMutableBytes { Base64.decodePaddedLine(line, into: $0) }
+                        #expect(
+                            count.map { Array(output[..<$0]) } == expected, "\(String(decoding: line, as: UTF8.self))")
+                    }
+                }
+            }
+        }
     }
 
     // The example keys of c2sp.org/age, "The X25519 recipient type".
     @Test func specExampleKeys() throws {
         let identity = try X25519.Identity("AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX")
         #expect(identity.recipient.description == "age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwj")
-        #expect(identity.exportSecretKey() == "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX")
+        #expect(
+            identity.exportSecretKey() == "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX")
     }
 
     // BIP 173's valid and invalid Bech32 strings.
-    @Test(arguments: ["A12UEL5L", "a12uel5l", "abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw", "split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w"])
+    @Test(arguments: [
+        "A12UEL5L", "a12uel5l", "abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw",
+        "split1checkupstagehandshakeupstreamerranterredcaperred2y9e3w",
+    ])
     func bech32Valid(_ text: String) {
         #expect(Bech32.decode(text) != nil)
     }
 
-    @Test(arguments: ["pzry9x0s0muk", "1pzry9x0s0muk", "x1b4n0q5v", "li1dgmt3", "A1G7SGD8", "10a06t8", "1qzzfhee", "A12uEL5L"])
+    @Test(arguments: [
+        "pzry9x0s0muk", "1pzry9x0s0muk", "x1b4n0q5v", "li1dgmt3", "A1G7SGD8", "10a06t8", "1qzzfhee", "A12uEL5L",
+    ])
     func bech32Invalid(_ text: String) {
         #expect(Bech32.decode(text) == nil)
     }
@@ -60,8 +77,12 @@ import Testing
     }
 
     @Test func recipientParsingErrors() {
-        #expect(throws: CofferError(.malformed, "")) { try X25519.Recipient("age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwk") }
-        #expect(throws: CofferError(.malformed, "")) { try X25519.Recipient("AGE1ZVKYG2LQZRAA2LNJVQEJ32NKUU0UES2S82HZRYE869XEEXVN73EQUNUJWJ") }
+        #expect(throws: CofferError(.malformed, "")) {
+            try X25519.Recipient("age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwk")
+        }
+        #expect(throws: CofferError(.malformed, "")) {
+            try X25519.Recipient("AGE1ZVKYG2LQZRAA2LNJVQEJ32NKUU0UES2S82HZRYE869XEEXVN73EQUNUJWJ")
+        }
         #expect(throws: CofferError(.malformed, "")) { try AgeKeys.recipient("ssh-ed25519 AAAA") }
     }
 }

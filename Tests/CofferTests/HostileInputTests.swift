@@ -1,6 +1,7 @@
-@testable import Coffer
 import Foundation
 import Testing
+
+@testable import Coffer
 
 /// Malformed, truncated, oversized and hostile inputs: each gets a clear
 /// error of the right class, quickly, and never a crash or a hang.
@@ -33,14 +34,19 @@ import Testing
 
     @Test func aHugeLineWithoutNewlineIsRefusedEarly() {
         let started = Date()
-        #expect(failure(Self.version + Array("-> X25519 ".utf8) + [UInt8](repeating: 0x41, count: 8 << 20)) == .headerFailure)
-        #expect(failure(Array("-----BEGIN AGE ENCRYPTED FILE-----\n".utf8) + [UInt8](repeating: 0x41, count: 8 << 20)) == .armorFailure)
+        #expect(
+            failure(Self.version + Array("-> X25519 ".utf8) + [UInt8](repeating: 0x41, count: 8 << 20))
+                == .headerFailure)
+        #expect(
+            failure(Array("-----BEGIN AGE ENCRYPTED FILE-----\n".utf8) + [UInt8](repeating: 0x41, count: 8 << 20))
+                == .armorFailure)
         #expect(Date().timeIntervalSince(started) < 10)
     }
 
     @Test func tooManyStanzasAreRefusedBeforeAnyUnwrap() {
         var header = Self.version
-        let stanza = Array("-> X25519 TEiF0ypqr+bpvcqXNyCVJpL7OuwPdVwPL7KQEbFDOCc\nhjabGXwSLQ9c3S6Lw2i+S2Tu2fiwQHHslbBN6B41FLE\n".utf8)
+        let stanza = Array(
+            "-> X25519 TEiF0ypqr+bpvcqXNyCVJpL7OuwPdVwPL7KQEbFDOCc\nhjabGXwSLQ9c3S6Lw2i+S2Tu2fiwQHHslbBN6B41FLE\n".utf8)
         for _ in 0...Header.maximumStanzas { header += stanza }
         let started = Date()
         #expect(failure(header + Array("--- WyJp9F/9FOZh7gJdheq2WIJcwHgYc8NIVh3ddwhrcNg\n".utf8)) == .headerFailure)
@@ -58,14 +64,19 @@ import Testing
         func file(_ stanza: Stanza) -> [UInt8] {
             Header(stanzas: [stanza], mac: [UInt8](repeating: 1, count: 32)).encoded + [UInt8](repeating: 0, count: 40)
         }
-        var extra = good; extra.arguments.append("x")
-        var shortShare = good; shortShare.arguments[0] = "AAAA"
-        var longBody = good; longBody.body.append(0)
-        var emptyBody = good; emptyBody.body = []
+        var extra = good
+        extra.arguments.append("x")
+        var shortShare = good
+        shortShare.arguments[0] = "AAAA"
+        var longBody = good
+        longBody.body.append(0)
+        var emptyBody = good
+        emptyBody.body = []
         for stanza in [extra, shortShare, longBody, emptyBody] {
             #expect(failure(file(stanza)) == .headerFailure)
         }
-        var otherType = good; otherType.type = "x25519"
+        var otherType = good
+        otherType.type = "x25519"
         #expect(failure(file(otherType)) == .noMatch)
     }
 

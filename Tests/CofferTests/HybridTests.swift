@@ -1,6 +1,7 @@
-@testable import Coffer
 import Foundation
 import Testing
+
+@testable import Coffer
 
 @Suite struct HybridTests {
     // The example keys of c2sp.org/age, "The MLKEM768-X25519 (i.e. X-Wing)
@@ -23,7 +24,9 @@ import Testing
         let identity = try MLKEM768X25519.Identity()
         let file = try Age.encrypt(pattern(size), to: [identity.recipient])
         #expect(Array(try Age.decrypt(file, with: [identity])) == pattern(size))
-        #expect(throws: CofferError(.noIdentityMatched, "")) { try Age.decrypt(file, with: [try MLKEM768X25519.Identity()]) }
+        #expect(throws: CofferError(.noIdentityMatched, "")) {
+            try Age.decrypt(file, with: [try MLKEM768X25519.Identity()])
+        }
         // Parsed from text, as the CLI does.
         let parsed = try AgeKeys.identity(identity.exportSecretKey())
         #expect(Array(try Age.decrypt(file, with: [parsed])) == pattern(size))
@@ -32,6 +35,8 @@ import Testing
     @Test func malformedKeys() {
         #expect(throws: CofferError(.malformed, "")) { try MLKEM768X25519.Recipient(Self.specRecipient.uppercased()) }
         #expect(throws: CofferError(.malformed, "")) { try MLKEM768X25519.Identity(Self.specIdentity.lowercased()) }
-        #expect(throws: CofferError(.malformed, "")) { try MLKEM768X25519.Recipient(Bech32.encode(hrp: "age1pq", data: [1, 2, 3])) }
+        #expect(throws: CofferError(.malformed, "")) {
+            try MLKEM768X25519.Recipient(Bech32.encode(hrp: "age1pq", data: [1, 2, 3]))
+        }
     }
 }

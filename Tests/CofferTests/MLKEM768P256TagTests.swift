@@ -1,7 +1,8 @@
-@testable import Coffer
 import Crypto
 import Foundation
 import Testing
+
+@testable import Coffer
 
 @Suite struct MLKEM768P256TagTests {
     /// HPKEBase's key schedule, run over swift-crypto's X-Wing KEM, must
@@ -16,11 +17,13 @@ import Testing
         let message = Data("sixteen-byte key".utf8)
         let sealed = try HPKEBase.seal(message, context: context)
         var receiver = try HPKE.Recipient(
-            privateKey: recipientKey, ciphersuite: HPKE.Ciphersuite(kem: .XWingMLKEM768X25519, kdf: .HKDF_SHA256, aead: .chaChaPoly),
+            privateKey: recipientKey,
+            ciphersuite: HPKE.Ciphersuite(kem: .XWingMLKEM768X25519, kdf: .HKDF_SHA256, aead: .chaChaPoly),
             info: info, encapsulatedKey: encapsulation.encapsulated)
         #expect(try receiver.open(sealed, authenticating: Data()) == message)
         #expect(try HPKEBase.open(sealed, context: context) == message)
-        var flipped = sealed; flipped[0] ^= 1
+        var flipped = sealed
+        flipped[0] ^= 1
         #expect(throws: (any Error).self) { try HPKEBase.open(flipped, context: context) }
     }
 
@@ -31,7 +34,9 @@ import Testing
         let file = try Age.encrypt(pattern(size), to: [other.recipient, identity.recipient])
         #expect(Array(try Age.decrypt(file, with: [identity])) == pattern(size))
         #expect(Array(try Age.decrypt(file, with: [other])) == pattern(size))
-        #expect(throws: CofferError(.noIdentityMatched, "")) { try Age.decrypt(file, with: [try MLKEM768P256Tag.Identity()]) }
+        #expect(throws: CofferError(.noIdentityMatched, "")) {
+            try Age.decrypt(file, with: [try MLKEM768P256Tag.Identity()])
+        }
     }
 
     @Test func encodings() throws {
@@ -47,9 +52,12 @@ import Testing
         // A recipient whose P-256 half is not on the curve, or is compressed.
         var bytes = identity.recipient.bytes
         bytes[bytes.count - 1] ^= 1
-        #expect(throws: CofferError(.malformed, "")) { try MLKEM768P256Tag.Recipient(Bech32.encode(hrp: "age1tagpq", data: bytes)) }
         #expect(throws: CofferError(.malformed, "")) {
-            try MLKEM768P256Tag.Recipient(Bech32.encode(hrp: "age1tagpq", data: identity.recipient.bytes.prefix(1184 + 33)))
+            try MLKEM768P256Tag.Recipient(Bech32.encode(hrp: "age1tagpq", data: bytes))
+        }
+        #expect(throws: CofferError(.malformed, "")) {
+            try MLKEM768P256Tag.Recipient(
+                Bech32.encode(hrp: "age1tagpq", data: identity.recipient.bytes.prefix(1184 + 33)))
         }
         #expect(throws: CofferError(.malformed, "")) { try MLKEM768P256Tag.Identity(String(exported.dropLast())) }
     }
@@ -61,10 +69,14 @@ import Testing
         var wrongTag = stanza
         wrongTag.arguments[0] = Base64.encodeString([0, 0, 0, 0])
         #expect(try identity.unwrap([wrongTag]) == nil)
-        var extra = stanza; extra.arguments.append("x")
-        var shortEnc = stanza; shortEnc.arguments[1] = Base64.encodeString([UInt8](repeating: 4, count: 1152))
-        var longBody = stanza; longBody.body.append(1)
-        var shortTag = stanza; shortTag.arguments[0] = Base64.encodeString([1, 2, 3])
+        var extra = stanza
+        extra.arguments.append("x")
+        var shortEnc = stanza
+        shortEnc.arguments[1] = Base64.encodeString([UInt8](repeating: 4, count: 1152))
+        var longBody = stanza
+        longBody.body.append(1)
+        var shortTag = stanza
+        shortTag.arguments[0] = Base64.encodeString([1, 2, 3])
         for bad in [extra, shortEnc, longBody, shortTag] {
             #expect(throws: CofferError(.malformedHeader, "")) { try identity.unwrap([bad]) }
         }

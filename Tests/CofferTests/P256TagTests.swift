@@ -1,7 +1,8 @@
-@testable import Coffer
 import Crypto
 import Foundation
 import Testing
+
+@testable import Coffer
 
 @Suite struct P256TagTests {
     let key = P256.KeyAgreement.PrivateKey()
@@ -15,8 +16,12 @@ import Testing
         #expect(parsed.publicKey.rawRepresentation == key.publicKey.rawRepresentation)
         #expect(fromPKCS8.recipient.description.hasPrefix("age1tag1"))
         #expect(String(describing: fromPKCS8).contains("redacted"))
-        #expect(throws: CofferError(.malformed, "")) { try P256Tag.Identity(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
-        #expect(throws: CofferError(.malformed, "")) { try P256Tag.Identity(externalRepresentation: [UInt8](repeating: 4, count: 96)) }
+        #expect(throws: CofferError(.malformed, "")) {
+            try P256Tag.Identity(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
+        #expect(throws: CofferError(.malformed, "")) {
+            try P256Tag.Identity(externalRepresentation: [UInt8](repeating: 4, count: 96))
+        }
     }
 
     @Test(arguments: [0, 1, chunk + 1])
@@ -39,7 +44,8 @@ import Testing
     @Test func identityFilesInEveryFormat() throws {
         let identity = P256Tag.Identity(privateKey: key)
         let file = try Age.encrypt(pattern(100), to: [identity.recipient])
-        let signingKey = AsymmetricPrivateKey.p256(try P256.Signing.PrivateKey(rawRepresentation: key.rawRepresentation))
+        let signingKey = AsymmetricPrivateKey.p256(
+            try P256.Signing.PrivateKey(rawRepresentation: key.rawRepresentation))
         var files: [[UInt8]] = [Array(key.x963Representation)]
         for format in [KeyFiles.Format.pkcs8, .sec1] {
             for der in [false, true] { files.append(try KeyFiles.encode(signingKey, as: format, der: der)) }
@@ -59,9 +65,12 @@ import Testing
         var wrongTag = stanza
         wrongTag.arguments[0] = Base64.encodeString([0, 0, 0, 0])
         #expect(try identity.unwrap([wrongTag]) == nil)
-        var extra = stanza; extra.arguments.append("x")
-        var shortEnc = stanza; shortEnc.arguments[1] = Base64.encodeString([UInt8](repeating: 4, count: 33))
-        var longBody = stanza; longBody.body.append(1)
+        var extra = stanza
+        extra.arguments.append("x")
+        var shortEnc = stanza
+        shortEnc.arguments[1] = Base64.encodeString([UInt8](repeating: 4, count: 33))
+        var longBody = stanza
+        longBody.body.append(1)
         for bad in [extra, shortEnc, longBody] {
             #expect(throws: CofferError(.malformedHeader, "")) { try identity.unwrap([bad]) }
         }

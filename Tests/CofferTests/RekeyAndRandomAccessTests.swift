@@ -1,7 +1,8 @@
-@testable import Coffer
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import Coffer
 
 @Suite struct RekeyAndRandomAccessTests {
     let alice = X25519.Identity()
@@ -10,7 +11,9 @@ import Testing
     func rekey(_ file: Data, armored: Bool = false, verify: Bool = true) throws -> [UInt8] {
         var source = BufferSource(file)
         var sink = BufferSink()
-        try Age.rekey(from: &source, to: &sink, identities: [alice], recipients: [bob.recipient], armored: armored, verifyPayload: verify)
+        try Age.rekey(
+            from: &source, to: &sink, identities: [alice], recipients: [bob.recipient], armored: armored,
+            verifyPayload: verify)
         return sink.bytes
     }
 
@@ -36,11 +39,14 @@ import Testing
         file[file.count - 5] ^= 1
         #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try rekey(file) }
         // Without verification the bytes are copied as they are.
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try Age.decrypt(try rekey(file, verify: false), with: [bob]) }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try Age.decrypt(try rekey(file, verify: false), with: [bob])
+        }
     }
 
     func temporaryFile(_ bytes: some DataProtocol) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-test-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-test-\(UUID().uuidString)")
+            .path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -52,13 +58,16 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = try AgeRandomAccessFile(path: path, identities: [alice])
         #expect(file.plaintextSize == Int64(size))
-        await propertyCheck(count: 80, input: Gen.int(in: 0...(size + 10)), Gen.int(in: 0...(2 * chunk + 3))) { offset, count in
+        await propertyCheck(count: 80, input: Gen.int(in: 0...(size + 10)), Gen.int(in: 0...(2 * chunk + 3))) {
+            offset, count in
             let expected = Array(plaintext[min(offset, size)..<min(size, offset + count)])
             let read = try file.read(offset: Int64(offset), count: count)
             #expect(read == expected)
         }
         for boundary in [chunk - 1, chunk, 5 * chunk] {
-            #expect(try file.read(offset: Int64(boundary), count: 2) == Array(plaintext[boundary..<min(size, boundary + 2)]))
+            #expect(
+                try file.read(offset: Int64(boundary), count: 2) == Array(plaintext[boundary..<min(size, boundary + 2)])
+            )
         }
     }
 
@@ -81,6 +90,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = try AgeRandomAccessFile(path: path, identities: [alice])
         #expect(try file.read(offset: 0, count: 10) == Array(pattern(3 * chunk)[0..<10]))
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try file.read(offset: Int64(chunk), count: 10) }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try file.read(offset: Int64(chunk), count: 10)
+        }
     }
 }

@@ -1,13 +1,16 @@
-@testable import Coffer
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import Coffer
 
 /// Deterministic, cheap test data of any size.
 func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     var state = UInt32(seed) &* 2_654_435_761 | 1
     return (0..<count).map { _ in
-        state ^= state << 13; state ^= state >> 17; state ^= state << 5
+        state ^= state << 13
+        state ^= state >> 17
+        state ^= state << 5
         return UInt8(truncatingIfNeeded: state)
     }
 }
@@ -20,7 +23,9 @@ let batch = STREAM.batchChunks * chunk
 
     // Sizes at every boundary the reader and writer care about: empty, one
     // byte, around one chunk, around a batch of chunks, several batches.
-    static let sizes = [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 5, batch - 1, batch, batch + 1, 2 * batch + chunk, 5 << 20]
+    static let sizes = [
+        0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 5, batch - 1, batch, batch + 1, 2 * batch + chunk, 5 << 20,
+    ]
 
     @Test(arguments: sizes, [false, true])
     func roundTrip(size: Int, armored: Bool) throws {
@@ -44,7 +49,9 @@ let batch = STREAM.batchChunks * chunk
     @Test func passphraseRoundTripAndWrongPassphrase() throws {
         let recipient = try Scrypt.Recipient(passphrase: Array("correct horse".utf8), workFactor: 10)
         let file = try Age.encrypt(pattern(100), to: [recipient])
-        #expect(Array(try Age.decrypt(file, with: [Scrypt.Identity(passphrase: Array("correct horse".utf8))])) == pattern(100))
+        #expect(
+            Array(try Age.decrypt(file, with: [Scrypt.Identity(passphrase: Array("correct horse".utf8))]))
+                == pattern(100))
         do {
             _ = try Age.decrypt(file, with: [Scrypt.Identity(passphrase: Array("wrong".utf8))])
             Issue.record("a wrong passphrase opened the file")
@@ -69,7 +76,9 @@ let batch = STREAM.batchChunks * chunk
         let header = Header(stanzas: [stanza], mac: [UInt8](repeating: 0, count: 32))
         let started = Date()
         #expect(throws: CofferError(.unsupported, "")) {
-            try Age.decrypt(header.encoded + [UInt8](repeating: 0, count: 40), with: [Scrypt.Identity(passphrase: Array("pw".utf8))])
+            try Age.decrypt(
+                header.encoded + [UInt8](repeating: 0, count: 40), with: [Scrypt.Identity(passphrase: Array("pw".utf8))]
+            )
         }
         #expect(Date().timeIntervalSince(started) < 5)
     }

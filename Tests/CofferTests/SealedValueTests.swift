@@ -1,9 +1,10 @@
-@testable import Coffer
 import Crypto
 import CryptoExtras
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import Coffer
 
 func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
 
@@ -15,7 +16,10 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
     /// reproduces each byte for byte from its nonce, so the format cannot drift.
     @Test func committedVectors() throws {
         struct File: Decodable {
-            struct Vector: Decodable { var title, key_hex, context_hex, plaintext_hex, sealed_hex, text: String; var key_id: UInt32 }
+            struct Vector: Decodable {
+                var title, key_hex, context_hex, plaintext_hex, sealed_hex, text: String
+                var key_id: UInt32
+            }
             var vectors: [Vector]
         }
         let url = Bundle.module.resourceURL!.appendingPathComponent("sealed-v1/vectors.json")
@@ -27,10 +31,13 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
             let sealed = hexBytes(vector.sealed_hex)
             let context = hexBytes(vector.context_hex)
             #expect(Array(try ring.open(sealed, context: context)) == hexBytes(vector.plaintext_hex), "\(vector.title)")
-            #expect(Array(try ring.open(try SealedValue.binary(Array(vector.text.utf8)), context: context)) == hexBytes(vector.plaintext_hex))
+            #expect(
+                Array(try ring.open(try SealedValue.binary(Array(vector.text.utf8)), context: context))
+                    == hexBytes(vector.plaintext_hex))
             #expect(SealedValue.text(sealed) == vector.text)
             let nonce = try AES.GCM._SIV.Nonce(data: sealed[5..<17])
-            let again = try SealedValue.seal(hexBytes(vector.plaintext_hex), keyID: vector.key_id, key: key, context: context, nonce: nonce)
+            let again = try SealedValue.seal(
+                hexBytes(vector.plaintext_hex), keyID: vector.key_id, key: key, context: context, nonce: nonce)
             #expect(Array(again) == sealed, "\(vector.title)")
         }
     }
@@ -42,21 +49,36 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         let cases: [(key: String, nonce: String, aad: String, plaintext: String, result: String)] = [
             (one, nonce3, "", "", "07f5f4169bbf55a8400cd47ea6fd400f"),
             (one, nonce3, "", "0100000000000000", "c2ef328e5c71c83b843122130f7364b761e0b97427e3df28"),
-            (one, nonce3, "", "01000000000000000000000000000000", "85a01b63025ba19b7fd3ddfc033b3e76c9eac6fa700942702e90862383c6c366"),
+            (
+                one, nonce3, "", "01000000000000000000000000000000",
+                "85a01b63025ba19b7fd3ddfc033b3e76c9eac6fa700942702e90862383c6c366"
+            ),
             (one, nonce3, "01", "0200000000000000", "1de22967237a813291213f267e3b452f02d01ae33e4ec854"),
             (one, nonce3, "010000000000000000000000", "02000000", "22b3f4cd1835e517741dfddccfa07fa4661b74cf"),
-            ("e66021d5eb8e4f4066d4adb9c33560e4f46e44bb3da0015c94f7088736864200", "e0eaf5284d884a0e77d31646", "", "", "169fbb2fbf389a995f6390af22228a62"),
-            ("bae8e37fc83441b16034566b7a806c46bb91c3c5aedb64a6c590bc84d1a5e269", "e4b47801afc0577e34699b9e", "4fbdc66f14", "671fdd", "0eaccb93da9bb81333aee0c785b240d319719d"),
-            ("3c535de192eaed3822a2fbbe2ca9dfc88255e14a661b8aa82cc54236093bbc23", "688089e55540db1872504e1c",
-             "734320ccc9d9bbbb19cb81b2af4ecbc3e72834321f7aa0f70b7282b4f33df23f167541", "ced532ce4159b035277d4dfbb7db62968b13cd4eec",
-             "626660c26ea6612fb17ad91e8e767639edd6c9faee9d6c7029675b89eaf4ba1ded1a286594"),
+            (
+                "e66021d5eb8e4f4066d4adb9c33560e4f46e44bb3da0015c94f7088736864200", "e0eaf5284d884a0e77d31646", "", "",
+                "169fbb2fbf389a995f6390af22228a62"
+            ),
+            (
+                "bae8e37fc83441b16034566b7a806c46bb91c3c5aedb64a6c590bc84d1a5e269", "e4b47801afc0577e34699b9e",
+                "4fbdc66f14", "671fdd", "0eaccb93da9bb81333aee0c785b240d319719d"
+            ),
+            (
+                "3c535de192eaed3822a2fbbe2ca9dfc88255e14a661b8aa82cc54236093bbc23", "688089e55540db1872504e1c",
+                "734320ccc9d9bbbb19cb81b2af4ecbc3e72834321f7aa0f70b7282b4f33df23f167541",
+                "ced532ce4159b035277d4dfbb7db62968b13cd4eec",
+                "626660c26ea6612fb17ad91e8e767639edd6c9faee9d6c7029675b89eaf4ba1ded1a286594"
+            ),
         ]
         for test in cases {
             let key = SymmetricKey(data: hexBytes(test.key))
             let nonce = try AES.GCM._SIV.Nonce(data: hexBytes(test.nonce))
-            let sealed = try SealedValue.aeadSeal(hexBytes(test.plaintext), key: key, nonce: nonce, associatedData: hexBytes(test.aad))
+            let sealed = try SealedValue.aeadSeal(
+                hexBytes(test.plaintext), key: key, nonce: nonce, associatedData: hexBytes(test.aad))
             #expect(Array(sealed) == hexBytes(test.nonce) + hexBytes(test.result))
-            #expect(Array(try SealedValue.aeadOpen(sealed, key: key, associatedData: hexBytes(test.aad))) == hexBytes(test.plaintext))
+            #expect(
+                Array(try SealedValue.aeadOpen(sealed, key: key, associatedData: hexBytes(test.aad)))
+                    == hexBytes(test.plaintext))
         }
     }
 
@@ -81,7 +103,9 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
             let context = (0..<contextLength).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ size) }
             let plaintext = pattern(size, seed: UInt8(truncatingIfNeeded: contextLength))
             let sealed = try ring.seal(plaintext, context: context)
-            #expect(Array(try ring.open(try SealedValue.binary(Array(SealedValue.text(sealed).utf8)), context: context)) == plaintext)
+            #expect(
+                Array(try ring.open(try SealedValue.binary(Array(SealedValue.text(sealed).utf8)), context: context))
+                    == plaintext)
             #expect(throws: CofferError.self) { try ring.open(sealed, context: context + [0]) }
         }
     }
@@ -99,7 +123,8 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
                 Issue.record("bit \(bit) accepted")
             } catch let error as CofferError {
                 counts[error.code.name, default: 0] += 1
-                let expected: CofferError.Code = bit < 8 ? .unsupported : bit < 40 ? .keyNotFound : .payloadAuthenticationFailed
+                let expected: CofferError.Code =
+                    bit < 8 ? .unsupported : bit < 40 ? .keyNotFound : .payloadAuthenticationFailed
                 #expect(error.code == expected, "bit \(bit): \(error)")
             }
         }
@@ -108,14 +133,22 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
 
     @Test func wrongPlacesAndShapes() throws {
         let sealed = try ring.seal(Array("value".utf8), context: Array("a".utf8))
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try ring.open(sealed, context: Array("b".utf8)) }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try ring.open(sealed, context: Array("b".utf8))
+        }
         #expect(throws: CofferError(.keyNotFound, "")) { try KeyRing().open(sealed, context: Array("a".utf8)) }
         #expect(throws: CofferError(.malformed, "")) { try ring.open(sealed.prefix(32), context: Array("a".utf8)) }
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try ring.open(sealed.dropLast(), context: Array("a".utf8)) }
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try ring.open(sealed + [0], context: Array("a".utf8)) }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try ring.open(sealed.dropLast(), context: Array("a".utf8))
+        }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try ring.open(sealed + [0], context: Array("a".utf8))
+        }
         let text = SealedValue.text(sealed)
         for bad in [text + "=", "cs1.", "cs1.A", text.replacingOccurrences(of: "cs1.", with: "cs1.*"), text + "A"] {
-            #expect(throws: CofferError.self) { try ring.open(try SealedValue.binary(Array(bad.utf8)), context: Array("a".utf8)) }
+            #expect(throws: CofferError.self) {
+                try ring.open(try SealedValue.binary(Array(bad.utf8)), context: Array("a".utf8))
+            }
         }
         // Nothing about a key ring's keys shows in its description or dump.
         var dump = ""
@@ -163,26 +196,41 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         #expect(file.keyRing.primaryID != oldPrimary)
         let reopened = try KeyRingFile(contents: after, secret: .password(Array("the second one".utf8)))
         #expect(Array(try reopened.keyRing.open(value, context: Array("x".utf8))) == Array("kept".utf8))
-        #expect(throws: CofferError(.wrongPassword, "")) { try KeyRingFile(contents: after, secret: .password(self.password)) }
+        #expect(throws: CofferError(.wrongPassword, "")) {
+            try KeyRingFile(contents: after, secret: .password(self.password))
+        }
         // And to a raw KEK and back.
         let kek = SymmetricKey(size: .bits256)
         try file.changeSecret(to: .key(kek))
         let raw = try KeyRingFile(contents: try file.contents(), secret: .key(kek))
         #expect(Array(try raw.keyRing.open(value, context: Array("x".utf8))) == Array("kept".utf8))
-        #expect(throws: CofferError(.wrongPassword, "")) { try KeyRingFile(contents: try file.contents(), secret: .key(SymmetricKey(size: .bits256))) }
-        #expect(throws: CofferError(.invalidArgument, "")) { try KeyRingFile(contents: try file.contents(), secret: .password(self.password)) }
+        #expect(throws: CofferError(.wrongPassword, "")) {
+            try KeyRingFile(contents: try file.contents(), secret: .key(SymmetricKey(size: .bits256)))
+        }
+        #expect(throws: CofferError(.invalidArgument, "")) {
+            try KeyRingFile(contents: try file.contents(), secret: .password(self.password))
+        }
     }
 
     @Test func tamperingIsNotAWrongPassword() throws {
         let file = try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: Self.fast)
         let contents = Array(try file.contents())
-        var body = contents; body[body.count - 20] ^= 1
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try KeyRingFile(contents: body, secret: .password(self.password)) }
-        #expect(throws: CofferError(.wrongPassword, "")) { try KeyRingFile(contents: contents, secret: .password(Array("nope".utf8))) }
-        for length in [0, 4, 8, 30, 60, contents.count - 1] {
-            #expect(throws: CofferError.self) { try KeyRingFile(contents: contents.prefix(length), secret: .password(self.password)) }
+        var body = contents
+        body[body.count - 20] ^= 1
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            try KeyRingFile(contents: body, secret: .password(self.password))
         }
-        #expect(throws: CofferError(.malformed, "")) { try KeyRingFile(contents: Array("XXXX".utf8) + contents.dropFirst(4), secret: .password(self.password)) }
+        #expect(throws: CofferError(.wrongPassword, "")) {
+            try KeyRingFile(contents: contents, secret: .password(Array("nope".utf8)))
+        }
+        for length in [0, 4, 8, 30, 60, contents.count - 1] {
+            #expect(throws: CofferError.self) {
+                try KeyRingFile(contents: contents.prefix(length), secret: .password(self.password))
+            }
+        }
+        #expect(throws: CofferError(.malformed, "")) {
+            try KeyRingFile(contents: Array("XXXX".utf8) + contents.dropFirst(4), secret: .password(self.password))
+        }
     }
 
     /// Parameters above the cap are refused at once, before any derivation.
@@ -191,11 +239,17 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         var contents = Array(try file.contents())
         contents[5] = 40  // log2 N = 40
         let start = Date()
-        #expect(throws: CofferError(.unsupported, "")) { try KeyRingFile(contents: contents, secret: .password(self.password)) }
+        #expect(throws: CofferError(.unsupported, "")) {
+            try KeyRingFile(contents: contents, secret: .password(self.password))
+        }
         #expect(Date().timeIntervalSince(start) < 1)
-        var pbkdf2 = Array(try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: .pbkdf2SHA256(rounds: 1000)).contents())
+        var pbkdf2 = Array(
+            try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: .pbkdf2SHA256(rounds: 1000))
+                .contents())
         pbkdf2[5...8] = [0xff, 0xff, 0xff, 0xff][...]
-        #expect(throws: CofferError(.unsupported, "")) { try KeyRingFile(contents: pbkdf2, secret: .password(self.password)) }
+        #expect(throws: CofferError(.unsupported, "")) {
+            try KeyRingFile(contents: pbkdf2, secret: .password(self.password))
+        }
     }
 
     @Test func weakParametersOpenAndReportAnUpgrade() throws {

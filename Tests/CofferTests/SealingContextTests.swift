@@ -1,12 +1,14 @@
-@testable import Coffer
 import Crypto
 import Foundation
 import Testing
 
+@testable import Coffer
+
 @Suite struct SealingContextTests {
     /// Vectors computed with Python's struct.pack (">I" lengths), not with Coffer.
     @Test func encodingMatchesTheSpec() throws {
-        #expect(Hex.encode(try SealingContext("presents", "42", "description").bytes)
+        #expect(
+            Hex.encode(try SealingContext("presents", "42", "description").bytes)
                 == "5343310000000870726573656e74730000000234320000000b6465736372697074696f6e")
         #expect(Hex.encode(try SealingContext(parts: [[], Array("é".utf8)]).bytes) == "5343310000000000000002c3a9")
         #expect(try SealingContext().bytes == Array("SC1".utf8))
@@ -46,7 +48,9 @@ import Testing
     }
 
     @Test func oversizedPartsAreRefused() throws {
-        #expect(throws: CofferError(.invalidArgument, "")) { _ = try SealingContext(parts: [[UInt8](repeating: 0, count: (1 << 20) + 1)]) }
+        #expect(throws: CofferError(.invalidArgument, "")) {
+            _ = try SealingContext(parts: [[UInt8](repeating: 0, count: (1 << 20) + 1)])
+        }
         #expect(try SealingContext("user-7", "ssn").description == "SealingContext(2 parts, 20 bytes)")
     }
 }
@@ -66,9 +70,13 @@ import Testing
         #expect(box != (try KeyAgreement.Box.seal(Array("hello bob".utf8), using: sending)))  // fresh nonce each time
         var altered = box
         altered[20] ^= 1
-        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { _ = try KeyAgreement.Box.open(altered, using: receiving) }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) {
+            _ = try KeyAgreement.Box.open(altered, using: receiving)
+        }
         #expect(throws: CofferError(.malformed, "")) { _ = try KeyAgreement.Box.open(box.prefix(27), using: receiving) }
-        #expect(throws: CofferError(.invalidArgument, "")) { _ = try KeyAgreement.Box.seal([1], using: SymmetricKey(size: .bits128)) }
+        #expect(throws: CofferError(.invalidArgument, "")) {
+            _ = try KeyAgreement.Box.seal([1], using: SymmetricKey(size: .bits128))
+        }
     }
 }
 

@@ -1,17 +1,20 @@
-@testable import Coffer
 import Crypto
 import CryptoExtras
 import Foundation
 import Testing
+
+@testable import Coffer
 
 @Suite struct SecretHygieneTests {
     static let secret = "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX"
 
     @Test func descriptionsAreRedacted() throws {
         let identity = try X25519.Identity(Self.secret)
-        for text in [String(describing: identity), String(reflecting: identity), String(describing: FileKey.random()),
-                     String(describing: Scrypt.Identity(passphrase: Array("hunter2".utf8))),
-                     String(describing: try Scrypt.Recipient(passphrase: Array("hunter2".utf8)))] {
+        for text in [
+            String(describing: identity), String(reflecting: identity), String(describing: FileKey.random()),
+            String(describing: Scrypt.Identity(passphrase: Array("hunter2".utf8))),
+            String(describing: try Scrypt.Recipient(passphrase: Array("hunter2".utf8))),
+        ] {
             #expect(text.contains("redacted"))
             #expect(!text.contains("GFPYYSJZ") && !text.contains("hunter2"))
         }
@@ -57,19 +60,26 @@ import Testing
 
     /// The ways secret bytes would show up in a default rendering.
     static func forms(_ secret: [UInt8]) -> [String] {
-        [secret.map(String.init).joined(separator: ", "), secret.hex, String(decoding: secret, as: UTF8.self)].filter { $0.count >= 6 }
+        [secret.map(String.init).joined(separator: ", "), secret.hex, String(decoding: secret, as: UTF8.self)].filter {
+            $0.count >= 6
+        }
     }
 
-    static func expectRedacted(_ value: Any, secrets: [[UInt8]] = [], sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectRedacted(_ value: Any, secrets: [[UInt8]] = [], sourceLocation: SourceLocation = #_sourceLocation)
+    {
         for text in renderings(value) {
             #expect(text.contains("redacted") || text.contains("KeyRing("), "\(text)", sourceLocation: sourceLocation)
             for secret in secrets {
-                for form in forms(secret) { #expect(!text.contains(form), "\(type(of: value)) shows its secret", sourceLocation: sourceLocation) }
+                for form in forms(secret) {
+                    #expect(!text.contains(form), "\(type(of: value)) shows its secret", sourceLocation: sourceLocation)
+                }
             }
         }
         // No child could hold the secret: the mirror is empty (or lists only public values).
         let children = Mirror(reflecting: value).children.map { $0.label ?? "" }
-        #expect(children.allSatisfy { ["keys", "keyRing", "generation"].contains($0) }, "\(type(of: value)) mirrors \(children)", sourceLocation: sourceLocation)
+        #expect(
+            children.allSatisfy { ["keys", "keyRing", "generation"].contains($0) },
+            "\(type(of: value)) mirrors \(children)", sourceLocation: sourceLocation)
     }
 
     @Test func F7_everySecretHoldingTypeIsRedacted() throws {
@@ -94,14 +104,16 @@ import Testing
         let kekBytes = kek.withUnsafeBytes { Array($0) }
         Self.expectRedacted(KeyRingFile.Secret.password(passphrase), secrets: [passphrase])
         Self.expectRedacted(KeyRingFile.Secret.key(kek), secrets: [kekBytes])
-        Self.expectRedacted(KeyRingStore(path: "/tmp/x.ckr", secret: .password(passphrase), rollbackGuard: nil), secrets: [passphrase])
+        Self.expectRedacted(
+            KeyRingStore(path: "/tmp/x.ckr", secret: .password(passphrase), rollbackGuard: nil), secrets: [passphrase])
         let ring = KeyRing()
         let ringKey = ring.entries[0].key.withUnsafeBytes { Array($0) }
         Self.expectRedacted(ring, secrets: [ringKey])
         Self.expectRedacted(try KeyRingFile(keyRing: ring, secret: .key(kek)), secrets: [ringKey, kekBytes])
         let folder = try ScratchFolder()
         let identity = X25519.Identity()
-        try Age.encrypt(Array("x".utf8), to: [identity.recipient]).write(to: URL(fileURLWithPath: folder.path + "/x.age"))
+        try Age.encrypt(Array("x".utf8), to: [identity.recipient]).write(
+            to: URL(fileURLWithPath: folder.path + "/x.age"))
         Self.expectRedacted(try AgeRandomAccessFile(path: folder.path + "/x.age", identities: [identity]))
     }
 }

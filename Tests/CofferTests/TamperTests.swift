@@ -1,7 +1,8 @@
-@testable import Coffer
 import Foundation
 import PropertyBased
 import Testing
+
+@testable import Coffer
 
 @Suite struct TamperTests {
     let identity = X25519.Identity()
@@ -34,7 +35,9 @@ import Testing
         var cuts: Set<Int> = [payloadStart, payloadStart + 16, file.count - 1]
         for boundary in 0...4 {
             let offset = payloadStart + 16 + boundary * STREAM.sealedChunkSize
-            for delta in -17...17 where offset + delta < file.count && offset + delta > 0 { cuts.insert(offset + delta) }
+            for delta in -17...17 where offset + delta < file.count && offset + delta > 0 {
+                cuts.insert(offset + delta)
+            }
         }
         for cut in cuts.sorted() {
             #expect(throws: CofferError.self, "cut at \(cut)") { try decrypt(Array(file[..<cut])) }

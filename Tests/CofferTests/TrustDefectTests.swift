@@ -1,8 +1,10 @@
-@testable import Coffer
 import Crypto
 import CryptoExtras
 import Foundation
 import Testing
+
+@testable import Coffer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,13 +42,19 @@ import Glibc
             #expect(throws: CofferError(.malformed, "")) { _ = try X25519.Recipient(text) }
             let recipient = X25519.Recipient(publicKey: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point))
             #expect(throws: CofferError(.invalidArgument, "")) { _ = try recipient.wrap(FileKey.random()) }
-            #expect(throws: CofferError(.invalidArgument, "")) { _ = try Age.encrypt(Array("payroll".utf8), to: [recipient]) }
+            #expect(throws: CofferError(.invalidArgument, "")) {
+                _ = try Age.encrypt(Array("payroll".utf8), to: [recipient])
+            }
         }
         // The reviewer's string.
-        #expect(throws: CofferError(.malformed, "")) { _ = try X25519.Recipient("age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq5cu47z") }
+        #expect(throws: CofferError(.malformed, "")) {
+            _ = try X25519.Recipient("age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq5cu47z")
+        }
         // An honest key still works.
         let identity = X25519.Identity()
-        #expect(try Age.decrypt(Age.encrypt(Array("ok".utf8), to: [identity.recipient]), with: [identity]) == Data("ok".utf8))
+        #expect(
+            try Age.decrypt(Age.encrypt(Array("ok".utf8), to: [identity.recipient]), with: [identity])
+                == Data("ok".utf8))
     }
 
     /// The X25519 half of an `age1pq1…` recipient is checked too.
@@ -79,7 +87,8 @@ import Glibc
     @Test func F4_keyRingStoreRefusesAnOlderCopy() throws {
         let folder = try ScratchFolder()
         let marks = StateFileRollbackGuard(path: folder.path + "/state/generations")
-        let store = KeyRingStore(path: folder.path + "/ring.ckr", secret: .key(SymmetricKey(size: .bits256)), rollbackGuard: marks)
+        let store = KeyRingStore(
+            path: folder.path + "/ring.ckr", secret: .key(SymmetricKey(size: .bits256)), rollbackGuard: marks)
         let created = try store.create()
         #expect(created.generation == 1)
         let firstID = created.keyRing.primaryID
@@ -121,7 +130,8 @@ import Glibc
         // A version 1 file, built as 0e8880c wrote it.
         let keys = KeyRingFile.keys(base: kek, version: 1)
         let header = Array("CKR1".utf8) + [0] + keys.check
-        let box = try AES.GCM._SIV.seal(ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
+        let box = try AES.GCM._SIV.seal(
+            ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
         let v1 = Data(header) + box.combined
         let opened = try KeyRingFile(contents: v1, secret: .key(kek))
         #expect(opened.generation == 0 && opened.keyRing.primaryID == ring.primaryID)
@@ -142,7 +152,8 @@ import Glibc
         let ring = KeyRing()
         let keys = KeyRingFile.keys(base: try kdf.derive(password: password, salt: salt), version: 1)
         let header = Array("CKR1".utf8) + KeyRingFile.parameters(kdf) + salt + keys.check
-        let box = try AES.GCM._SIV.seal(ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
+        let box = try AES.GCM._SIV.seal(
+            ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
         let counter = WorkCounter()
         let rewritten = try WorkCounter.$current.withValue(counter) {
             try KeyRingFile(contents: Data(header) + box.combined, secret: .password(password)).contents()
@@ -181,11 +192,17 @@ import Glibc
     @Test func F11_scryptWorkIsCappedBeforeAnyRun() throws {
         let counter = WorkCounter()
         try WorkCounter.$current.withValue(counter) {
-            for kdf in [PasswordKDF.scrypt(logN: 20, r: 8, p: 2), .scrypt(logN: 20, r: 64, p: 1), .scrypt(logN: 18, r: 8, p: 8), .scrypt(logN: 21, r: 1, p: 1)] {
-                #expect(throws: CofferError(.unsupported, "")) { _ = try kdf.derive(password: Array("pw".utf8), salt: [UInt8](repeating: 0, count: 16)) }
+            for kdf in [
+                PasswordKDF.scrypt(logN: 20, r: 8, p: 2), .scrypt(logN: 20, r: 64, p: 1), .scrypt(logN: 18, r: 8, p: 8),
+                .scrypt(logN: 21, r: 1, p: 1),
+            ] {
+                #expect(throws: CofferError(.unsupported, "")) {
+                    _ = try kdf.derive(password: Array("pw".utf8), salt: [UInt8](repeating: 0, count: 16))
+                }
             }
             // At the cap it runs (the counter sees it).
-            _ = try PasswordKDF.scrypt(logN: 10, r: 8, p: 1).derive(password: Array("pw".utf8), salt: [UInt8](repeating: 0, count: 16))
+            _ = try PasswordKDF.scrypt(logN: 10, r: 8, p: 1).derive(
+                password: Array("pw".utf8), salt: [UInt8](repeating: 0, count: 16))
         }
         #expect(counter.count(.kdf) == 1)
     }
@@ -280,8 +297,8 @@ final class ScratchFolder {
     let path: String
     init() throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-lib-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
-

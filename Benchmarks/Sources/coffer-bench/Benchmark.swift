@@ -15,7 +15,9 @@ struct Benchmark {
                 try KeychainBenchmark.runSecretService()
                 return
                 #else
-                print("coffer-bench: built without the SecretService trait (swift build -c release --traits SecretService)")
+                print(
+                    "coffer-bench: built without the SecretService trait (swift build -c release --traits SecretService)"
+                )
                 exit(64)
                 #endif
             }
@@ -34,7 +36,8 @@ struct Benchmark {
             try mode == "keys" ? KeyBenchmark.run(seconds: seconds) : SealedBenchmark.run(seconds: seconds)
             return
         }
-        var sizes = [512, 4096], runs = 3
+        var sizes = [512, 4096]
+        var runs = 3
         var directory = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         var coffer = FileBenchmark.defaultCoffer
         var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -45,13 +48,17 @@ struct Benchmark {
             case "--runs": runs = Int(arguments.next() ?? "") ?? runs
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
-                print("usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service]")
+                print(
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service]"
+                )
                 exit(64)
             }
         }
         guard !sizes.isEmpty, runs > 0 else { fail("--size-mib takes sizes like 512,4096 and --runs a positive count") }
         guard FileManager.default.isExecutableFile(atPath: coffer) else {
-            fail("no coffer binary at \(coffer): run swift build -c release --product coffer in the repository root, or pass --coffer PATH")
+            fail(
+                "no coffer binary at \(coffer): run swift build -c release --product coffer in the repository root, or pass --coffer PATH"
+            )
         }
         guard let age = which("age") else { fail("the age CLI is not on PATH (apt-get install age)") }
         try FileBenchmark(coffer: coffer, age: age, directory: directory, runs: runs).run(sizes: sizes)
@@ -70,7 +77,9 @@ struct Benchmark {
     /// Runs a command to completion with standard output on `stdout`;
     /// returns wall time, CPU time (user + system) and peak RSS (KiB).
     @discardableResult
-    static func spawn(_ command: [String], stdout: String = "/dev/null", environment: [String: String] = [:]) -> (seconds: Double, cpu: Double, rss: Int) {
+    static func spawn(_ command: [String], stdout: String = "/dev/null", environment: [String: String] = [:]) -> (
+        seconds: Double, cpu: Double, rss: Int
+    ) {
         var pid: pid_t = 0
         let argv = command.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -115,7 +124,10 @@ struct Benchmark {
     /// spawned child's peak RSS can include its parent's at spawn time).
     static func filesEqual(_ a: String, _ b: String) -> Bool {
         guard let x = FileHandle(forReadingAtPath: a), let y = FileHandle(forReadingAtPath: b) else { return false }
-        defer { try? x.close(); try? y.close() }
+        defer {
+            try? x.close()
+            try? y.close()
+        }
         while true {
             let left = (try? x.read(upToCount: 1 << 20)) ?? nil
             let right = (try? y.read(upToCount: 1 << 20)) ?? nil

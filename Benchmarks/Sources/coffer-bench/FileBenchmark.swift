@@ -42,11 +42,17 @@ struct FileBenchmark {
         // The anchors come last: their buffers would otherwise count in the
         // children's peak RSS (posix_spawn shares the parent's pages until exec).
         let anchors = Anchors.measure()
-        print(String(format: "anchor   ChaCha20-Poly1305, 64 KiB, one core: swift-crypto %.0f MiB/s, openssl speed %@ MiB/s; memcpy %.0f MiB/s",
-                     anchors.swiftCrypto, anchors.openssl.map { String(format: "%.0f", $0) } ?? "n/a", anchors.memcpy))
+        print(
+            String(
+                format:
+                    "anchor   ChaCha20-Poly1305, 64 KiB, one core: swift-crypto %.0f MiB/s, openssl speed %@ MiB/s; memcpy %.0f MiB/s",
+                anchors.swiftCrypto, anchors.openssl.map { String(format: "%.0f", $0) } ?? "n/a", anchors.memcpy))
         let aead = max(anchors.swiftCrypto, anchors.openssl ?? 0) * Double(cores)
-        print(String(format: "limit    AEAD × cores %.0f MiB/s; with pread's copy out of the page cache on the same cores ≈ %.0f MiB/s",
-                     aead, 1 / (1 / aead + 1 / (anchors.memcpy * Double(cores)))))
+        print(
+            String(
+                format:
+                    "limit    AEAD × cores %.0f MiB/s; with pread's copy out of the page cache on the same cores ≈ %.0f MiB/s",
+                aead, 1 / (1 / aead + 1 / (anchors.memcpy * Double(cores)))))
 
     }
 
@@ -56,7 +62,8 @@ struct FileBenchmark {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let identity = X25519.Identity()
         let key = "\(work)/key.txt"
-        _ = FileManager.default.createFile(atPath: key, contents: Data("\(identity.exportSecretKey())\n".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: key, contents: Data("\(identity.exportSecretKey())\n".utf8), attributes: [.posixPermissions: 0o600])
         let recipient = identity.recipient.description
         let plain = "\(work)/plain"
         try Benchmark.writeRandomFile(plain, bytes: sizeMiB << 20)
@@ -65,9 +72,13 @@ struct FileBenchmark {
         Benchmark.spawn([coffer, "encrypt", "-r", recipient, "-o", "\(work)/c.age", plain])
         Benchmark.spawn([age, "-r", recipient, "-o", "\(work)/a.age", plain])
         Benchmark.spawn([coffer, "decrypt", "-i", key, "-o", "\(work)/check", "\(work)/a.age"])
-        guard Benchmark.filesEqual(plain, "\(work)/check") else { Benchmark.fail("coffer did not decrypt age's file to the input") }
+        guard Benchmark.filesEqual(plain, "\(work)/check") else {
+            Benchmark.fail("coffer did not decrypt age's file to the input")
+        }
         Benchmark.spawn([age, "-d", "-i", key, "-o", "\(work)/check", "\(work)/c.age"])
-        guard Benchmark.filesEqual(plain, "\(work)/check") else { Benchmark.fail("age did not decrypt coffer's file to the input") }
+        guard Benchmark.filesEqual(plain, "\(work)/check") else {
+            Benchmark.fail("age did not decrypt coffer's file to the input")
+        }
         try? FileManager.default.removeItem(atPath: "\(work)/check")
 
         let bytes = Double(sizeMiB << 20)
@@ -78,24 +89,30 @@ struct FileBenchmark {
                 ("encrypt", ["encrypt", "-r", recipient, plain], ["-r", recipient, plain]),
                 ("decrypt", ["decrypt", "-i", key, "\(work)/a.age"], ["-d", "-i", key, "\(work)/c.age"]),
             ] {
-                var ours = Figure(), theirs = Figure()
+                var ours = Figure()
+                var theirs = Figure()
                 for _ in 0..<runs {
                     for (figure, command) in [(0, [coffer] + cofferArgs), (1, [age] + ageArgs)] {
                         // A file sink starts absent, as a user's new output would.
                         if output != "/dev/null" { try? FileManager.default.removeItem(atPath: output) }
                         let result = Benchmark.spawn(command, stdout: output)
                         if figure == 0 {
-                            ours.seconds.append(result.seconds); ours.cpu.append(result.cpu); ours.rss = max(ours.rss, result.rss)
+                            ours.seconds.append(result.seconds)
+                            ours.cpu.append(result.cpu)
+                            ours.rss = max(ours.rss, result.rss)
                         } else {
-                            theirs.seconds.append(result.seconds); theirs.cpu.append(result.cpu)
+                            theirs.seconds.append(result.seconds)
+                            theirs.cpu.append(result.cpu)
                         }
                     }
                 }
                 peakRSS = max(peakRSS, ours.rss)
-                print(String(format: "%5d MiB %@ to %@  coffer %@  age %@  ratio %.2f×  CPU s/GiB coffer %.2f age %.2f",
-                             sizeMiB, job, label.padding(toLength: 6, withPad: " ", startingAt: 0),
-                             rate(ours.median), rate(theirs.median), theirs.median / ours.median,
-                             ours.medianCPU / bytes * 1_073_741_824, theirs.medianCPU / bytes * 1_073_741_824))
+                print(
+                    String(
+                        format: "%5d MiB %@ to %@  coffer %@  age %@  ratio %.2f×  CPU s/GiB coffer %.2f age %.2f",
+                        sizeMiB, job, label.padding(toLength: 6, withPad: " ", startingAt: 0),
+                        rate(ours.median), rate(theirs.median), theirs.median / ours.median,
+                        ours.medianCPU / bytes * 1_073_741_824, theirs.medianCPU / bytes * 1_073_741_824))
             }
         }
         print("\(sizeMiB) MiB: coffer peak RSS \(peakRSS / 1024) MiB")
@@ -155,8 +172,8 @@ struct Anchors {
         process.waitUntilExit()
         // The last line: "ChaCha20-Poly1305  3735949.19k" (thousands of bytes per second).
         guard let line = output.split(separator: "\n").last(where: { $0.lowercased().hasPrefix("chacha20-poly1305") }),
-              let field = line.split(separator: " ").last, field.hasSuffix("k"),
-              let kilobytes = Double(field.dropLast())
+            let field = line.split(separator: " ").last, field.hasSuffix("k"),
+            let kilobytes = Double(field.dropLast())
         else { return nil }
         return kilobytes * 1000 / 1_048_576
     }
@@ -166,7 +183,10 @@ struct Anchors {
         let size = 256 << 20
         let from = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
         let to = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
-        defer { from.deallocate(); to.deallocate() }
+        defer {
+            from.deallocate()
+            to.deallocate()
+        }
         memset(from.baseAddress!, 0x5A, size)
         memset(to.baseAddress!, 0, size)
         return bestRate(bytes: size) { _ = Glibc.memcpy(to.baseAddress!, from.baseAddress!, size) }

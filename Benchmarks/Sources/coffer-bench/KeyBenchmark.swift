@@ -27,7 +27,9 @@ enum KeyBenchmark {
 
     /// The best of six alternating measurements (the order flips each round) of each body, so that a
     /// slow moment of the machine does not land on one side only.
-    static func compare(_ seconds: Double, _ coffer: () throws -> Void, _ swiftCrypto: () throws -> Void) rethrows -> (Double, Double) {
+    static func compare(_ seconds: Double, _ coffer: () throws -> Void, _ swiftCrypto: () throws -> Void) rethrows -> (
+        Double, Double
+    ) {
         var best = (0.0, 0.0)
         for round in 0..<6 {
             if round % 2 == 0 {
@@ -78,7 +80,8 @@ enum KeyBenchmark {
             case "+F2" where fields[2] == "2048": results["rsa"] = (Double(fields[3]) ?? 0, Double(fields[4]) ?? 0)
             case "+F4" where fields[2] == "256": results["ecdsa"] = (Double(fields[3]) ?? 0, Double(fields[4]) ?? 0)
             case "+F5" where fields[2] == "256": results["ecdh"] = (Double(fields[3]) ?? 0, 0)
-            case "+F6" where fields[3] == "Ed25519": results["ed25519"] = (Double(fields[4]) ?? 0, Double(fields[5]) ?? 0)
+            case "+F6" where fields[3] == "Ed25519":
+                results["ed25519"] = (Double(fields[4]) ?? 0, Double(fields[5]) ?? 0)
             default: break
             }
         }
@@ -100,62 +103,91 @@ enum KeyBenchmark {
         let ciphertext = try encryptor.encrypt(message)
 
         // P-256 ECDH + X9.63, Ed25519, ECDSA P-256
-        let a = P256.KeyAgreement.PrivateKey(), b = P256.KeyAgreement.PrivateKey()
-        let party = try KeyAgreement.Party(privateKey: .p256(try P256.Signing.PrivateKey(rawRepresentation: a.rawRepresentation)))
-        let peer = try KeyAgreement.Peer(publicKey: .p256(try P256.Signing.PublicKey(rawRepresentation: b.publicKey.rawRepresentation)))
+        let a = P256.KeyAgreement.PrivateKey()
+        let b = P256.KeyAgreement.PrivateKey()
+        let party = try KeyAgreement.Party(
+            privateKey: .p256(try P256.Signing.PrivateKey(rawRepresentation: a.rawRepresentation)))
+        let peer = try KeyAgreement.Peer(
+            publicKey: .p256(try P256.Signing.PublicKey(rawRepresentation: b.publicKey.rawRepresentation)))
         let ed = Curve25519.Signing.PrivateKey()
-        let edKey = AsymmetricPrivateKey.ed25519(ed), edPublic = edKey.publicKey
+        let edKey = AsymmetricPrivateKey.ed25519(ed)
+        let edPublic = edKey.publicKey
         let edSignature = try ed.signature(for: signed)
         let ecdsa = P256.Signing.PrivateKey()
-        let ecdsaKey = AsymmetricPrivateKey.p256(ecdsa), ecdsaPublic = ecdsaKey.publicKey
+        let ecdsaKey = AsymmetricPrivateKey.p256(ecdsa)
+        let ecdsaPublic = ecdsaKey.publicKey
         let ecdsaSignature = try Signatures.sign(signed, with: ecdsaKey)
 
         let openssl = opensslSpeed(seconds: max(1, Int(seconds.rounded())))
         var rows: [Row] = []
-        rows.append(Row(name: "RSA-2048 OAEP encrypt",
-                        rates: try compare(seconds, { _ = try encryptor.encrypt(message) },
-                        { _ = try rawPublic.encrypt(message, padding: .PKCS1_OAEP_SHA256) }),
-                        openssl: openssl["rsa"]?.1))
-        rows.append(Row(name: "RSA-2048 OAEP decrypt",
-                        rates: try compare(seconds, { _ = try decryptor.decrypt(ciphertext) },
-                        { _ = try rawPrivate.decrypt(ciphertext, padding: .PKCS1_OAEP_SHA256) }),
-                        openssl: openssl["rsa"]?.0))
-        rows.append(Row(name: "P-256 ECDH + X9.63",
-                        rates: try compare(seconds, { _ = try party.agree(with: peer) },
-                        {
-                            _ = try a.sharedSecretFromKeyAgreement(with: b.publicKey)
-                                .x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: Data(), outputByteCount: 32)
-                        }),
-                        openssl: openssl["ecdh"]?.0))
-        rows.append(Row(name: "Ed25519 sign",
-                        rates: try compare(seconds, { _ = try Signatures.sign(signed, with: edKey) },
-                        { _ = try ed.signature(for: signed) }),
-                        openssl: openssl["ed25519"]?.0))
-        rows.append(Row(name: "Ed25519 verify",
-                        rates: try compare(seconds, { _ = try Signatures.isValid(edSignature, for: signed, with: edPublic) },
-                        { _ = ed.publicKey.isValidSignature(edSignature, for: signed) }),
-                        openssl: openssl["ed25519"]?.1))
-        rows.append(Row(name: "ECDSA P-256 sign",
-                        rates: try compare(seconds, { _ = try Signatures.sign(signed, with: ecdsaKey) },
-                        { _ = try ecdsa.signature(for: signed).derRepresentation }),
-                        openssl: openssl["ecdsa"]?.0))
-        rows.append(Row(name: "ECDSA P-256 verify",
-                        rates: try compare(seconds, { _ = try Signatures.isValid(ecdsaSignature, for: signed, with: ecdsaPublic) },
-                        {
-                            // What verifying DER bytes takes: parse, then verify.
-                            let parsed = try P256.Signing.ECDSASignature(derRepresentation: ecdsaSignature)
-                            _ = ecdsa.publicKey.isValidSignature(parsed, for: signed)
-                        }),
-                        openssl: openssl["ecdsa"]?.1))
+        rows.append(
+            Row(
+                name: "RSA-2048 OAEP encrypt",
+                rates: try compare(
+                    seconds, { _ = try encryptor.encrypt(message) },
+                    { _ = try rawPublic.encrypt(message, padding: .PKCS1_OAEP_SHA256) }),
+                openssl: openssl["rsa"]?.1))
+        rows.append(
+            Row(
+                name: "RSA-2048 OAEP decrypt",
+                rates: try compare(
+                    seconds, { _ = try decryptor.decrypt(ciphertext) },
+                    { _ = try rawPrivate.decrypt(ciphertext, padding: .PKCS1_OAEP_SHA256) }),
+                openssl: openssl["rsa"]?.0))
+        rows.append(
+            Row(
+                name: "P-256 ECDH + X9.63",
+                rates: try compare(
+                    seconds, { _ = try party.agree(with: peer) },
+                    {
+                        _ = try a.sharedSecretFromKeyAgreement(with: b.publicKey)
+                            .x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: Data(), outputByteCount: 32)
+                    }),
+                openssl: openssl["ecdh"]?.0))
+        rows.append(
+            Row(
+                name: "Ed25519 sign",
+                rates: try compare(
+                    seconds, { _ = try Signatures.sign(signed, with: edKey) },
+                    { _ = try ed.signature(for: signed) }),
+                openssl: openssl["ed25519"]?.0))
+        rows.append(
+            Row(
+                name: "Ed25519 verify",
+                rates: try compare(
+                    seconds, { _ = try Signatures.isValid(edSignature, for: signed, with: edPublic) },
+                    { _ = ed.publicKey.isValidSignature(edSignature, for: signed) }),
+                openssl: openssl["ed25519"]?.1))
+        rows.append(
+            Row(
+                name: "ECDSA P-256 sign",
+                rates: try compare(
+                    seconds, { _ = try Signatures.sign(signed, with: ecdsaKey) },
+                    { _ = try ecdsa.signature(for: signed).derRepresentation }),
+                openssl: openssl["ecdsa"]?.0))
+        rows.append(
+            Row(
+                name: "ECDSA P-256 verify",
+                rates: try compare(
+                    seconds, { _ = try Signatures.isValid(ecdsaSignature, for: signed, with: ecdsaPublic) },
+                    {
+                        // What verifying DER bytes takes: parse, then verify.
+                        let parsed = try P256.Signing.ECDSASignature(derRepresentation: ecdsaSignature)
+                        _ = ecdsa.publicKey.isValidSignature(parsed, for: signed)
+                    }),
+                openssl: openssl["ecdsa"]?.1))
 
-        print(padded("operation", 24, left: true) + padded("coffer", 10) + padded("swift-crypto", 14) + padded("openssl", 10)
-              + padded("coffer/s-c", 12) + padded("s-c/openssl", 13))
+        print(
+            padded("operation", 24, left: true) + padded("coffer", 10) + padded("swift-crypto", 14)
+                + padded("openssl", 10)
+                + padded("coffer/s-c", 12) + padded("s-c/openssl", 13))
         for row in rows {
             let versusOpenSSL = row.openssl.map { String(format: "%.2f×", row.swiftCrypto / $0) } ?? "n/a"
             let opensslText = row.openssl.map { String(format: "%.0f", $0) } ?? "n/a"
-            print(padded(row.name, 24, left: true) + padded(String(format: "%.0f", row.coffer), 10)
-                  + padded(String(format: "%.0f", row.swiftCrypto), 14) + padded(opensslText, 10)
-                  + padded(String(format: "%.2f×", row.coffer / row.swiftCrypto), 12) + padded(versusOpenSSL, 13))
+            print(
+                padded(row.name, 24, left: true) + padded(String(format: "%.0f", row.coffer), 10)
+                    + padded(String(format: "%.0f", row.swiftCrypto), 14) + padded(opensslText, 10)
+                    + padded(String(format: "%.2f×", row.coffer / row.swiftCrypto), 12) + padded(versusOpenSSL, 13))
         }
         if openssl.isEmpty { print("(openssl not found: install it for the comparison column)") }
     }

@@ -11,7 +11,8 @@ import Foundation
 enum KeychainBenchmark {
     static func run(directory: String) throws {
         let folder = directory + "/coffer-bench-keychain-\(getpid())"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/bench.keychain"
         let password = FileKeychain.Secret.password(Array("benchmark passphrase".utf8))
@@ -29,12 +30,14 @@ enum KeychainBenchmark {
 
     /// Adds 1,000 password items, timing each, and reads every tenth back.
     static func measure(_ keychain: any Keychain) throws -> (writes: [Double], reads: [Double]) {
-        var writes: [Double] = [], reads: [Double] = []
+        var writes: [Double] = []
+        var reads: [Double] = []
         var start = Date()
         for index in 0..<1000 {
             start = Date()
-            try keychain.add(.password(service: "bench", account: "account-\(index)", label: "item \(index)"),
-                             data: SecretBytes(Array("a secret of 24 bytes....".utf8)))
+            try keychain.add(
+                .password(service: "bench", account: "account-\(index)", label: "item \(index)"),
+                data: SecretBytes(Array("a secret of 24 bytes....".utf8)))
             writes.append(Date().timeIntervalSince(start))
             if index % 10 == 0 {
                 start = Date()
@@ -46,8 +49,13 @@ enum KeychainBenchmark {
     }
 
     static func report(writes: [Double], reads: [Double]) {
-        func percentile(_ values: [Double], _ p: Double) -> Double { values.sorted()[min(values.count - 1, Int(Double(values.count) * p))] }
-        print(String(format: "write p50 %.2f ms, p99 %.2f ms (the keychain growing from 0 to 1,000 items)", 1000 * percentile(writes, 0.5), 1000 * percentile(writes, 0.99)))
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            values.sorted()[min(values.count - 1, Int(Double(values.count) * p))]
+        }
+        print(
+            String(
+                format: "write p50 %.2f ms, p99 %.2f ms (the keychain growing from 0 to 1,000 items)",
+                1000 * percentile(writes, 0.5), 1000 * percentile(writes, 0.99)))
         print(String(format: "read p50 %.3f ms", 1000 * percentile(reads, 0.5)))
     }
 
@@ -59,7 +67,9 @@ enum KeychainBenchmark {
         let keychain = try SecretServiceKeychain(name: "coffer-bench-\(getpid())")
         defer { try? keychain.delete(.password()) }
         let (writes, reads) = try measure(keychain)
-        print("coffer-bench keychain: SecretServiceKeychain (the session's Secret Service), 1,000 password items (24-byte secrets)")
+        print(
+            "coffer-bench keychain: SecretServiceKeychain (the session's Secret Service), 1,000 password items (24-byte secrets)"
+        )
         report(writes: writes, reads: reads)
     }
     #endif

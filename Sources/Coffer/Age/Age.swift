@@ -64,7 +64,9 @@ public enum Age {
     }
 
     /// Encrypts `plaintext` in memory.
-    public static func encrypt(_ plaintext: some DataProtocol, to recipients: [any Recipient], armored: Bool = false) throws -> Data {
+    public static func encrypt(_ plaintext: some DataProtocol, to recipients: [any Recipient], armored: Bool = false)
+        throws -> Data
+    {
         var source = BufferSource(plaintext)
         var sink = BufferSink()
         try encrypt(from: &source, to: &sink, recipients: recipients, armored: armored)
@@ -110,7 +112,8 @@ public enum Age {
         if header.stanzas.contains(where: { $0.type == Scrypt.stanzaType }) {
             throw CofferError(.wrongPassword, "the file is passphrase-encrypted and no passphrase given opened it")
         }
-        throw CofferError(.noIdentityMatched, "no identity matched any of the file's recipients (stanza types: \(types))")
+        throw CofferError(
+            .noIdentityMatched, "no identity matched any of the file's recipients (stanza types: \(types))")
     }
 
     /// Calls `body` with a line reader over the binary age file, removing

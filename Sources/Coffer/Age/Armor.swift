@@ -1,4 +1,5 @@
 import Foundation
+
 /// age's ASCII armor: strict PEM (RFC 7468 §3, Figure 3) with the label
 /// "AGE ENCRYPTED FILE", padded canonical base64 in 64-column lines. Only
 /// whitespace before and after the block is tolerated, and CRLF or LF line
@@ -61,7 +62,9 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
             _ = try withUnsafeMutableBytes(of: &one) { try reader.read(into: $0) }
         }
         guard let (line, terminated) = try nextLine(), line.elementsEqual(Armor.begin), terminated else {
-            throw Armor.fail("this is not an age file: it starts neither with \"age-encryption.org/\" nor with an armor line \"-----BEGIN AGE ENCRYPTED FILE-----\"")
+            throw Armor.fail(
+                "this is not an age file: it starts neither with \"age-encryption.org/\" nor with an armor line \"-----BEGIN AGE ENCRYPTED FILE-----\""
+            )
         }
         started = true
     }
@@ -87,7 +90,8 @@ struct ArmorReader<Source: ByteSource>: ByteSource {
         }
         guard terminated else { throw Armor.fail("the armor ends without an END line") }
         guard !mustEnd else {
-            throw Armor.fail("line \(lineNumber - 1) of the armor is shorter than 64 columns or padded but is not the last")
+            throw Armor.fail(
+                "line \(lineNumber - 1) of the armor is shorter than 64 columns or padded but is not the last")
         }
         guard !line.isEmpty, line.count <= Armor.columns else {
             throw Armor.fail("line \(lineNumber) of the armor is empty or longer than 64 columns")

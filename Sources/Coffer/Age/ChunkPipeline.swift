@@ -78,8 +78,10 @@ enum ChunkPipeline {
         emit: (ChunkBatch) throws -> Void
     ) throws {
         let batchBytes = STREAM.batchChunks * inputUnit
-        let batches = [ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
-                       ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit)]
+        let batches = [
+            ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
+            ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
+        ]
         var counter: UInt64 = 0
         var offset: Int64 = 0
 
@@ -91,7 +93,9 @@ enum ChunkPipeline {
                 batch.slice = positional.dropping(offset)
                 offset += Int64(batch.inputBytes)
             } else {
-                let filled = carried + (try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: batch.input[carried...])))
+                let filled =
+                    carried
+                    + (try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: batch.input[carried...])))
                 batch.atEnd = filled <= batchBytes
                 batch.inputBytes = batch.atEnd ? filled : batchBytes
             }
@@ -145,7 +149,10 @@ enum ChunkPipeline {
             if let next { running = start(next) }
             do {
                 if let failed = (0..<current.chunks).first(where: { current.status[$0] == .readFailed }) {
-                    throw CofferError(.io, "reading chunk \(current.firstCounter + UInt64(failed)) of the input failed, or the file shrank while it was read")
+                    throw CofferError(
+                        .io,
+                        "reading chunk \(current.firstCounter + UInt64(failed)) of the input failed, or the file shrank while it was read"
+                    )
                 }
                 try emit(current)
             } catch {

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// The 128-bit key that encrypts one age file's payload and authenticates
 /// its header. Recipients wrap it; identities unwrap it.

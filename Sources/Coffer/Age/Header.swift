@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// The age v1 header: version line, stanzas, MAC (c2sp.org/age, "Header").
 struct Header: Sendable {
@@ -47,7 +47,9 @@ struct Header: Sendable {
     func verify(fileKey: FileKey) throws {
         let key = fileKey.derive(salt: [UInt8](), info: "header")
         guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: authenticatedBytes, using: key) else {
-            throw CofferError(.headerAuthenticationFailed, "the header MAC does not match: the header was modified or the file key is wrong")
+            throw CofferError(
+                .headerAuthenticationFailed,
+                "the header MAC does not match: the header was modified or the file key is wrong")
         }
     }
 }
@@ -75,7 +77,10 @@ extension Header {
         guard first == versionLine else {
             if first.starts(with: versionPrefix) {
                 let version = String(decoding: first.dropFirst(versionPrefix.count).prefix(40), as: UTF8.self)
-                throw CofferError(.unsupported, "unsupported age format version \"\(version.filter { $0.isASCII && !$0.isNewline })\"; only v1 is supported")
+                throw CofferError(
+                    .unsupported,
+                    "unsupported age format version \"\(version.filter { $0.isASCII && !$0.isNewline })\"; only v1 is supported"
+                )
             }
             throw fail("not an age file: the first line is not \"age-encryption.org/v1\"")
         }
@@ -86,7 +91,8 @@ extension Header {
             if line.starts(with: Array("---".utf8)) {
                 guard !stanzas.isEmpty else { throw fail("the header has no recipient stanza") }
                 guard line.count == 4 + 43, line[3] == 0x20,
-                      let mac = Base64.decode(line[4...], padded: false), mac.count == 32 else {
+                    let mac = Base64.decode(line[4...], padded: false), mac.count == 32
+                else {
                     throw fail("the MAC line is not \"--- \" and 43 characters of canonical base64")
                 }
                 return Header(stanzas: stanzas, mac: mac)
@@ -105,7 +111,8 @@ extension Header {
             while true {
                 let bodyLine = try nextLine("the body of stanza \(stanzas.count + 1)")
                 guard bodyLine.count <= Stanza.columns, bodyLine.allSatisfy(Base64.isBase64Character) else {
-                    throw fail("stanza \(stanzas.count + 1) has a body line that is not at most 64 columns of unpadded base64")
+                    throw fail(
+                        "stanza \(stanzas.count + 1) has a body line that is not at most 64 columns of unpadded base64")
                 }
                 bodyText += bodyLine
                 guard bodyText.count <= maximumBodyBytes else {

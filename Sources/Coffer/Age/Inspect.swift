@@ -37,7 +37,9 @@ extension Age {
             let chunks = (sealed + Int64(STREAM.sealedChunkSize) - 1) / Int64(STREAM.sealedChunkSize)
             return AgeFileInfo(
                 armored: armored,
-                stanzas: header.stanzas.map { .init(type: $0.type, argumentCount: $0.arguments.count, bodySize: $0.body.count) },
+                stanzas: header.stanzas.map {
+                    .init(type: $0.type, argumentCount: $0.arguments.count, bodySize: $0.body.count)
+                },
                 headerSize: header.encoded.count,
                 payloadSize: payload,
                 chunkCount: chunks,

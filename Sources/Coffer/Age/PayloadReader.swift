@@ -35,10 +35,12 @@ enum PayloadReader {
             // Only a short chunk is known to be the last; a full one may be
             // either, so it is tried as a middle chunk first.
             if sealed.count == STREAM.sealedChunkSize,
-               STREAM.open(sealed, into: output, counter: chunk, last: false, key: key, cipher: cipher) {
+                STREAM.open(sealed, into: output, counter: chunk, last: false, key: key, cipher: cipher)
+            {
                 return .done
             }
-            return STREAM.open(sealed, into: output, counter: chunk, last: true, key: key, cipher: cipher) ? .doneFinal : .failed
+            return STREAM.open(sealed, into: output, counter: chunk, last: true, key: key, cipher: cipher)
+                ? .doneFinal : .failed
         } emit: { batch in
             guard batch.inputBytes > 0 else {
                 throw CofferError(.malformedPayload, "the payload has no chunks: the file is truncated")
@@ -54,23 +56,32 @@ enum PayloadReader {
                 let size = min(STREAM.sealedChunkSize, batch.inputBytes - index * STREAM.sealedChunkSize)
                 let status = batch.status[index]
                 guard status == .done || status == .doneFinal else {
-                    failure = size < STREAM.tagSize
-                        ? CofferError(.malformedPayload, "payload chunk \(chunk) is \(size) bytes, too short to hold its tag: the file is truncated")
-                        : CofferError(.payloadAuthenticationFailed, "payload chunk \(chunk) failed to authenticate: the file was modified or corrupted")
+                    failure =
+                        size < STREAM.tagSize
+                        ? CofferError(
+                            .malformedPayload,
+                            "payload chunk \(chunk) is \(size) bytes, too short to hold its tag: the file is truncated")
+                        : CofferError(
+                            .payloadAuthenticationFailed,
+                            "payload chunk \(chunk) failed to authenticate: the file was modified or corrupted")
                     break
                 }
                 let isFinal = status == .doneFinal
                 if isFinal && size == STREAM.tagSize && chunk > 0 {
-                    failure = CofferError(.malformedPayload, "the final chunk is empty, which only an empty file may have")
+                    failure = CofferError(
+                        .malformedPayload, "the final chunk is empty, which only an empty file may have")
                     break
                 }
                 ready += size - STREAM.tagSize
                 if isFinal && !endOfInput {
-                    failure = CofferError(.malformedPayload, "data follows the final chunk (\(chunk)): the file was extended")
+                    failure = CofferError(
+                        .malformedPayload, "data follows the final chunk (\(chunk)): the file was extended")
                     break
                 }
                 if !isFinal && endOfInput {
-                    failure = CofferError(.malformedPayload, "the payload ends after chunk \(chunk), which is not marked final: the file is truncated")
+                    failure = CofferError(
+                        .malformedPayload,
+                        "the payload ends after chunk \(chunk), which is not marked final: the file is truncated")
                     break
                 }
             }

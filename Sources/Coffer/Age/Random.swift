@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// Fills `buffer` from the system CSPRNG (through swift-crypto's key
 /// generation, so that the same generator serves every secret we make).

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -111,7 +112,9 @@ public final class AgeRandomAccessFile: Sendable {
                 key: key, cipher: cipher)
         }
         guard opened else {
-            throw CofferError(.payloadAuthenticationFailed, "payload chunk \(index) failed to authenticate: the file was modified, truncated or extended")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "payload chunk \(index) failed to authenticate: the file was modified, truncated or extended")
         }
         sealed.removeLast(STREAM.tagSize)
         return sealed

@@ -1,4 +1,5 @@
 import Foundation
+
 /// One recipient stanza of an age header: `-> type arg…` and a body.
 ///
 /// Recipient implementations produce stanzas; identity implementations
@@ -12,7 +13,8 @@ public struct Stanza: Sendable, Hashable {
     /// a character outside VCHAR (0x21…0x7E), which the format cannot carry.
     public init(type: String, arguments: [String], body: [UInt8]) throws {
         for argument in [type] + arguments where !Stanza.isValidArgument(Array(argument.utf8)) {
-            throw CofferError(.invalidArgument, "a stanza argument must be 1 or more printable ASCII characters without spaces")
+            throw CofferError(
+                .invalidArgument, "a stanza argument must be 1 or more printable ASCII characters without spaces")
         }
         self.type = type
         self.arguments = arguments
@@ -56,14 +58,16 @@ public struct Stanza: Sendable, Hashable {
 extension Stanza {
     func requireArgumentCount(_ count: Int) throws {
         guard arguments.count == count else {
-            throw CofferError(.malformedHeader, "the \(type) stanza must have exactly \(count) argument\(count == 1 ? "" : "s")")
+            throw CofferError(
+                .malformedHeader, "the \(type) stanza must have exactly \(count) argument\(count == 1 ? "" : "s")")
         }
     }
 
     /// Argument `index`, which must be canonical base64 of `byteCount` bytes.
     func decodedArgument(_ index: Int, byteCount: Int, name: String) throws -> [UInt8] {
         guard let bytes = Base64.decode(arguments[index]), bytes.count == byteCount else {
-            throw CofferError(.malformedHeader, "the \(type) stanza's \(name) must be \(byteCount) bytes of canonical base64")
+            throw CofferError(
+                .malformedHeader, "the \(type) stanza's \(name) must be \(byteCount) bytes of canonical base64")
         }
         return Array(bytes)
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 /// Standard base64 (RFC 4648 §4) with the strictness age needs: canonical
 /// encodings only (unused trailing bits must be zero, RFC 4648 §3.5), and
 /// padding either forbidden (the header) or required (the armor).
@@ -87,9 +88,12 @@ enum Base64 {
         var index = line.startIndex
         while index < line.endIndex {
             let last = index + 4 == line.endIndex
-            let c0 = values[Int(line[index])], c1 = values[Int(line[index + 1])]
-            let p2 = line[index + 2] == UInt8(ascii: "="), p3 = line[index + 3] == UInt8(ascii: "=")
-            let c2 = p2 ? 0 : values[Int(line[index + 2])], c3 = p3 ? 0 : values[Int(line[index + 3])]
+            let c0 = values[Int(line[index])]
+            let c1 = values[Int(line[index + 1])]
+            let p2 = line[index + 2] == UInt8(ascii: "=")
+            let p3 = line[index + 3] == UInt8(ascii: "=")
+            let c2 = p2 ? 0 : values[Int(line[index + 2])]
+            let c3 = p3 ? 0 : values[Int(line[index + 3])]
             guard c0 != 0xFF, c1 != 0xFF, c2 != 0xFF, c3 != 0xFF else { return nil }
             // Padding only at the very end, "==" or "=", with zero spare bits.
             if p2 || p3 {
@@ -97,8 +101,14 @@ enum Base64 {
             }
             output[written] = c0 << 2 | c1 >> 4
             written += 1
-            if !p2 { output[written] = c1 << 4 | c2 >> 2; written += 1 }
-            if !p3 { output[written] = c2 << 6 | c3; written += 1 }
+            if !p2 {
+                output[written] = c1 << 4 | c2 >> 2
+                written += 1
+            }
+            if !p3 {
+                output[written] = c2 << 6 | c3
+                written += 1
+            }
             index += 4
         }
         return written

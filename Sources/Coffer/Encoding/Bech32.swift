@@ -1,4 +1,5 @@
 import Foundation
+
 /// Bech32 as BIP 173 specifies it, without its 90-character limit (age's
 /// post-quantum keys are far longer). Strings are all lowercase or all
 /// uppercase; the checksum is always computed over the lowercase form.
@@ -70,7 +71,8 @@ enum Bech32 {
         guard !(hasLower && hasUpper) else { return nil }
         let lower = bytes.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
         guard let separator = lower.lastIndex(of: UInt8(ascii: "1")),
-              separator >= 1, lower.count - separator - 1 >= 6 else { return nil }
+            separator >= 1, lower.count - separator - 1 >= 6
+        else { return nil }
         let hrp = Array(lower[..<separator])
         var words: [UInt8] = []
         for byte in lower[(separator + 1)...] {

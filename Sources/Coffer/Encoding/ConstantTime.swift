@@ -1,4 +1,5 @@
 import Foundation
+
 /// Comparison of secret bytes in time that does not depend on where they
 /// differ: every byte is visited and the differences are OR-ed together.
 /// The lengths are not treated as secret.
@@ -17,6 +18,8 @@ public enum ConstantTime {
 /// non-generic, and fast when called from another module.
 @inlinable
 func withContiguousBytes<R>(of data: some DataProtocol, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-    if let result = try data.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) { return result }
+    if let result = try data.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+        return result
+    }
     return try Array(data).withUnsafeBytes(body)
 }

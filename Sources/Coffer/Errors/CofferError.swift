@@ -1,4 +1,5 @@
 import Foundation
+
 /// The one error type of the `Coffer` module.
 ///
 /// ```swift

@@ -29,7 +29,9 @@ public enum FileDigest {
     }
 
     /// HMAC of everything `source` yields under `key`.
-    public static func hmac<Source: ByteSource>(_ source: inout Source, key: SymmetricKey, algorithm: Algorithm) throws -> [UInt8] {
+    public static func hmac<Source: ByteSource>(_ source: inout Source, key: SymmetricKey, algorithm: Algorithm) throws
+        -> [UInt8]
+    {
         switch algorithm {
         case .sha256: try mac(&source, key, SHA256.self)
         case .sha384: try mac(&source, key, SHA384.self)
@@ -40,19 +42,24 @@ public enum FileDigest {
         }
     }
 
-    private static func digest<Source: ByteSource, H: HashFunction>(_ source: inout Source, _: H.Type) throws -> [UInt8] {
+    private static func digest<Source: ByteSource, H: HashFunction>(_ source: inout Source, _: H.Type) throws -> [UInt8]
+    {
         var function = H()
         try forEachBlock(&source) { function.update(bufferPointer: $0) }
         return Array(function.finalize())
     }
 
-    private static func mac<Source: ByteSource, H: HashFunction>(_ source: inout Source, _ key: SymmetricKey, _: H.Type) throws -> [UInt8] {
+    private static func mac<Source: ByteSource, H: HashFunction>(_ source: inout Source, _ key: SymmetricKey, _: H.Type)
+        throws -> [UInt8]
+    {
         var function = HMAC<H>(key: key)
         try forEachBlock(&source) { function.update(data: $0) }
         return Array(function.finalize())
     }
 
-    private static func forEachBlock<Source: ByteSource>(_ source: inout Source, _ body: (UnsafeRawBufferPointer) -> Void) throws {
+    private static func forEachBlock<Source: ByteSource>(
+        _ source: inout Source, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,7 +46,9 @@ public final class AtomicFile {
     public init(destination requested: String, mode: mode_t = 0o600) throws {
         let resolved = try Destination.resolve(requested)
         guard case .file(let path) = resolved else {
-            throw CofferError(.invalidArgument, "\(requested) is \(resolved.kindName), not a regular file; it cannot be replaced by a file")
+            throw CofferError(
+                .invalidArgument,
+                "\(requested) is \(resolved.kindName), not a regular file; it cannot be replaced by a file")
         }
         destination = path
         directory = Destination.directory(of: path)
@@ -87,7 +90,9 @@ public final class AtomicFile {
                 guard rename(temporary, destination) == 0 else { return try fail("cannot rename into \(destination)") }
             } else {
                 // link(2) refuses to replace an existing name, atomically.
-                guard link(temporary, destination) == 0 else { return try fail("cannot create \(destination)", exists: errno == EEXIST) }
+                guard link(temporary, destination) == 0 else {
+                    return try fail("cannot create \(destination)", exists: errno == EEXIST)
+                }
                 unlink(temporary)
             }
         } else if replace {
@@ -99,7 +104,9 @@ public final class AtomicFile {
                 return try fail("cannot rename into \(destination)")
             }
         } else {
-            guard linkDescriptor(to: destination) else { return try fail("cannot create \(destination)", exists: errno == EEXIST) }
+            guard linkDescriptor(to: destination) else {
+                return try fail("cannot create \(destination)", exists: errno == EEXIST)
+            }
         }
         close(descriptor)
         finished = true
@@ -213,7 +220,9 @@ extension AtomicFile {
         }
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw CofferError(.io, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else {
+                throw CofferError(.io, "cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
         }
         return try body()
     }

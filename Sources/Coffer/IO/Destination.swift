@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -59,7 +60,9 @@ public enum Destination: Equatable, Sendable {
             case S_IFLNK:
                 var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
                 let count = readlink(path, &target, Int(PATH_MAX))
-                guard count > 0 else { throw CofferError(.io, "cannot read the link \(path): \(String(cString: strerror(errno)))") }
+                guard count > 0 else {
+                    throw CofferError(.io, "cannot read the link \(path): \(String(cString: strerror(errno)))")
+                }
                 let text = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if let number = descriptorNumber(text) { return .descriptor(number) }
                 path = text.hasPrefix("/") ? text : directory(of: path) + "/" + text

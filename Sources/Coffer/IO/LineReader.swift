@@ -1,4 +1,5 @@
 import Foundation
+
 /// A read-ahead buffer over a `ByteSource` that hands out lines (for the
 /// age header and the armor) and then the bytes left after them.
 struct LineReader<Source: ByteSource>: ByteSource {

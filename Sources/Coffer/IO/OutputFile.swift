@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -24,13 +25,16 @@ public final class OutputFile {
             streamDescriptor = nil
         case .descriptor(let number):
             let copy = fcntl(number, F_DUPFD_CLOEXEC, 3)
-            guard copy >= 0 else { throw CofferError(.io, "cannot write to \(path): file descriptor \(number) is not open") }
+            guard copy >= 0 else {
+                throw CofferError(.io, "cannot write to \(path): file descriptor \(number) is not open")
+            }
             file = nil
             streamDescriptor = copy
         case .special(let special, _):
             let opened = open(special, O_WRONLY | O_NOCTTY | O_CLOEXEC)
             guard opened >= 0 else {
-                throw CofferError(.io, "cannot open \(special) (\(destination.kindName)): \(String(cString: strerror(errno)))")
+                throw CofferError(
+                    .io, "cannot open \(special) (\(destination.kindName)): \(String(cString: strerror(errno)))")
             }
             file = nil
             streamDescriptor = opened

@@ -21,9 +21,11 @@ extension PositionalByteSource {
     public func readExactly(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws {
         var done = 0
         while done < buffer.count {
-            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
+            let count = try read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
             guard count > 0 else {
-                throw CofferError(.io, "the input ended at byte \(offset + Int64(done)) while it was read: it shrank or changed")
+                throw CofferError(
+                    .io, "the input ended at byte \(offset + Int64(done)) while it was read: it shrank or changed")
             }
             done += count
         }

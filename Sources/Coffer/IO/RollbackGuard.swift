@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,7 +27,10 @@ extension RollbackGuard {
     /// Throws `rolledBack` when `generation` is below the mark under `key`.
     public func check(_ key: String, generation: UInt64, what: String) throws {
         guard let mark = try highWaterMark(for: key), generation < mark else { return }
-        throw CofferError(.rolledBack, "\(what) is generation \(generation), but generation \(mark) was already written: an older copy was put back in its place")
+        throw CofferError(
+            .rolledBack,
+            "\(what) is generation \(generation), but generation \(mark) was already written: an older copy was put back in its place"
+        )
     }
 }
 
@@ -47,7 +51,8 @@ public final class StateFileRollbackGuard: RollbackGuard {
     public static var defaultPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let directory = environment["COFFER_STATE_DIR"], !directory.isEmpty { return directory + "/generations" }
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/state")
+        let state =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/state")
         return state + "/coffer/generations"
     }
 
@@ -70,13 +75,18 @@ public final class StateFileRollbackGuard: RollbackGuard {
 
     private func update(_ change: (inout [String: UInt64]) -> Bool) throws {
         let folder = Destination.directory(of: path)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try AtomicFile.withExclusiveLock(on: path) {
             var marks = try load()
             guard change(&marks) else { return }
             // Forget keychains that are gone: their paths can be reused by new ones.
-            for key in marks.keys where key.hasPrefix("keychain:") && access(String(key.dropFirst(9)), F_OK) != 0 { marks[key] = nil }
-            let text = marks.sorted { $0.key < $1.key }.map { "\($0.key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(.whitespaces)) ?? $0.key) \($0.value)\n" }.joined()
+            for key in marks.keys where key.hasPrefix("keychain:") && access(String(key.dropFirst(9)), F_OK) != 0 {
+                marks[key] = nil
+            }
+            let text = marks.sorted { $0.key < $1.key }.map {
+                "\($0.key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(.whitespaces)) ?? $0.key) \($0.value)\n"
+            }.joined()
             let file = try AtomicFile(destination: path, mode: 0o600)
             var sink = file.sink
             do {
@@ -97,12 +107,14 @@ public final class StateFileRollbackGuard: RollbackGuard {
         }
         defer { close(descriptor) }
         try PrivateFile.check(descriptor: descriptor, path: path, what: "the rollback marks file", allowGroupRead: true)
-        let bytes = try PrivateFile.readAll(descriptor: descriptor, limit: 1 << 20, path: path, what: "the rollback marks file")
+        let bytes = try PrivateFile.readAll(
+            descriptor: descriptor, limit: 1 << 20, path: path, what: "the rollback marks file")
         var marks: [String: UInt64] = [:]
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let parts = line.split(separator: " ")
             guard parts.count == 2, let generation = UInt64(parts[1]) else {
-                throw CofferError(.malformed, "the rollback marks file \(path) is damaged (line \"\(line.prefix(80))\")")
+                throw CofferError(
+                    .malformed, "the rollback marks file \(path) is damaged (line \"\(line.prefix(80))\")")
             }
             marks[String(parts[0]).removingPercentEncoding ?? String(parts[0])] = generation
         }
@@ -123,7 +135,9 @@ extension PrivateFile {
         // The file grew since fstat: read on, up to the limit.
         while count == bytes.count && count <= limit {
             bytes += [UInt8](repeating: 0, count: min(bytes.count, limit + 1 - count))
-            let more = try bytes.withUnsafeMutableBytes { try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...])) }
+            let more = try bytes.withUnsafeMutableBytes {
+                try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
+            }
             if more == 0 { break }
             count += more
         }
@@ -141,14 +155,19 @@ public enum PrivateFile {
     ///   are always refused.
     public static func check(descriptor: Int32, path: String, what: String, allowGroupRead: Bool = false) throws {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw CofferError(.io, "cannot examine \(path): \(String(cString: strerror(errno)))") }
+        guard fstat(descriptor, &info) == 0 else {
+            throw CofferError(.io, "cannot examine \(path): \(String(cString: strerror(errno)))")
+        }
         guard info.st_mode & S_IFMT == S_IFREG else { return }  // a pipe or /dev/fd: nothing to check
         guard info.st_uid == geteuid() || info.st_uid == 0 else {
-            throw CofferError(.insecurePermissions, "\(what) \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
+            throw CofferError(
+                .insecurePermissions, "\(what) \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
         }
         let forbidden: mode_t = allowGroupRead ? 0o022 : 0o077
         guard info.st_mode & forbidden == 0 else {
-            throw CofferError(.insecurePermissions, "\(what) \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
+            throw CofferError(
+                .insecurePermissions,
+                "\(what) \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
     }
 }

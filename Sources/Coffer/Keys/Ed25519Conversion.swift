@@ -11,7 +11,8 @@ enum Ed25519Conversion {
     private static let inverseExponent: [UInt8] = [0x7f] + [UInt8](repeating: 0xff, count: 30) + [0xeb]
     private static let eulerExponent: [UInt8] = [0x3f] + [UInt8](repeating: 0xff, count: 30) + [0xf6]
     // d = −121665/121666 mod p (RFC 8032 §5.1).
-    private static let d = MontgomeryModulus.limbs(bigEndian: Hex.decode("52036cee2b6ffe738cc740797779e89800700a4d4141d8ab75eb4dca135978a3")!)
+    private static let d = MontgomeryModulus.limbs(
+        bigEndian: Hex.decode("52036cee2b6ffe738cc740797779e89800700a4d4141d8ab75eb4dca135978a3")!)
 
     private static func add(_ a: [UInt64], _ b: [UInt64]) -> [UInt64] {
         var sum = [UInt64](repeating: 0, count: 4)
@@ -72,7 +73,9 @@ enum Ed25519Conversion {
     }
 
     /// The X25519 private key of an Ed25519 private key (its 32-byte seed).
-    static func x25519PrivateKey(fromEd25519 key: Curve25519.Signing.PrivateKey) throws -> Curve25519.KeyAgreement.PrivateKey {
+    static func x25519PrivateKey(fromEd25519 key: Curve25519.Signing.PrivateKey) throws
+        -> Curve25519.KeyAgreement.PrivateKey
+    {
         let scalar = SHA512.hash(data: key.rawRepresentation).prefix(32)
         return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Data(scalar))
     }

@@ -12,13 +12,21 @@ public enum KeyFiles {
         case pkcs8, spki, pkcs1, sec1, openssh, apple
     }
 
-    static let privateFormats = "PEM or DER PKCS#8 (\"PRIVATE KEY\"), PKCS#1 (\"RSA PRIVATE KEY\"), SEC 1 (\"EC PRIVATE KEY\"), OpenSSH (\"OPENSSH PRIVATE KEY\"), or Apple's external representation (04 ‖ X ‖ Y ‖ D)"
-    static let publicFormats = "PEM or DER SPKI (\"PUBLIC KEY\"), PKCS#1 (\"RSA PUBLIC KEY\"), an OpenSSH public key line, or Apple's external representation (04 ‖ X ‖ Y, or RSA PKCS#1 DER)"
+    static let privateFormats =
+        "PEM or DER PKCS#8 (\"PRIVATE KEY\"), PKCS#1 (\"RSA PRIVATE KEY\"), SEC 1 (\"EC PRIVATE KEY\"), OpenSSH (\"OPENSSH PRIVATE KEY\"), or Apple's external representation (04 ‖ X ‖ Y ‖ D)"
+    static let publicFormats =
+        "PEM or DER SPKI (\"PUBLIC KEY\"), PKCS#1 (\"RSA PUBLIC KEY\"), an OpenSSH public key line, or Apple's external representation (04 ‖ X ‖ Y, or RSA PKCS#1 DER)"
 
     // ML-DSA-65 (id-ml-dsa-65, 2.16.840.1.101.3.4.3.18), RFC 9881: the
     // seed-only private key form and the SPKI, as fixed DER prefixes.
-    static let mldsa65PKCS8Prefix: [UInt8] = [0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x04, 0x22, 0x80, 0x20]
-    static let mldsa65SPKIPrefix: [UInt8] = [0x30, 0x82, 0x07, 0xb2, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x03, 0x82, 0x07, 0xa1, 0x00]
+    static let mldsa65PKCS8Prefix: [UInt8] = [
+        0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12,
+        0x04, 0x22, 0x80, 0x20,
+    ]
+    static let mldsa65SPKIPrefix: [UInt8] = [
+        0x30, 0x82, 0x07, 0xb2, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x03,
+        0x82, 0x07, 0xa1, 0x00,
+    ]
 
     // MARK: reading
 
@@ -31,17 +39,27 @@ public enum KeyFiles {
             case OpenSSH.privateKeyLabel: return try OpenSSH.privateKey(bytes: block.bytes)
             case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
                 if let key = privateKey(der: block.bytes) { return key }
-                throw CofferError(.malformed, "the \"\(block.label)\" PEM block does not hold a private key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)")
+                throw CofferError(
+                    .malformed,
+                    "the \"\(block.label)\" PEM block does not hold a private key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)"
+                )
             case "ENCRYPTED PRIVATE KEY":
-                throw CofferError(.unsupported, "the private key is encrypted (PKCS#8 \"ENCRYPTED PRIVATE KEY\"); decrypt a copy first: openssl pkey -in KEY -out PLAIN")
+                throw CofferError(
+                    .unsupported,
+                    "the private key is encrypted (PKCS#8 \"ENCRYPTED PRIVATE KEY\"); decrypt a copy first: openssl pkey -in KEY -out PLAIN"
+                )
             case "PUBLIC KEY", "RSA PUBLIC KEY":
-                throw CofferError(.invalidArgument, "this is a public key (\"\(block.label)\"); a private key is needed: \(privateFormats)")
+                throw CofferError(
+                    .invalidArgument,
+                    "this is a public key (\"\(block.label)\"); a private key is needed: \(privateFormats)")
             default:
-                throw CofferError(.malformed, "a PEM \"\(block.label)\" block is not a private key; expected \(privateFormats)")
+                throw CofferError(
+                    .malformed, "a PEM \"\(block.label)\" block is not a private key; expected \(privateFormats)")
             }
         }
         if bytes.starts(with: Array("ssh-".utf8)) || bytes.starts(with: Array("ecdsa-".utf8)) {
-            throw CofferError(.invalidArgument, "this is an OpenSSH public key; a private key is needed: \(privateFormats)")
+            throw CofferError(
+                .invalidArgument, "this is an OpenSSH public key; a private key is needed: \(privateFormats)")
         }
         if let key = privateKey(der: bytes) { return key }
         if bytes.first == 0x04, let key = appleECPrivateKey(bytes) { return key }
@@ -51,7 +69,8 @@ public enum KeyFiles {
     static func privateKey(der: [UInt8]) -> AsymmetricPrivateKey? {
         guard der.first == 0x30 else { return nil }
         if der.count == mldsa65PKCS8Prefix.count + 32, der.starts(with: mldsa65PKCS8Prefix),
-           let key = try? MLDSA65.PrivateKey(seedRepresentation: der.suffix(32), publicKey: nil) {
+            let key = try? MLDSA65.PrivateKey(seedRepresentation: der.suffix(32), publicKey: nil)
+        {
             return .mldsa65(key)
         }
         // swift-crypto's Curve25519 DER readers do not tell Ed25519 from
@@ -87,7 +106,10 @@ public enum KeyFiles {
             switch block.label {
             case "PUBLIC KEY", "RSA PUBLIC KEY":
                 if let key = publicKey(der: block.bytes) { return key }
-                throw CofferError(.malformed, "the \"\(block.label)\" PEM block does not hold a public key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)")
+                throw CofferError(
+                    .malformed,
+                    "the \"\(block.label)\" PEM block does not hold a public key Coffer reads (Ed25519, X25519, P-256/384/521, RSA ≥ 2048 bits, ML-DSA-65)"
+                )
             default:
                 return try privateKey(bytes).publicKey
             }
@@ -107,7 +129,9 @@ public enum KeyFiles {
             default: break
             }
             if let key = appleECPrivateKey(bytes) { return key.publicKey }
-            throw CofferError(.malformed, "the \(bytes.count) bytes starting 04 are not a point on P-256 (65), P-384 (97) or P-521 (133)")
+            throw CofferError(
+                .malformed,
+                "the \(bytes.count) bytes starting 04 are not a point on P-256 (65), P-384 (97) or P-521 (133)")
         }
         if let key = privateKey(der: bytes) { return key.publicKey }
         throw CofferError(.malformed, "not a public key in a format Coffer reads; expected \(publicFormats)")
@@ -116,7 +140,8 @@ public enum KeyFiles {
     static func publicKey(der: [UInt8]) -> AsymmetricPublicKey? {
         guard der.first == 0x30 else { return nil }
         if der.count == mldsa65SPKIPrefix.count + 1952, der.starts(with: mldsa65SPKIPrefix),
-           let key = try? MLDSA65.PublicKey(rawRepresentation: der.suffix(1952)) {
+            let key = try? MLDSA65.PublicKey(rawRepresentation: der.suffix(1952))
+        {
             return .mldsa65(key)
         }
         switch rfc8410Algorithm(der, isPrivate: false) {
@@ -138,7 +163,9 @@ public enum KeyFiles {
         var reader = DERReader(der)
         guard var outer = try? reader.element(tag: 0x30) else { return nil }
         if isPrivate { guard (try? outer.element(tag: 0x02)) != nil else { return nil } }
-        guard var algorithm = try? outer.element(tag: 0x30), let oid = try? algorithm.element(tag: 0x06) else { return nil }
+        guard var algorithm = try? outer.element(tag: 0x30), let oid = try? algorithm.element(tag: 0x06) else {
+            return nil
+        }
         let bytes = oid.contents
         return bytes.count == 3 && bytes[0] == 0x2b && bytes[1] == 0x65 ? bytes[2] : nil
     }
@@ -153,19 +180,34 @@ public enum KeyFiles {
         switch (format, key) {
         case (.pkcs8, .ed25519(let key)): return out("PRIVATE KEY", key.derRepresentation)
         case (.pkcs8, .x25519(let key)): return out("PRIVATE KEY", key.derRepresentation)
-        case (.pkcs8, .p256(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
-        case (.pkcs8, .p384(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
-        case (.pkcs8, .p521(let key)): return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .p256(let key)):
+            return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .p384(let key)):
+            return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
+        case (.pkcs8, .p521(let key)):
+            return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
         case (.pkcs8, .rsa(let key)): return out("PRIVATE KEY", key.pkcs8DERRepresentation)
         case (.pkcs8, .mldsa65(let key)): return out("PRIVATE KEY", mldsa65PKCS8Prefix + key.seedRepresentation)
         case (.pkcs1, .rsa(let key)): return out("RSA PRIVATE KEY", key.derRepresentation)
         case (.apple, .rsa(let key)): return Array(key.derRepresentation)
         case (.sec1, .p256(let key)):
-            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07], point: key.publicKey.x963Representation))
+            return out(
+                "EC PRIVATE KEY",
+                sec1(
+                    scalar: key.rawRepresentation, curve: [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07],
+                    point: key.publicKey.x963Representation))
         case (.sec1, .p384(let key)):
-            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x22], point: key.publicKey.x963Representation))
+            return out(
+                "EC PRIVATE KEY",
+                sec1(
+                    scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x22],
+                    point: key.publicKey.x963Representation))
         case (.sec1, .p521(let key)):
-            return out("EC PRIVATE KEY", sec1(scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x23], point: key.publicKey.x963Representation))
+            return out(
+                "EC PRIVATE KEY",
+                sec1(
+                    scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x23],
+                    point: key.publicKey.x963Representation))
         case (.apple, .p256(let key)): return Array(key.x963Representation)
         case (.apple, .p384(let key)): return Array(key.x963Representation)
         case (.apple, .p521(let key)): return Array(key.x963Representation)
@@ -173,7 +215,8 @@ public enum KeyFiles {
             guard !der else { throw CofferError(.invalidArgument, "OpenSSH private keys are PEM only") }
             return Array(try OpenSSH.privateKeyPEM(key).utf8)
         default:
-            throw CofferError(.invalidArgument, "this \(key.algorithm) private key cannot be written as \(format.rawValue)")
+            throw CofferError(
+                .invalidArgument, "this \(key.algorithm) private key cannot be written as \(format.rawValue)")
         }
     }
 
@@ -199,14 +242,16 @@ public enum KeyFiles {
             guard !der else { throw CofferError(.invalidArgument, "OpenSSH public keys are text lines only") }
             return Array((try OpenSSH.publicKeyLine(key) + "\n").utf8)
         default:
-            throw CofferError(.invalidArgument, "this \(key.algorithm) public key cannot be written as \(format.rawValue)")
+            throw CofferError(
+                .invalidArgument, "this \(key.algorithm) public key cannot be written as \(format.rawValue)")
         }
     }
 
     /// SEC 1 (RFC 5915) ECPrivateKey with the curve named and the public
     /// key included, as `openssl ec` writes it.
     static func sec1(scalar: Data, curve: [UInt8], point: Data) -> [UInt8] {
-        let body = DERWriter.element(0x02, [0x01]) + DERWriter.element(0x04, Array(scalar))
+        let body =
+            DERWriter.element(0x02, [0x01]) + DERWriter.element(0x04, Array(scalar))
             + DERWriter.element(0xa0, DERWriter.element(0x06, curve))
             + DERWriter.element(0xa1, DERWriter.element(0x03, [0x00] + Array(point)))
         return DERWriter.element(0x30, body)
@@ -216,7 +261,9 @@ public enum KeyFiles {
 enum DERWriter {
     static func element(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
         let count = contents.count
-        let length: [UInt8] = count < 0x80 ? [UInt8(count)]
+        let length: [UInt8] =
+            count < 0x80
+            ? [UInt8(count)]
             : count < 0x100 ? [0x81, UInt8(count)] : [0x82, UInt8(count >> 8), UInt8(count & 0xff)]
         return [tag] + length + contents
     }
@@ -232,10 +279,13 @@ struct DERReader {
     mutating func element(tag: UInt8) throws -> DERReader {
         guard bytes.count >= 2, bytes.first == tag else { throw CofferError(.malformed, "unexpected DER structure") }
         var index = bytes.startIndex + 1
-        var length = Int(bytes[index]); index += 1
+        var length = Int(bytes[index])
+        index += 1
         if length & 0x80 != 0 {
             let count = length & 0x7f
-            guard count >= 1, count <= 3, bytes.endIndex - index >= count else { throw CofferError(.malformed, "bad DER length") }
+            guard count >= 1, count <= 3, bytes.endIndex - index >= count else {
+                throw CofferError(.malformed, "bad DER length")
+            }
             length = bytes[index..<(index + count)].reduce(0) { $0 << 8 | Int($1) }
             index += count
         }

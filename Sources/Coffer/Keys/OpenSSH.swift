@@ -27,11 +27,17 @@ public enum OpenSSH {
             writer.mpint(unsigned: primitives.publicExponent)
             writer.mpint(unsigned: primitives.modulus)
         case .p256(let key):
-            writer.string("ecdsa-sha2-nistp256"); writer.string("nistp256"); writer.string(Array(key.x963Representation))
+            writer.string("ecdsa-sha2-nistp256")
+            writer.string("nistp256")
+            writer.string(Array(key.x963Representation))
         case .p384(let key):
-            writer.string("ecdsa-sha2-nistp384"); writer.string("nistp384"); writer.string(Array(key.x963Representation))
+            writer.string("ecdsa-sha2-nistp384")
+            writer.string("nistp384")
+            writer.string(Array(key.x963Representation))
         case .p521(let key):
-            writer.string("ecdsa-sha2-nistp521"); writer.string("nistp521"); writer.string(Array(key.x963Representation))
+            writer.string("ecdsa-sha2-nistp521")
+            writer.string("nistp521")
+            writer.string(Array(key.x963Representation))
         case .x25519, .mldsa65:
             throw CofferError(.unsupported, "OpenSSH has no \(key.algorithm) keys")
         }
@@ -69,11 +75,15 @@ public enum OpenSSH {
             return .rsa(try RSAKeys.publicKey(n: n, e: e))
         default:
             if let entry = curveNames.first(where: { $0.type == type }) {
-                guard try reader.text() == entry.curve else { throw CofferError(.malformed, "the \(type) key names another curve") }
+                guard try reader.text() == entry.curve else {
+                    throw CofferError(.malformed, "the \(type) key names another curve")
+                }
                 let point = try reader.string()
                 return try ECKeys.publicKey(curve: entry.curve, x963: point)
             }
-            throw CofferError(.unsupported, "OpenSSH key type \"\(type)\" is not supported (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256/384/521 are)")
+            throw CofferError(
+                .unsupported,
+                "OpenSSH key type \"\(type)\" is not supported (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256/384/521 are)")
         }
     }
 
@@ -100,9 +110,14 @@ public enum OpenSSH {
         let kdf = try reader.text()
         _ = try reader.string()  // KDF options
         guard cipher == "none", kdf == "none" else {
-            throw CofferError(.unsupported, "the OpenSSH private key is protected with a passphrase (\(cipher), \(kdf)); Coffer reads only unencrypted keys. Remove the passphrase on a copy with: ssh-keygen -p -N \"\" -f COPY")
+            throw CofferError(
+                .unsupported,
+                "the OpenSSH private key is protected with a passphrase (\(cipher), \(kdf)); Coffer reads only unencrypted keys. Remove the passphrase on a copy with: ssh-keygen -p -N \"\" -f COPY"
+            )
         }
-        guard try reader.uint32() == 1 else { throw CofferError(.unsupported, "the OpenSSH file holds more than one key") }
+        guard try reader.uint32() == 1 else {
+            throw CofferError(.unsupported, "the OpenSSH file holds more than one key")
+        }
         let publicWire = try reader.string()
         var section = SSHWireReader(try reader.string())
         guard reader.isAtEnd else { throw CofferError(.malformed, "the OpenSSH private key has trailing bytes") }
@@ -116,21 +131,30 @@ public enum OpenSSH {
             let publicKey = try section.string()
             let secret = try section.string()
             guard publicKey.count == 32, secret.count == 64, Array(secret.suffix(32)) == Array(publicKey),
-                  let parsed = try? Curve25519.Signing.PrivateKey(rawRepresentation: secret.prefix(32)),
-                  Array(parsed.publicKey.rawRepresentation) == Array(publicKey) else {
+                let parsed = try? Curve25519.Signing.PrivateKey(rawRepresentation: secret.prefix(32)),
+                Array(parsed.publicKey.rawRepresentation) == Array(publicKey)
+            else {
                 throw CofferError(.malformed, "the ssh-ed25519 private key is inconsistent")
             }
             key = .ed25519(parsed)
         case "ssh-rsa":
-            let n = try section.positiveMPInt(), e = try section.positiveMPInt(), d = try section.positiveMPInt()
+            let n = try section.positiveMPInt()
+            let e = try section.positiveMPInt()
+            let d = try section.positiveMPInt()
             _ = try section.positiveMPInt()  // iqmp, recomputed by BoringSSL
-            let p = try section.positiveMPInt(), q = try section.positiveMPInt()
+            let p = try section.positiveMPInt()
+            let q = try section.positiveMPInt()
             key = .rsa(try RSAKeys.privateKey(n: n, e: e, d: d, p: p, q: q))
         default:
             guard let entry = curveNames.first(where: { $0.type == type }) else {
-                throw CofferError(.unsupported, "OpenSSH key type \"\(type)\" is not supported (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256/384/521 are)")
+                throw CofferError(
+                    .unsupported,
+                    "OpenSSH key type \"\(type)\" is not supported (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256/384/521 are)"
+                )
             }
-            guard try section.text() == entry.curve else { throw CofferError(.malformed, "the \(type) key names another curve") }
+            guard try section.text() == entry.curve else {
+                throw CofferError(.malformed, "the \(type) key names another curve")
+            }
             _ = try section.string()  // Q, checked below against the public blob
             key = try ECKeys.privateKey(curve: entry.curve, scalar: try section.positiveMPInt())
         }
@@ -139,7 +163,9 @@ public enum OpenSSH {
         for (index, byte) in section.remaining.enumerated() where Int(byte) != index + 1 {
             throw CofferError(.malformed, "the OpenSSH private key's padding is wrong")
         }
-        guard section.remaining.count < 8 else { throw CofferError(.malformed, "the OpenSSH private key's padding is too long") }
+        guard section.remaining.count < 8 else {
+            throw CofferError(.malformed, "the OpenSSH private key's padding is too long")
+        }
         guard try wireEncoding(key.publicKey) == Array(publicWire) else {
             throw CofferError(.malformed, "the OpenSSH private key does not match its public key")
         }
@@ -150,7 +176,8 @@ public enum OpenSSH {
     public static func privateKeyPEM(_ key: AsymmetricPrivateKey, comment: String = "") throws -> String {
         var section = SSHWireWriter()
         let check = UInt32.random(in: .min ... .max)
-        section.uint32(check); section.uint32(check)
+        section.uint32(check)
+        section.uint32(check)
         switch key {
         case .ed25519(let key):
             let publicKey = Array(key.publicKey.rawRepresentation)
@@ -158,23 +185,34 @@ public enum OpenSSH {
             section.string(publicKey)
             section.string(Array(key.rawRepresentation) + publicKey)
         case .p256(let key):
-            section.string("ecdsa-sha2-nistp256"); section.string("nistp256")
-            section.string(Array(key.publicKey.x963Representation)); section.mpint(unsigned: key.rawRepresentation)
+            section.string("ecdsa-sha2-nistp256")
+            section.string("nistp256")
+            section.string(Array(key.publicKey.x963Representation))
+            section.mpint(unsigned: key.rawRepresentation)
         case .p384(let key):
-            section.string("ecdsa-sha2-nistp384"); section.string("nistp384")
-            section.string(Array(key.publicKey.x963Representation)); section.mpint(unsigned: key.rawRepresentation)
+            section.string("ecdsa-sha2-nistp384")
+            section.string("nistp384")
+            section.string(Array(key.publicKey.x963Representation))
+            section.mpint(unsigned: key.rawRepresentation)
         case .p521(let key):
-            section.string("ecdsa-sha2-nistp521"); section.string("nistp521")
-            section.string(Array(key.publicKey.x963Representation)); section.mpint(unsigned: key.rawRepresentation)
+            section.string("ecdsa-sha2-nistp521")
+            section.string("nistp521")
+            section.string(Array(key.publicKey.x963Representation))
+            section.mpint(unsigned: key.rawRepresentation)
         case .rsa, .x25519, .mldsa65:
             throw CofferError(.unsupported, "Coffer writes \(key.algorithm) keys as PKCS#8, not in OpenSSH's format")
         }
         section.string(comment)
         var pad: UInt8 = 1
-        while section.bytes.count % 8 != 0 { section.raw([pad]); pad += 1 }
+        while section.bytes.count % 8 != 0 {
+            section.raw([pad])
+            pad += 1
+        }
         var writer = SSHWireWriter()
         writer.raw(magic)
-        writer.string("none"); writer.string("none"); writer.string([UInt8]())
+        writer.string("none")
+        writer.string("none")
+        writer.string([UInt8]())
         writer.uint32(1)
         writer.string(try wireEncoding(key.publicKey))
         writer.string(section.bytes)

@@ -29,7 +29,10 @@ enum PEM {
         }
         let body = lines[(begin + 1)..<end]
         guard !body.contains(where: { $0.contains(":") }) else {
-            throw CofferError(.unsupported, "the PEM block \"\(label)\" has headers (Proc-Type/DEK-Info): it is encrypted the legacy OpenSSL way; decrypt it first (openssl pkey -in KEY -out PLAIN)")
+            throw CofferError(
+                .unsupported,
+                "the PEM block \"\(label)\" has headers (Proc-Type/DEK-Info): it is encrypted the legacy OpenSSL way; decrypt it first (openssl pkey -in KEY -out PLAIN)"
+            )
         }
         guard let bytes = Data(base64Encoded: body.joined()), !bytes.isEmpty else {
             throw CofferError(.malformed, "the PEM block \"\(label)\" is not valid base64")

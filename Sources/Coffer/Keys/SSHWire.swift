@@ -18,7 +18,9 @@ struct SSHWireReader {
 
     mutating func string() throws -> ArraySlice<UInt8> {
         let length = Int(try uint32())
-        guard length <= remaining.count else { throw CofferError(.malformed, "the SSH key data is truncated (a length runs past its end)") }
+        guard length <= remaining.count else {
+            throw CofferError(.malformed, "the SSH key data is truncated (a length runs past its end)")
+        }
         let value = remaining.prefix(length)
         remaining = remaining.dropFirst(length)
         return value
@@ -26,7 +28,9 @@ struct SSHWireReader {
 
     mutating func text() throws -> String {
         let bytes = try string()
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw CofferError(.malformed, "the SSH key data holds a name that is not UTF-8") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CofferError(.malformed, "the SSH key data holds a name that is not UTF-8")
+        }
         return text
     }
 

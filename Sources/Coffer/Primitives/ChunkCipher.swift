@@ -35,7 +35,8 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
     /// the calling thread; the workers get it as a value.
     package static func current() throws -> ChunkCipher {
         guard let cipher = override ?? preferred else {
-            throw CofferError(.unsupported, "COFFER_CHACHA_PROVIDER=libcrypto, but libcrypto.so.3 is missing or failed its self-test")
+            throw CofferError(
+                .unsupported, "COFFER_CHACHA_PROVIDER=libcrypto, but libcrypto.so.3 is missing or failed its self-test")
         }
         return cipher
     }
@@ -62,17 +63,21 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
                 coffer_chacha_system_seal(key.baseAddress, nonce.baseAddress, message, message.count, &ciphertext, &tag)
             }
         }
-        let referenceCiphertext = Array(reference.ciphertext), referenceTag = Array(reference.tag)
+        let referenceCiphertext = Array(reference.ciphertext)
+        let referenceTag = Array(reference.tag)
         let openedOK = key.withUnsafeBytes { key in
             nonce.withUnsafeBytes { nonce in
-                coffer_chacha_system_open(key.baseAddress, nonce.baseAddress, referenceCiphertext, referenceCiphertext.count, referenceTag, &opened)
+                coffer_chacha_system_open(
+                    key.baseAddress, nonce.baseAddress, referenceCiphertext, referenceCiphertext.count, referenceTag,
+                    &opened)
             }
         }
         var forged = referenceTag
         forged[0] ^= 1
         let forgedOK = key.withUnsafeBytes { key in
             nonce.withUnsafeBytes { nonce in
-                coffer_chacha_system_open(key.baseAddress, nonce.baseAddress, referenceCiphertext, referenceCiphertext.count, forged, &opened)
+                coffer_chacha_system_open(
+                    key.baseAddress, nonce.baseAddress, referenceCiphertext, referenceCiphertext.count, forged, &opened)
             }
         }
         return sealed == 1 && ciphertext == referenceCiphertext && tag == referenceTag
@@ -91,15 +96,22 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
         case .systemLibcrypto:
             return key.withUnsafeBytes { key in
                 coffer_chacha_system_seal(
-                    key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    key.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
                     input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
                     output.baseAddress!.assumingMemoryBound(to: UInt8.self),
                     output.baseAddress!.assumingMemoryBound(to: UInt8.self) + input.count) == 1
             }
         case .swiftCrypto:
-            guard let box = try? ChaChaPoly.seal(input, using: key, nonce: ChaChaPoly.Nonce(data: nonce)) else { return false }
-            box.ciphertext.withUnsafeBytes { if let base = $0.baseAddress { output.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
-            box.tag.withUnsafeBytes { (output.baseAddress! + input.count).copyMemory(from: $0.baseAddress!, byteCount: 16) }
+            guard let box = try? ChaChaPoly.seal(input, using: key, nonce: ChaChaPoly.Nonce(data: nonce)) else {
+                return false
+            }
+            box.ciphertext.withUnsafeBytes {
+                if let base = $0.baseAddress { output.baseAddress!.copyMemory(from: base, byteCount: $0.count) }
+            }
+            box.tag.withUnsafeBytes {
+                (output.baseAddress! + input.count).copyMemory(from: $0.baseAddress!, byteCount: 16)
+            }
             return true
         }
     }
@@ -121,20 +133,26 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
             return withUnsafeMutablePointer(to: &spare) { spare in
                 key.withUnsafeBytes { key in
                     coffer_chacha_system_open(
-                        key.baseAddress!.assumingMemoryBound(to: UInt8.self), nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        key.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
                         input.baseAddress!.assumingMemoryBound(to: UInt8.self), length,
                         input.baseAddress!.assumingMemoryBound(to: UInt8.self) + length,
                         output.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? spare) == 1
                 }
             }
         case .swiftCrypto:
-            guard let box = try? ChaChaPoly.SealedBox(
-                nonce: ChaChaPoly.Nonce(data: nonce),
-                ciphertext: UnsafeRawBufferPointer(rebasing: input[..<length]),
-                tag: UnsafeRawBufferPointer(rebasing: input[length...])),
+            guard
+                let box = try? ChaChaPoly.SealedBox(
+                    nonce: ChaChaPoly.Nonce(data: nonce),
+                    ciphertext: UnsafeRawBufferPointer(rebasing: input[..<length]),
+                    tag: UnsafeRawBufferPointer(rebasing: input[length...])),
                 let plaintext = try? ChaChaPoly.open(box, using: key)
             else { return false }
-            plaintext.withUnsafeBytes { if let base = $0.baseAddress, $0.count > 0 { output.baseAddress!.copyMemory(from: base, byteCount: $0.count) } }
+            plaintext.withUnsafeBytes {
+                if let base = $0.baseAddress, $0.count > 0 {
+                    output.baseAddress!.copyMemory(from: base, byteCount: $0.count)
+                }
+            }
             return true
         }
     }

@@ -23,12 +23,16 @@ package enum HPKEBase {
         Data("HPKE".utf8) + bigEndian(kem) + bigEndian(kdfID) + bigEndian(aeadID)
     }
 
-    private static func labeledExtract(suite: Data, salt: Data, label: String, ikm: some DataProtocol) -> HashedAuthenticationCode<SHA256> {
+    private static func labeledExtract(suite: Data, salt: Data, label: String, ikm: some DataProtocol)
+        -> HashedAuthenticationCode<SHA256>
+    {
         let labeled = Data("HPKE-v1".utf8) + suite + Data(label.utf8) + Data(ikm)
         return HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: labeled), salt: salt)
     }
 
-    private static func labeledExpand(suite: Data, prk: HashedAuthenticationCode<SHA256>, label: String, info: Data, length: Int) -> SymmetricKey {
+    private static func labeledExpand(
+        suite: Data, prk: HashedAuthenticationCode<SHA256>, label: String, info: Data, length: Int
+    ) -> SymmetricKey {
         let labeled = bigEndian(UInt16(length)) + Data("HPKE-v1".utf8) + suite + Data(label.utf8) + info
         return HKDF<SHA256>.expand(pseudoRandomKey: prk, info: labeled, outputByteCount: length)
     }
@@ -49,7 +53,8 @@ package enum HPKEBase {
 
     /// The first (sequence number 0) message of a context: its nonce is the base nonce.
     static func seal(_ plaintext: some DataProtocol, context: Context) throws -> Data {
-        let box = try ChaChaPoly.seal(plaintext, using: context.key, nonce: ChaChaPoly.Nonce(data: context.baseNonce), authenticating: Data())
+        let box = try ChaChaPoly.seal(
+            plaintext, using: context.key, nonce: ChaChaPoly.Nonce(data: context.baseNonce), authenticating: Data())
         var sealed = Data(capacity: plaintext.count + 16)
         sealed.append(box.ciphertext)
         sealed.append(box.tag)
@@ -60,8 +65,9 @@ package enum HPKEBase {
     static func open(_ ciphertext: some DataProtocol, context: Context) throws -> Data {
         let bytes = Data(ciphertext)
         guard bytes.count >= 16 else { throw CryptoKitError.incorrectParameterSize }
-        let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: context.baseNonce),
-                                           ciphertext: bytes.prefix(bytes.count - 16), tag: bytes.suffix(16))
+        let box = try ChaChaPoly.SealedBox(
+            nonce: ChaChaPoly.Nonce(data: context.baseNonce),
+            ciphertext: bytes.prefix(bytes.count - 16), tag: bytes.suffix(16))
         return try ChaChaPoly.open(box, using: context.key, authenticating: Data())
     }
 }

@@ -15,16 +15,19 @@ package enum RSAKeys {
 
     static func publicKey(n: [UInt8], e: [UInt8]) throws -> _RSA.Signing.PublicKey {
         guard n.count * 8 >= minimumBits - 7 else {
-            throw CofferError(.unsupported, "the RSA key is \(bitLength(n)) bits; Coffer accepts \(minimumBits) bits or more")
+            throw CofferError(
+                .unsupported, "the RSA key is \(bitLength(n)) bits; Coffer accepts \(minimumBits) bits or more")
         }
         do { return try _RSA.Signing.PublicKey(n: n, e: e) } catch {
             throw CofferError(.malformed, "the RSA public key's numbers are not a valid key")
         }
     }
 
-    static func privateKey(n: [UInt8], e: [UInt8], d: [UInt8], p: [UInt8], q: [UInt8]) throws -> _RSA.Signing.PrivateKey {
+    static func privateKey(n: [UInt8], e: [UInt8], d: [UInt8], p: [UInt8], q: [UInt8]) throws -> _RSA.Signing.PrivateKey
+    {
         guard n.count * 8 >= minimumBits - 7 else {
-            throw CofferError(.unsupported, "the RSA key is \(bitLength(n)) bits; Coffer accepts \(minimumBits) bits or more")
+            throw CofferError(
+                .unsupported, "the RSA key is \(bitLength(n)) bits; Coffer accepts \(minimumBits) bits or more")
         }
         do { return try _RSA.Signing.PrivateKey(n: n, e: e, d: d, p: p, q: q) } catch {
             throw CofferError(.malformed, "the RSA private key's numbers are not a consistent key")
@@ -45,7 +48,11 @@ package enum RSAKeys {
         while output.count < length {
             var hash = SHA256()
             hash.update(data: Data(seed))
-            hash.update(data: Data([UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)]))
+            hash.update(
+                data: Data([
+                    UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff),
+                    UInt8(counter & 0xff),
+                ]))
             output += hash.finalize()
             counter += 1
         }
@@ -56,13 +63,18 @@ package enum RSAKeys {
     package static func oaepSHA256Limit(modulusBytes: Int) -> Int { modulusBytes - 2 * SHA256.byteCount - 2 }
 
     /// RSAES-OAEP-ENCRYPT with SHA-256, MGF1-SHA-256 and `label`.
-    package static func oaepSHA256Encrypt(_ message: some Collection<UInt8>, label: some DataProtocol, to key: _RSA.Signing.PublicKey) throws -> [UInt8] {
+    package static func oaepSHA256Encrypt(
+        _ message: some Collection<UInt8>, label: some DataProtocol, to key: _RSA.Signing.PublicKey
+    ) throws -> [UInt8] {
         let primitives = try key.getKeyPrimitives()
         let modulusBytes = Array(primitives.modulus.drop { $0 == 0 })
         let k = modulusBytes.count
         let hashLength = SHA256.byteCount
         guard message.count <= oaepSHA256Limit(modulusBytes: k) else {
-            throw CofferError(.invalidArgument, "the message is \(message.count) bytes; OAEP-SHA-256 with a \(key.keySizeInBits)-bit key takes at most \(oaepSHA256Limit(modulusBytes: k)) (k − 2h − 2)")
+            throw CofferError(
+                .invalidArgument,
+                "the message is \(message.count) bytes; OAEP-SHA-256 with a \(key.keySizeInBits)-bit key takes at most \(oaepSHA256Limit(modulusBytes: k)) (k − 2h − 2)"
+            )
         }
         guard let modulus = MontgomeryModulus(bigEndian: modulusBytes) else {
             throw CofferError(.malformed, "the RSA modulus is not odd")
@@ -78,14 +90,18 @@ package enum RSAKeys {
         let maskedSeed = zip(seed, seedMask).map { $0 ^ $1 }
         let encoded = [0] + maskedSeed + maskedDB  // < 2^(8(k−1)) ≤ n
         let exponent = Array(primitives.publicExponent)
-        let result = modulus.power(MontgomeryModulus.limbs(bigEndian: encoded, count: modulus.limbCount), exponent: exponent)
+        let result = modulus.power(
+            MontgomeryModulus.limbs(bigEndian: encoded, count: modulus.limbCount), exponent: exponent)
         return MontgomeryModulus.bigEndianBytes(result, count: k)
     }
 
     /// RSAES-OAEP-DECRYPT with SHA-256, MGF1-SHA-256 and `label`. Every
     /// failure is the same error, raised after the same work.
-    package static func oaepSHA256Decrypt(_ ciphertext: some Collection<UInt8>, label: some DataProtocol, with key: _RSA.Signing.PrivateKey) throws -> [UInt8] {
-        let failure = CofferError(.payloadAuthenticationFailed, "RSA-OAEP decryption failed (wrong key, or damaged ciphertext)")
+    package static func oaepSHA256Decrypt(
+        _ ciphertext: some Collection<UInt8>, label: some DataProtocol, with key: _RSA.Signing.PrivateKey
+    ) throws -> [UInt8] {
+        let failure = CofferError(
+            .payloadAuthenticationFailed, "RSA-OAEP decryption failed (wrong key, or damaged ciphertext)")
         let k = (key.keySizeInBits + 7) / 8
         let hashLength = SHA256.byteCount
         guard ciphertext.count == k, k >= 2 * hashLength + 2 else { throw failure }

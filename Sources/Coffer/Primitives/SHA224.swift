@@ -62,7 +62,9 @@ package struct SHA224: Sendable {
         copy.buffer += [UInt8](repeating: 0, count: 56 - copy.buffer.count)
         copy.buffer += (0..<8).map { UInt8(truncatingIfNeeded: bitLength >> (56 - 8 * UInt64($0))) }
         copy.compress(copy.buffer[...])
-        return copy.state.prefix(7).flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (24 - 8 * UInt32($0))) } }
+        return copy.state.prefix(7).flatMap { word in
+            (0..<4).map { UInt8(truncatingIfNeeded: word >> (24 - 8 * UInt32($0))) }
+        }
     }
 
     private static func rotate(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
@@ -72,7 +74,8 @@ package struct SHA224: Sendable {
         let base = block.startIndex
         for t in 0..<16 {
             let i = base + 4 * t
-            w[t] = UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
+            w[t] =
+                UInt32(block[i]) << 24 | UInt32(block[i + 1]) << 16 | UInt32(block[i + 2]) << 8 | UInt32(block[i + 3])
         }
         for t in 16..<64 {
             let s0 = SHA224.rotate(w[t - 15], 7) ^ SHA224.rotate(w[t - 15], 18) ^ (w[t - 15] >> 3)

@@ -23,7 +23,9 @@ extension KeyAgreement {
 
         /// Seals `plaintext` under `key` (32 bytes) with a fresh random nonce.
         public static func seal(_ plaintext: some DataProtocol, using key: SymmetricKey) throws -> [UInt8] {
-            guard key.bitCount == 256 else { throw CofferError(.invalidArgument, "a box key is 32 bytes, not \(key.bitCount / 8)") }
+            guard key.bitCount == 256 else {
+                throw CofferError(.invalidArgument, "a box key is 32 bytes, not \(key.bitCount / 8)")
+            }
             guard let combined = try AES.GCM.seal(plaintext, using: key).combined else {
                 throw CofferError(.invalidArgument, "AES-GCM gave no combined box")
             }
@@ -37,12 +39,15 @@ extension KeyAgreement {
         public static func open(_ box: some DataProtocol, using key: SymmetricKey) throws -> Data {
             let bytes = Array(box)
             guard bytes.count >= overhead else {
-                throw CofferError(.malformed, "the box is \(bytes.count) bytes; a box has at least \(overhead) (nonce and tag)")
+                throw CofferError(
+                    .malformed, "the box is \(bytes.count) bytes; a box has at least \(overhead) (nonce and tag)")
             }
             do {
                 return try AES.GCM.open(try AES.GCM.SealedBox(combined: bytes), using: key)
             } catch {
-                throw CofferError(.payloadAuthenticationFailed, "the box does not authenticate: another key, peer or shared info, or altered bytes")
+                throw CofferError(
+                    .payloadAuthenticationFailed,
+                    "the box does not authenticate: another key, peer or shared info, or altered bytes")
             }
         }
     }

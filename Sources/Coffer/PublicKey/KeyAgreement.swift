@@ -9,7 +9,10 @@ import Foundation
 /// available through `insecureRawSharedSecret`.
 public enum KeyAgreement {
     public enum KDF: String, CaseIterable, Sendable {
-        case x963SHA256 = "x963-sha256", x963SHA1 = "x963-sha1", x963SHA384 = "x963-sha384", x963SHA512 = "x963-sha512"
+        case x963SHA256 = "x963-sha256"
+        case x963SHA1 = "x963-sha1"
+        case x963SHA384 = "x963-sha384"
+        case x963SHA512 = "x963-sha512"
         case hkdfSHA256 = "hkdf-sha256"
     }
 
@@ -21,8 +24,10 @@ public enum KeyAgreement {
     /// swift-crypto's key-agreement type happens once).
     public struct Party: Sendable {
         enum Key: Sendable {
-            case p256(P256.KeyAgreement.PrivateKey), p384(P384.KeyAgreement.PrivateKey)
-            case p521(P521.KeyAgreement.PrivateKey), x25519(Curve25519.KeyAgreement.PrivateKey)
+            case p256(P256.KeyAgreement.PrivateKey)
+            case p384(P384.KeyAgreement.PrivateKey)
+            case p521(P521.KeyAgreement.PrivateKey)
+            case x25519(Curve25519.KeyAgreement.PrivateKey)
         }
         let key: Key
         let algorithm: String
@@ -35,23 +40,33 @@ public enum KeyAgreement {
             case .p521(let k): key = .p521(try P521.KeyAgreement.PrivateKey(rawRepresentation: k.rawRepresentation))
             case .x25519(let k): key = .x25519(k)
             default:
-                throw CofferError(.invalidArgument, "key agreement needs a P-256, P-384, P-521 or X25519 private key, not \(privateKey.algorithm)")
+                throw CofferError(
+                    .invalidArgument,
+                    "key agreement needs a P-256, P-384, P-521 or X25519 private key, not \(privateKey.algorithm)")
             }
         }
 
         /// The derived key: `size` bytes from `kdf` over the ECDH secret,
         /// with `sharedInfo` (X9.63's SharedInfo, HKDF's info; HKDF's salt is empty).
-        public func agree(with peer: Peer, kdf: KDF = .x963SHA256, size: Int = 32, sharedInfo: some DataProtocol = Data()) throws -> SymmetricKey {
+        public func agree(
+            with peer: Peer, kdf: KDF = .x963SHA256, size: Int = 32, sharedInfo: some DataProtocol = Data()
+        ) throws -> SymmetricKey {
             guard (1...maximumSize).contains(size) else {
                 throw CofferError(.invalidArgument, "the derived size must be 1 to \(maximumSize) bytes, not \(size)")
             }
             let secret = try sharedSecret(with: peer)
             return switch kdf {
-            case .x963SHA256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
-            case .x963SHA1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: size)
-            case .x963SHA384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: size)
-            case .x963SHA512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: size)
-            case .hkdfSHA256: secret.hkdfDerivedSymmetricKey(using: SHA256.self, salt: Data(), sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA256:
+                secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA1:
+                secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA384:
+                secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .x963SHA512:
+                secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: size)
+            case .hkdfSHA256:
+                secret.hkdfDerivedSymmetricKey(
+                    using: SHA256.self, salt: Data(), sharedInfo: sharedInfo, outputByteCount: size)
             }
         }
 
@@ -64,11 +79,15 @@ public enum KeyAgreement {
                 case (.x25519(let key), .x25519(let other)):
                     let secret = try key.sharedSecretFromKeyAgreement(with: other)
                     guard !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
-                        throw CofferError(.malformed, "the X25519 peer key is a low-order point (the shared secret is zero)")
+                        throw CofferError(
+                            .malformed, "the X25519 peer key is a low-order point (the shared secret is zero)")
                     }
                     return secret
                 default:
-                    throw CofferError(.invalidArgument, "the private key is \(algorithm) but the peer key is \(peer.algorithm); both must be on the same curve")
+                    throw CofferError(
+                        .invalidArgument,
+                        "the private key is \(algorithm) but the peer key is \(peer.algorithm); both must be on the same curve"
+                    )
                 }
             } catch let error as CofferError {
                 throw error
@@ -81,8 +100,10 @@ public enum KeyAgreement {
     /// The other side's public key, made ready for agreements.
     public struct Peer: Sendable {
         enum Key: Sendable {
-            case p256(P256.KeyAgreement.PublicKey), p384(P384.KeyAgreement.PublicKey)
-            case p521(P521.KeyAgreement.PublicKey), x25519(Curve25519.KeyAgreement.PublicKey)
+            case p256(P256.KeyAgreement.PublicKey)
+            case p384(P384.KeyAgreement.PublicKey)
+            case p521(P521.KeyAgreement.PublicKey)
+            case x25519(Curve25519.KeyAgreement.PublicKey)
         }
         let key: Key
         let algorithm: String
@@ -95,22 +116,29 @@ public enum KeyAgreement {
             case .p521(let k): key = .p521(try P521.KeyAgreement.PublicKey(rawRepresentation: k.rawRepresentation))
             case .x25519(let k): key = .x25519(k)
             default:
-                throw CofferError(.invalidArgument, "key agreement needs a P-256, P-384, P-521 or X25519 peer key, not \(publicKey.algorithm)")
+                throw CofferError(
+                    .invalidArgument,
+                    "key agreement needs a P-256, P-384, P-521 or X25519 peer key, not \(publicKey.algorithm)")
             }
         }
     }
 
     /// The derived key: `size` bytes from `kdf` over the ECDH secret, with
     /// `sharedInfo` (X9.63's SharedInfo, HKDF's info; HKDF's salt is empty).
-    public static func agree(privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey, kdf: KDF = .x963SHA256,
-                             size: Int = 32, sharedInfo: some DataProtocol = Data()) throws -> SymmetricKey {
-        try Party(privateKey: privateKey).agree(with: try Peer(publicKey: peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
+    public static func agree(
+        privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey, kdf: KDF = .x963SHA256,
+        size: Int = 32, sharedInfo: some DataProtocol = Data()
+    ) throws -> SymmetricKey {
+        try Party(privateKey: privateKey).agree(
+            with: try Peer(publicKey: peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
     }
 
     /// The ECDH output itself (the x-coordinate, or X25519's u), which is
     /// not uniformly random and must not be used as a key directly. For
     /// interoperating with systems that apply their own KDF.
-    public static func insecureRawSharedSecret(privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey) throws -> [UInt8] {
+    public static func insecureRawSharedSecret(privateKey: AsymmetricPrivateKey, peer: AsymmetricPublicKey) throws
+        -> [UInt8]
+    {
         try Party(privateKey: privateKey).sharedSecret(with: try Peer(publicKey: peer)).withUnsafeBytes { Array($0) }
     }
 }

@@ -39,7 +39,10 @@ public enum RSAEncryption {
 
         public func encrypt(_ message: some DataProtocol) throws -> Data {
             guard message.count <= limit else {
-                throw CofferError(.invalidArgument, "the message is \(message.count) bytes; RSA \(hash.name) with a \(key.keySizeInBits)-bit key takes at most \(limit) bytes (k − 2h − 2)")
+                throw CofferError(
+                    .invalidArgument,
+                    "the message is \(message.count) bytes; RSA \(hash.name) with a \(key.keySizeInBits)-bit key takes at most \(limit) bytes (k − 2h − 2)"
+                )
             }
             return try key.encrypt(message, padding: hash.padding)
         }
@@ -53,7 +56,8 @@ public enum RSAEncryption {
 
         public init(privateKey: AsymmetricPrivateKey, hash: Hash = .sha256) throws {
             guard case .rsa(let signing) = privateKey else {
-                throw CofferError(.invalidArgument, "RSA decryption needs an RSA private key, not \(privateKey.algorithm)")
+                throw CofferError(
+                    .invalidArgument, "RSA decryption needs an RSA private key, not \(privateKey.algorithm)")
             }
             key = try _RSA.Encryption.PrivateKey(derRepresentation: signing.derRepresentation)
             self.hash = hash
@@ -62,19 +66,28 @@ public enum RSAEncryption {
 
         public func decrypt(_ ciphertext: some DataProtocol) throws -> Data {
             guard ciphertext.count == k else {
-                throw CofferError(.malformed, "an RSA ciphertext for a \(key.keySizeInBits)-bit key is exactly \(k) bytes, not \(ciphertext.count)")
+                throw CofferError(
+                    .malformed,
+                    "an RSA ciphertext for a \(key.keySizeInBits)-bit key is exactly \(k) bytes, not \(ciphertext.count)"
+                )
             }
             do { return try key.decrypt(ciphertext, padding: hash.padding) } catch {
-                throw CofferError(.payloadAuthenticationFailed, "RSA \(hash.name) decryption failed: wrong key, wrong hash (--hash), or damaged ciphertext")
+                throw CofferError(
+                    .payloadAuthenticationFailed,
+                    "RSA \(hash.name) decryption failed: wrong key, wrong hash (--hash), or damaged ciphertext")
             }
         }
     }
 
-    public static func encrypt(_ message: some DataProtocol, to key: AsymmetricPublicKey, hash: Hash = .sha256) throws -> Data {
+    public static func encrypt(_ message: some DataProtocol, to key: AsymmetricPublicKey, hash: Hash = .sha256) throws
+        -> Data
+    {
         try Encryptor(publicKey: key, hash: hash).encrypt(message)
     }
 
-    public static func decrypt(_ ciphertext: some DataProtocol, with key: AsymmetricPrivateKey, hash: Hash = .sha256) throws -> Data {
+    public static func decrypt(_ ciphertext: some DataProtocol, with key: AsymmetricPrivateKey, hash: Hash = .sha256)
+        throws -> Data
+    {
         try Decryptor(privateKey: key, hash: hash).decrypt(ciphertext)
     }
 }

@@ -20,7 +20,9 @@ public enum Signatures {
         case pkcs1v15Insecure = "pkcs1v15-insecure"
     }
 
-    public static func sign(_ message: some DataProtocol, with key: AsymmetricPrivateKey, ecdsaFormat: ECDSAFormat = .der) throws -> Data {
+    public static func sign(
+        _ message: some DataProtocol, with key: AsymmetricPrivateKey, ecdsaFormat: ECDSAFormat = .der
+    ) throws -> Data {
         switch key {
         case .ed25519(let key):
             return try key.signature(for: message)
@@ -44,30 +46,44 @@ public enum Signatures {
 
     /// True only for a valid signature. Throws for a key that cannot
     /// verify (X25519) or a padding the key does not take.
-    public static func isValid(_ signature: some DataProtocol, for message: some DataProtocol, with key: AsymmetricPublicKey,
-                               rsaPadding: RSAPadding = .pss) throws -> Bool {
+    public static func isValid(
+        _ signature: some DataProtocol, for message: some DataProtocol, with key: AsymmetricPublicKey,
+        rsaPadding: RSAPadding = .pss
+    ) throws -> Bool {
         let signature = Data(signature)
         if rsaPadding == .pkcs1v15Insecure {
             guard case .rsa = key else {
-                throw CofferError(.invalidArgument, "PKCS#1 v1.5 padding applies to RSA keys only, not \(key.algorithm)")
+                throw CofferError(
+                    .invalidArgument, "PKCS#1 v1.5 padding applies to RSA keys only, not \(key.algorithm)")
             }
         }
         switch key {
         case .ed25519(let key):
             return key.isValidSignature(signature, for: message)
         case .p256(let key):
-            return ecdsaSignatures(signature, size: 32, der: P256.Signing.ECDSASignature.init(derRepresentation:), raw: P256.Signing.ECDSASignature.init(rawRepresentation:))
-                .contains { key.isValidSignature($0, for: SHA256.hash(data: message)) }
+            return ecdsaSignatures(
+                signature, size: 32, der: P256.Signing.ECDSASignature.init(derRepresentation:),
+                raw: P256.Signing.ECDSASignature.init(rawRepresentation:)
+            )
+            .contains { key.isValidSignature($0, for: SHA256.hash(data: message)) }
         case .p384(let key):
-            return ecdsaSignatures(signature, size: 48, der: P384.Signing.ECDSASignature.init(derRepresentation:), raw: P384.Signing.ECDSASignature.init(rawRepresentation:))
-                .contains { key.isValidSignature($0, for: SHA384.hash(data: message)) }
+            return ecdsaSignatures(
+                signature, size: 48, der: P384.Signing.ECDSASignature.init(derRepresentation:),
+                raw: P384.Signing.ECDSASignature.init(rawRepresentation:)
+            )
+            .contains { key.isValidSignature($0, for: SHA384.hash(data: message)) }
         case .p521(let key):
-            return ecdsaSignatures(signature, size: 66, der: P521.Signing.ECDSASignature.init(derRepresentation:), raw: P521.Signing.ECDSASignature.init(rawRepresentation:))
-                .contains { key.isValidSignature($0, for: SHA512.hash(data: message)) }
+            return ecdsaSignatures(
+                signature, size: 66, der: P521.Signing.ECDSASignature.init(derRepresentation:),
+                raw: P521.Signing.ECDSASignature.init(rawRepresentation:)
+            )
+            .contains { key.isValidSignature($0, for: SHA512.hash(data: message)) }
         case .rsa(let key):
             guard signature.count == (key.keySizeInBits + 7) / 8 else { return false }
             let padding: _RSA.Signing.Padding = rsaPadding == .pss ? .PSS : .insecurePKCS1v1_5
-            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: message), padding: padding)
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: message),
+                padding: padding)
         case .mldsa65(let key):
             return key.isValidSignature(signature, for: message)
         case .x25519:
@@ -77,7 +93,9 @@ public enum Signatures {
 
     /// The readings of an ECDSA signature: raw r ‖ s when it is exactly
     /// 2 × size bytes, DER otherwise (both are tried at that length).
-    private static func ecdsaSignatures<S>(_ bytes: Data, size: Int, der: (Data) throws -> S, raw: (Data) throws -> S) -> [S] {
+    private static func ecdsaSignatures<S>(_ bytes: Data, size: Int, der: (Data) throws -> S, raw: (Data) throws -> S)
+        -> [S]
+    {
         var readings: [S] = []
         if bytes.count == 2 * size, let parsed = try? raw(bytes) { readings.append(parsed) }
         if bytes.first == 0x30, let parsed = try? der(bytes) { readings.append(parsed) }

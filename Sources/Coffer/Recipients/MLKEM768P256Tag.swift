@@ -31,7 +31,9 @@ public enum MLKEM768P256Tag {
     static let pointSize = 65
     static let encapsulatedKeySize = mlkemCiphertextSize + pointSize
 
-    static func combine(pq: SymmetricKey, traditional: SharedSecret, ciphertext: Data, recipientPoint: Data) -> SymmetricKey {
+    static func combine(pq: SymmetricKey, traditional: SharedSecret, ciphertext: Data, recipientPoint: Data)
+        -> SymmetricKey
+    {
         var hash = SHA3_256()
         pq.withUnsafeBytes { hash.update(bufferPointer: $0) }
         traditional.withUnsafeBytes { hash.update(bufferPointer: $0) }
@@ -53,17 +55,23 @@ public enum MLKEM768P256Tag {
         /// Parses `age1tagpq1…`.
         public init(_ text: String) throws {
             guard let (hrp, data) = Bech32.decode(text), hrp == recipientHRP, text == text.lowercased() else {
-                throw CofferError(.malformed, "not an age tagged post-quantum recipient (expected lowercase \"age1tagpq1…\")")
+                throw CofferError(
+                    .malformed, "not an age tagged post-quantum recipient (expected lowercase \"age1tagpq1…\")")
             }
             guard data.count == mlkemPublicKeySize + pointSize else {
-                throw CofferError(.malformed, "an age1tagpq1 recipient must hold 1249 bytes (ML-KEM-768 key and uncompressed P-256 point)")
+                throw CofferError(
+                    .malformed,
+                    "an age1tagpq1 recipient must hold 1249 bytes (ML-KEM-768 key and uncompressed P-256 point)")
             }
             do { mlkem = try MLKEM768.PublicKey(rawRepresentation: data.prefix(mlkemPublicKeySize)) } catch {
-                throw CofferError(.malformed, "the ML-KEM-768 half of an age1tagpq1 recipient is not a valid encapsulation key")
+                throw CofferError(
+                    .malformed, "the ML-KEM-768 half of an age1tagpq1 recipient is not a valid encapsulation key")
             }
             guard data[data.startIndex + mlkemPublicKeySize] == 0x04,
-                  let key = try? P256.KeyAgreement.PublicKey(x963Representation: data.suffix(pointSize)) else {
-                throw CofferError(.malformed, "the P-256 half of an age1tagpq1 recipient is not an uncompressed point on the curve")
+                let key = try? P256.KeyAgreement.PublicKey(x963Representation: data.suffix(pointSize))
+            else {
+                throw CofferError(
+                    .malformed, "the P-256 half of an age1tagpq1 recipient is not an uncompressed point on the curve")
             }
             point = key
         }
@@ -89,9 +97,12 @@ public enum MLKEM768P256Tag {
             let context = HPKEBase.keySchedule(kem: kemID, sharedSecret: shared, info: info)
             let body = try fileKey.withUnsafeBytes { try HPKEBase.seal(Data($0), context: context) }
             let tag = MLKEM768P256Tag.tag(encapsulatedKey: encapsulated, recipientPoint: recipientPoint)
-            return [Stanza(validated: stanzaType,
-                           arguments: [Base64.encodeString(tag), Base64.encodeString(encapsulated)],
-                           body: Array(body))]
+            return [
+                Stanza(
+                    validated: stanzaType,
+                    arguments: [Base64.encodeString(tag), Base64.encodeString(encapsulated)],
+                    body: Array(body))
+            ]
         }
     }
 
@@ -113,13 +124,19 @@ public enum MLKEM768P256Tag {
         /// Parses `COFFER-TAGPQ-SECRET-KEY-1…`: Bech32 of the 64-byte
         /// ML-KEM-768 seed (d ‖ z) followed by the 32-byte P-256 scalar.
         public init(_ text: String) throws {
-            guard let (hrp, data) = Bech32.decode(text), hrp == identityHRP.lowercased(), text == text.uppercased() else {
-                throw CofferError(.malformed, "not a Coffer tagged post-quantum identity (expected \"COFFER-TAGPQ-SECRET-KEY-1…\")")
+            guard let (hrp, data) = Bech32.decode(text), hrp == identityHRP.lowercased(), text == text.uppercased()
+            else {
+                throw CofferError(
+                    .malformed, "not a Coffer tagged post-quantum identity (expected \"COFFER-TAGPQ-SECRET-KEY-1…\")")
             }
             guard data.count == 96,
-                  let mlkem = try? MLKEM768.PrivateKey(seedRepresentation: data.prefix(64), publicKey: nil),
-                  let p256 = try? P256.KeyAgreement.PrivateKey(rawRepresentation: data.suffix(32)) else {
-                throw CofferError(.malformed, "a Coffer tagged post-quantum identity must hold a 64-byte ML-KEM-768 seed and a valid 32-byte P-256 scalar")
+                let mlkem = try? MLKEM768.PrivateKey(seedRepresentation: data.prefix(64), publicKey: nil),
+                let p256 = try? P256.KeyAgreement.PrivateKey(rawRepresentation: data.suffix(32))
+            else {
+                throw CofferError(
+                    .malformed,
+                    "a Coffer tagged post-quantum identity must hold a 64-byte ML-KEM-768 seed and a valid 32-byte P-256 scalar"
+                )
             }
             self.mlkem = mlkem
             self.p256 = p256
@@ -146,10 +163,13 @@ public enum MLKEM768P256Tag {
                 guard MLKEM768P256Tag.tag(encapsulatedKey: enc, recipientPoint: recipientPoint) == tag else { continue }
                 let ctT = enc.suffix(pointSize)
                 guard ctT.first == 0x04, let share = try? P256.KeyAgreement.PublicKey(x963Representation: ctT) else {
-                    throw CofferError(.malformedHeader, "an mlkem768p256tag stanza's P-256 share is not an uncompressed point on the curve")
+                    throw CofferError(
+                        .malformedHeader,
+                        "an mlkem768p256tag stanza's P-256 share is not an uncompressed point on the curve")
                 }
                 guard let ssPQ = try? mlkem.decapsulate(enc.prefix(mlkemCiphertextSize)),
-                      let ssT = try? p256.sharedSecretFromKeyAgreement(with: share) else { continue }
+                    let ssT = try? p256.sharedSecretFromKeyAgreement(with: share)
+                else { continue }
                 let shared = combine(pq: ssPQ, traditional: ssT, ciphertext: Data(ctT), recipientPoint: recipientPoint)
                 let context = HPKEBase.keySchedule(kem: kemID, sharedSecret: shared, info: info)
                 guard let plaintext = try? HPKEBase.open(stanza.body, context: context) else { continue }

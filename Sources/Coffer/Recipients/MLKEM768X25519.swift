@@ -25,10 +25,13 @@ public enum MLKEM768X25519 {
                 throw CofferError(.malformed, "not an age post-quantum recipient (expected lowercase \"age1pq1…\")")
             }
             do { publicKey = try XWingMLKEM768X25519.PublicKey(rawRepresentation: data) } catch {
-                throw CofferError(.malformed, "an age1pq1 recipient must hold a 1216-byte ML-KEM-768 + X25519 public key")
+                throw CofferError(
+                    .malformed, "an age1pq1 recipient must hold a 1216-byte ML-KEM-768 + X25519 public key")
             }
             // The X25519 half (the last 32 bytes) must not be a low-order point.
-            guard let half = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: data.suffix(32)), !X25519.isLowOrder(half) else {
+            guard let half = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: data.suffix(32)),
+                !X25519.isLowOrder(half)
+            else {
                 throw CofferError(.malformed, "the X25519 half of this age1pq1 recipient is a low-order point")
             }
         }
@@ -47,7 +50,10 @@ public enum MLKEM768X25519 {
             }
             var sender = try HPKE.Sender(recipientKey: publicKey, ciphersuite: suite, info: info)
             let body = try fileKey.withUnsafeBytes { try sender.seal($0, authenticating: Data()) }
-            return [Stanza(validated: stanzaType, arguments: [Base64.encodeString(sender.encapsulatedKey)], body: Array(body))]
+            return [
+                Stanza(
+                    validated: stanzaType, arguments: [Base64.encodeString(sender.encapsulatedKey)], body: Array(body))
+            ]
         }
     }
 
@@ -60,10 +66,13 @@ public enum MLKEM768X25519 {
         /// Parses `AGE-SECRET-KEY-PQ-1…` (a 32-byte seed). The reason in a
         /// thrown error never repeats the input.
         public init(_ text: String) throws {
-            guard let (hrp, data) = Bech32.decode(text), hrp == identityHRP.lowercased(), text == text.uppercased() else {
+            guard let (hrp, data) = Bech32.decode(text), hrp == identityHRP.lowercased(), text == text.uppercased()
+            else {
                 throw CofferError(.malformed, "not an age post-quantum identity (expected \"AGE-SECRET-KEY-PQ-1…\")")
             }
-            guard data.count == 32 else { throw CofferError(.malformed, "an age post-quantum identity must hold a 32-byte seed") }
+            guard data.count == 32 else {
+                throw CofferError(.malformed, "an age post-quantum identity must hold a 32-byte seed")
+            }
             privateKey = try XWingMLKEM768X25519.PrivateKey(seedRepresentation: data, publicKey: nil)
         }
 
@@ -82,8 +91,10 @@ public enum MLKEM768X25519 {
                 guard stanza.arguments.count == 1 else {
                     throw CofferError(.malformedHeader, "an mlkem768x25519 stanza must have exactly one argument")
                 }
-                guard let encapsulated = Base64.decode(stanza.arguments[0]), encapsulated.count == encapsulatedKeySize else {
-                    throw CofferError(.malformedHeader, "an mlkem768x25519 stanza's share must be 1120 bytes of canonical base64")
+                guard let encapsulated = Base64.decode(stanza.arguments[0]), encapsulated.count == encapsulatedKeySize
+                else {
+                    throw CofferError(
+                        .malformedHeader, "an mlkem768x25519 stanza's share must be 1120 bytes of canonical base64")
                 }
                 // Checked before decrypting, against partitioning oracles.
                 guard stanza.body.count == FileKey.byteCount + 16 else {
@@ -99,9 +110,11 @@ public enum MLKEM768X25519 {
                     throw CofferError(.malformedHeader, "an mlkem768x25519 stanza's X25519 share is a low-order point")
                 }
                 // A share or body that does not open is "not for this identity".
-                guard var receiver = try? HPKE.Recipient(
-                    privateKey: privateKey, ciphersuite: suite, info: info, encapsulatedKey: Data(encapsulated)),
-                      let plaintext = try? receiver.open(stanza.body, authenticating: Data()) else { continue }
+                guard
+                    var receiver = try? HPKE.Recipient(
+                        privateKey: privateKey, ciphersuite: suite, info: info, encapsulatedKey: Data(encapsulated)),
+                    let plaintext = try? receiver.open(stanza.body, authenticating: Data())
+                else { continue }
                 return try FileKey(unwrapped: plaintext)
             }
             return nil

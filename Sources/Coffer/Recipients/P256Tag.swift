@@ -30,7 +30,8 @@ public enum P256Tag {
                 throw CofferError(.malformed, "not an age tagged P-256 recipient (expected lowercase \"age1tag1…\")")
             }
             guard data.count == 33, let key = try? P256.KeyAgreement.PublicKey(compressedRepresentation: data) else {
-                throw CofferError(.malformed, "an age1tag1 recipient must hold a 33-byte compressed P-256 point on the curve")
+                throw CofferError(
+                    .malformed, "an age1tag1 recipient must hold a 33-byte compressed P-256 point on the curve")
             }
             publicKey = key
         }
@@ -43,10 +44,14 @@ public enum P256Tag {
         public func wrap(_ fileKey: FileKey) throws -> [Stanza] {
             var sender = try HPKE.Sender(recipientKey: publicKey, ciphersuite: suite, info: label)
             let body = try fileKey.withUnsafeBytes { try sender.seal($0, authenticating: Data()) }
-            let tag = P256Tag.tag(encapsulatedKey: sender.encapsulatedKey, recipient: publicKey.compressedRepresentation)
-            return [Stanza(validated: stanzaType,
-                           arguments: [Base64.encodeString(tag), Base64.encodeString(sender.encapsulatedKey)],
-                           body: Array(body))]
+            let tag = P256Tag.tag(
+                encapsulatedKey: sender.encapsulatedKey, recipient: publicKey.compressedRepresentation)
+            return [
+                Stanza(
+                    validated: stanzaType,
+                    arguments: [Base64.encodeString(tag), Base64.encodeString(sender.encapsulatedKey)],
+                    body: Array(body))
+            ]
         }
     }
 
@@ -59,7 +64,8 @@ public enum P256Tag {
         /// ("EC PRIVATE KEY"). The reason in a thrown error never repeats it.
         public init(pem: String) throws {
             do { privateKey = try P256.KeyAgreement.PrivateKey(pemRepresentation: pem) } catch {
-                throw CofferError(.malformed, "not a P-256 private key in PEM (PKCS#8 \"PRIVATE KEY\" or SEC 1 \"EC PRIVATE KEY\")")
+                throw CofferError(
+                    .malformed, "not a P-256 private key in PEM (PKCS#8 \"PRIVATE KEY\" or SEC 1 \"EC PRIVATE KEY\")")
             }
         }
 
@@ -84,9 +90,11 @@ public enum P256Tag {
                 try stanza.requireBodyCount(FileKey.byteCount + 16)
                 // Another recipient's stanza: skip it without any ECDH.
                 guard P256Tag.tag(encapsulatedKey: Data(encapsulated), recipient: compressed) == tag else { continue }
-                guard var receiver = try? HPKE.Recipient(
-                    privateKey: privateKey, ciphersuite: suite, info: label, encapsulatedKey: Data(encapsulated)),
-                      let plaintext = try? receiver.open(stanza.body, authenticating: Data()) else { continue }
+                guard
+                    var receiver = try? HPKE.Recipient(
+                        privateKey: privateKey, ciphersuite: suite, info: label, encapsulatedKey: Data(encapsulated)),
+                    let plaintext = try? receiver.open(stanza.body, authenticating: Data())
+                else { continue }
                 return try FileKey(unwrapped: plaintext)
             }
             return nil

@@ -1,4 +1,5 @@
 import Foundation
+
 /// Something a file can be encrypted to: wraps a file key into stanzas.
 ///
 /// Contract: return at least one stanza; generate fresh randomness for

@@ -15,7 +15,9 @@ public enum SSHRecipients {
         switch key {
         case .ed25519(let key): return try SSHEd25519.Recipient(publicKey: key)
         case .rsa(let key): return try SSHRSA.Recipient(publicKey: key)
-        default: throw CofferError(.unsupported, "age encrypts only to ssh-ed25519 and ssh-rsa SSH keys, not \(key.algorithm)")
+        default:
+            throw CofferError(
+                .unsupported, "age encrypts only to ssh-ed25519 and ssh-rsa SSH keys, not \(key.algorithm)")
         }
     }
 }
@@ -36,11 +38,15 @@ public enum SSHEd25519 {
         return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Array(okm))
     }
 
-    static func wrapKey(secret: SharedSecret, tweak: Curve25519.KeyAgreement.PrivateKey, share: Data, converted: Data) throws -> SymmetricKey? {
+    static func wrapKey(secret: SharedSecret, tweak: Curve25519.KeyAgreement.PrivateKey, share: Data, converted: Data)
+        throws -> SymmetricKey?
+    {
         let point = try secret.withUnsafeBytes { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: Array($0)) }
         guard let tweaked = try? tweak.sharedSecretFromKeyAgreement(with: point),
-              !tweaked.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else { return nil }
-        return tweaked.hkdfDerivedSymmetricKey(using: SHA256.self, salt: share + converted, sharedInfo: label, outputByteCount: 32)
+            !tweaked.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } })
+        else { return nil }
+        return tweaked.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: share + converted, sharedInfo: label, outputByteCount: 32)
     }
 
     public struct Recipient: Coffer.Recipient {
@@ -56,12 +62,18 @@ public enum SSHEd25519 {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
             let secret = try ephemeral.sharedSecretFromKeyAgreement(with: converted)
-            guard let key = try wrapKey(secret: secret, tweak: try tweak(wire: wire), share: share, converted: converted.rawRepresentation) else {
+            guard
+                let key = try wrapKey(
+                    secret: secret, tweak: try tweak(wire: wire), share: share, converted: converted.rawRepresentation)
+            else {
                 throw CofferError(.malformed, "the ssh-ed25519 key gives an all-zero shared secret")
             }
-            return [Stanza(validated: stanzaType,
-                           arguments: [Base64.encodeString(SSHRecipients.tag(wire: wire)), Base64.encodeString(share)],
-                           body: try FileKeyWrap.seal(fileKey, with: key))]
+            return [
+                Stanza(
+                    validated: stanzaType,
+                    arguments: [Base64.encodeString(SSHRecipients.tag(wire: wire)), Base64.encodeString(share)],
+                    body: try FileKeyWrap.seal(fileKey, with: key))
+            ]
         }
     }
 
@@ -87,9 +99,11 @@ public enum SSHEd25519 {
                 guard tag == expectedTag else { continue }
                 let peer = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: share)
                 guard let secret = try? privateKey.sharedSecretFromKeyAgreement(with: peer),
-                      !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }),
-                      let key = try wrapKey(secret: secret, tweak: try tweak(wire: recipient.wire), share: Data(share),
-                                            converted: recipient.converted.rawRepresentation) else {
+                    !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }),
+                    let key = try wrapKey(
+                        secret: secret, tweak: try tweak(wire: recipient.wire), share: Data(share),
+                        converted: recipient.converted.rawRepresentation)
+                else {
                     throw CofferError(.malformedHeader, "an ssh-ed25519 stanza's share is a low-order point")
                 }
                 if let fileKey = try FileKeyWrap.open(stanza.body, with: key) { return fileKey }
@@ -118,8 +132,13 @@ public enum SSHRSA {
         }
 
         public func wrap(_ fileKey: FileKey) throws -> [Stanza] {
-            let body = try fileKey.withUnsafeBytes { try RSAKeys.oaepSHA256Encrypt(Array($0), label: label, to: publicKey) }
-            return [Stanza(validated: stanzaType, arguments: [Base64.encodeString(SSHRecipients.tag(wire: wire))], body: body)]
+            let body = try fileKey.withUnsafeBytes {
+                try RSAKeys.oaepSHA256Encrypt(Array($0), label: label, to: publicKey)
+            }
+            return [
+                Stanza(
+                    validated: stanzaType, arguments: [Base64.encodeString(SSHRecipients.tag(wire: wire))], body: body)
+            ]
         }
     }
 
@@ -149,7 +168,10 @@ public enum SSHRSA {
                 // Each try is an RSA private-key operation: a header cannot
                 // make this identity do more than a few for nothing.
                 guard failures < Identity.maximumFailures else {
-                    throw CofferError(.malformedHeader, "more than \(Identity.maximumFailures) ssh-rsa stanzas carry this key's tag and fail to open; stopped")
+                    throw CofferError(
+                        .malformedHeader,
+                        "more than \(Identity.maximumFailures) ssh-rsa stanzas carry this key's tag and fail to open; stopped"
+                    )
                 }
                 WorkCounter.record(.rsaPrivate)
                 guard let plaintext = try? RSAKeys.oaepSHA256Decrypt(stanza.body, label: label, with: privateKey) else {

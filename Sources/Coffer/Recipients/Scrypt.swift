@@ -1,6 +1,6 @@
-import Foundation
 import Crypto
 import CryptoExtras
+import Foundation
 
 /// age's passphrase recipient and identity (c2sp.org/age, "The scrypt
 /// recipient type"). A scrypt stanza must be the only one in its header,
@@ -40,7 +40,11 @@ public enum Scrypt {
             salt.withUnsafeMutableBytes { randomBytes($0) }
             let key = try Scrypt.wrapKey(passphrase, salt: salt, workFactor: workFactor)
             let body = try FileKeyWrap.seal(fileKey, with: key)
-            return [Stanza(validated: Scrypt.stanzaType, arguments: [Base64.encodeString(salt), String(workFactor)], body: body)]
+            return [
+                Stanza(
+                    validated: Scrypt.stanzaType, arguments: [Base64.encodeString(salt), String(workFactor)], body: body
+                )
+            ]
         }
     }
 
@@ -69,13 +73,17 @@ public enum Scrypt {
                 let text = Array(stanza.arguments[1].utf8)
                 // Decimal, no sign, no leading zero: ^[1-9][0-9]*$.
                 guard let first = text.first, first >= 0x31, first <= 0x39,
-                      text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), text.count <= 2,
-                      let workFactor = Int(stanza.arguments[1]) else {
-                    throw CofferError(.malformedHeader, "a scrypt stanza's work factor must be a decimal number without leading zeros")
+                    text.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), text.count <= 2,
+                    let workFactor = Int(stanza.arguments[1])
+                else {
+                    throw CofferError(
+                        .malformedHeader, "a scrypt stanza's work factor must be a decimal number without leading zeros"
+                    )
                 }
                 // Refused before any work is done: the parameter is the attacker's.
                 guard workFactor <= maximumWorkFactor else {
-                    throw CofferError(.unsupported, "the scrypt work factor \(workFactor) is above the limit of \(maximumWorkFactor)")
+                    throw CofferError(
+                        .unsupported, "the scrypt work factor \(workFactor) is above the limit of \(maximumWorkFactor)")
                 }
                 guard stanza.body.count == FileKey.byteCount + 16 else {
                     throw CofferError(.malformedHeader, "a scrypt stanza's body must be 32 bytes")

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// age's native X25519 recipient and identity (c2sp.org/age, "The X25519
 /// recipient type"): `age1…` public keys, `AGE-SECRET-KEY-1…` secret keys.
@@ -23,7 +23,9 @@ public enum X25519 {
             }
             let publicKey = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: data)
             guard !X25519.isLowOrder(publicKey) else {
-                throw CofferError(.malformed, "this age recipient is a low-order X25519 point: anyone could open a file encrypted to it")
+                throw CofferError(
+                    .malformed,
+                    "this age recipient is a low-order X25519 point: anyone could open a file encrypted to it")
             }
             self.publicKey = publicKey
         }
@@ -32,7 +34,9 @@ public enum X25519 {
 
         /// The `age1…` encoding.
         public var description: String { Bech32.encode(hrp: "age", data: publicKey.rawRepresentation) }
-        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.publicKey.rawRepresentation == rhs.publicKey.rawRepresentation }
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.publicKey.rawRepresentation == rhs.publicKey.rawRepresentation
+        }
         public func hash(into hasher: inout Hasher) { hasher.combine(publicKey.rawRepresentation) }
 
         public func wrap(_ fileKey: FileKey) throws -> [Stanza] {
@@ -42,10 +46,12 @@ public enum X25519 {
             let secret = try ephemeral.sharedSecretFromKeyAgreement(with: publicKey)
             // An all-zero secret (a low-order recipient) would make the wrap key public.
             guard !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
-                throw CofferError(.invalidArgument, "the recipient is a low-order X25519 point: anyone could open the file")
+                throw CofferError(
+                    .invalidArgument, "the recipient is a low-order X25519 point: anyone could open the file")
             }
             let wrapKey = secret.hkdfDerivedSymmetricKey(
-                using: SHA256.self, salt: share + publicKey.rawRepresentation, sharedInfo: X25519.info, outputByteCount: 32)
+                using: SHA256.self, salt: share + publicKey.rawRepresentation, sharedInfo: X25519.info,
+                outputByteCount: 32)
             let body = try FileKeyWrap.seal(fileKey, with: wrapKey)
             return [Stanza(validated: X25519.stanzaType, arguments: [Base64.encodeString(share)], body: body)]
         }
@@ -93,7 +99,8 @@ public enum X25519 {
                 }
                 let peer = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: share)
                 guard let secret = try? privateKey.sharedSecretFromKeyAgreement(with: peer),
-                      !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
+                    !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } })
+                else {
                     // A low-order share makes the secret all zeros: the spec says abort.
                     throw CofferError(.malformedHeader, "an X25519 stanza's share is a low-order point")
                 }
@@ -112,7 +119,9 @@ extension X25519 {
     /// encoding of such a point): every scalar then gives the all-zero
     /// shared secret, so one agreement with a throwaway scalar tells.
     static func isLowOrder(_ point: Curve25519.KeyAgreement.PublicKey) -> Bool {
-        guard let secret = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point) else { return true }
+        guard let secret = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point) else {
+            return true
+        }
         return secret.withUnsafeBytes { $0.allSatisfy { $0 == 0 } }
     }
 }
@@ -131,10 +140,11 @@ enum FileKeyWrap {
     /// throws when it authenticates but is not a 16-byte file key.
     static func open(_ body: [UInt8], with key: SymmetricKey) throws -> FileKey? {
         guard body.count >= 16,
-              let box = try? ChaChaPoly.SealedBox(
+            let box = try? ChaChaPoly.SealedBox(
                 nonce: ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12)),
                 ciphertext: body.dropLast(16), tag: body.suffix(16)),
-              let plaintext = try? ChaChaPoly.open(box, using: key) else { return nil }
+            let plaintext = try? ChaChaPoly.open(box, using: key)
+        else { return nil }
         return try FileKey(unwrapped: plaintext)
     }
 }

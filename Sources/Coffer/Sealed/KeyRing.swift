@@ -18,7 +18,9 @@ import Foundation
 /// Key bytes never appear in `description`, `dump` output or errors.
 public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public enum State: UInt8, Sendable, CustomStringConvertible {
-        case primary = 1, active = 2, disabled = 3
+        case primary = 1
+        case active = 2
+        case disabled = 3
         public var description: String { self == .primary ? "primary" : self == .active ? "active" : "disabled" }
     }
 
@@ -50,11 +52,14 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     static func newEntry(state: State, avoiding ids: Set<UInt32>) -> Entry {
         var id = UInt32.random(in: 1 ... .max)
         while ids.contains(id) { id = UInt32.random(in: 1 ... .max) }
-        return Entry(id: id, state: state, created: UInt64(Date().timeIntervalSince1970), key: SymmetricKey(size: .bits256))
+        return Entry(
+            id: id, state: state, created: UInt64(Date().timeIntervalSince1970), key: SymmetricKey(size: .bits256))
     }
 
     public var keys: [KeyInfo] {
-        entries.map { KeyInfo(id: $0.id, state: $0.state, created: Date(timeIntervalSince1970: TimeInterval($0.created))) }
+        entries.map {
+            KeyInfo(id: $0.id, state: $0.state, created: Date(timeIntervalSince1970: TimeInterval($0.created)))
+        }
     }
 
     public var primaryID: UInt32 { entries.first { $0.state == .primary }!.id }
@@ -84,7 +89,8 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
             throw CofferError(.keyNotFound, "the key ring has no key \(String(format: "%08x", id))")
         }
         guard entries[index].state != .primary else {
-            throw CofferError(.invalidArgument, "key \(String(format: "%08x", id)) is the primary; rotate first, then disable it")
+            throw CofferError(
+                .invalidArgument, "key \(String(format: "%08x", id)) is the primary; rotate first, then disable it")
         }
         entries[index].state = .disabled
     }
@@ -99,10 +105,16 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
             throw CofferError(.keyNotFound, "the key ring has no key \(String(format: "%08x", id))")
         }
         guard entries[index].state == .disabled else {
-            throw CofferError(.invalidArgument, "key \(String(format: "%08x", id)) is \(entries[index].state); only a disabled key can be destroyed (disable it first)")
+            throw CofferError(
+                .invalidArgument,
+                "key \(String(format: "%08x", id)) is \(entries[index].state); only a disabled key can be destroyed (disable it first)"
+            )
         }
         guard noValuesRemain || force else {
-            throw CofferError(.refused, "values sealed under key \(String(format: "%08x", id)) may remain and would never open again; rewrap them first, then say so, or force it")
+            throw CofferError(
+                .refused,
+                "values sealed under key \(String(format: "%08x", id)) may remain and would never open again; rewrap them first, then say so, or force it"
+            )
         }
         entries.remove(at: index)
     }
@@ -136,10 +148,14 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     func openContiguous(_ sealed: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws -> Data {
         let id = try SealedValue.keyID(of: sealed)
         guard let entry = entries.first(where: { $0.id == id }) else {
-            throw CofferError(.keyNotFound, "the value was sealed under key \(String(format: "%08x", id)), which this key ring does not hold (wrong key ring?)")
+            throw CofferError(
+                .keyNotFound,
+                "the value was sealed under key \(String(format: "%08x", id)), which this key ring does not hold (wrong key ring?)"
+            )
         }
         guard entry.state != .disabled else {
-            throw CofferError(.keyDisabled, "the value was sealed under key \(String(format: "%08x", id)), which is disabled")
+            throw CofferError(
+                .keyDisabled, "the value was sealed under key \(String(format: "%08x", id)), which is disabled")
         }
         return try SealedValue.open(sealed, keyID: id, key: entry.key, context: context)
     }
@@ -175,7 +191,10 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
             let id = bytes[base..<(base + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             guard let state = State(rawValue: bytes[base + 4]), ids.insert(id).inserted else { throw bad }
             let created = bytes[(base + 5)..<(base + 13)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            entries.append(Entry(id: id, state: state, created: created, key: SymmetricKey(data: bytes[(base + 13)..<(base + entrySize)])))
+            entries.append(
+                Entry(
+                    id: id, state: state, created: created,
+                    key: SymmetricKey(data: bytes[(base + 13)..<(base + entrySize)])))
         }
         guard entries.filter({ $0.state == .primary }).count == 1 else { throw bad }
         return KeyRing(entries: entries)

@@ -61,7 +61,9 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
 
     public var description: String { "KeyRingFile(\(keyRing), generation \(generation))" }
     public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["keyRing": keyRing, "generation": generation], displayStyle: .struct) }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyRing": keyRing, "generation": generation], displayStyle: .struct)
+    }
 
     /// A new file for `keyRing`, locked with `secret` (scrypt by default
     /// for a password), at generation 1.
@@ -73,17 +75,22 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 
     static func keys(base: SymmetricKey, version: Int) -> (wrap: SymmetricKey, check: [UInt8]) {
-        let wrap = HKDF<SHA256>.deriveKey(inputKeyMaterial: base, info: Array("coffer key ring v\(version) wrap".utf8), outputByteCount: 32)
-        let check = HKDF<SHA256>.deriveKey(inputKeyMaterial: base, info: Array("coffer key ring v\(version) check".utf8), outputByteCount: 16)
+        let wrap = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: base, info: Array("coffer key ring v\(version) wrap".utf8), outputByteCount: 32)
+        let check = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: base, info: Array("coffer key ring v\(version) check".utf8), outputByteCount: 16)
         return (wrap, check.withUnsafeBytes { Array($0) })
     }
 
     static func kekBase(_ key: SymmetricKey, salt: [UInt8]) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt, info: Array("coffer key ring v2 kek".utf8), outputByteCount: 32)
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: key, salt: salt, info: Array("coffer key ring v2 kek".utf8), outputByteCount: 32)
     }
 
     /// The version 2 header up to the check: magic, kind, parameters, salt, check.
-    static func lock(_ secret: Secret, kdf: PasswordKDF) throws -> (header: [UInt8], wrap: SymmetricKey, kdf: PasswordKDF?) {
+    static func lock(_ secret: Secret, kdf: PasswordKDF) throws -> (
+        header: [UInt8], wrap: SymmetricKey, kdf: PasswordKDF?
+    ) {
         let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
         switch secret {
         case .key(let key):
@@ -99,7 +106,9 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
 
     /// The version 2 header up to the check, and the wrapping key, from a
     /// `base` already derived for `salt` (the KDF's output, or ``kekBase``).
-    static func lockHeader(kdf: PasswordKDF?, salt: [UInt8], base: SymmetricKey) -> (header: [UInt8], wrap: SymmetricKey) {
+    static func lockHeader(kdf: PasswordKDF?, salt: [UInt8], base: SymmetricKey) -> (
+        header: [UInt8], wrap: SymmetricKey
+    ) {
         let (wrap, check) = keys(base: base, version: 2)
         return (magic + (kdf.map(parameters) ?? [0]) + salt + check, wrap)
     }
@@ -138,10 +147,12 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
             case 0: kdf = nil
             case 1:
                 guard bytes.count >= 8 else { throw CofferError(.malformed, "the key ring file is truncated") }
-                kdf = .scrypt(logN: bytes[5], r: bytes[6], p: bytes[7]); offset = 8
+                kdf = .scrypt(logN: bytes[5], r: bytes[6], p: bytes[7])
+                offset = 8
             case 2:
                 guard bytes.count >= 9 else { throw CofferError(.malformed, "the key ring file is truncated") }
-                kdf = .pbkdf2SHA256(rounds: bytes[5..<9].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }); offset = 9
+                kdf = .pbkdf2SHA256(rounds: bytes[5..<9].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+                offset = 9
             default:
                 throw CofferError(.unsupported, "key ring protection kind \(bytes[4]) is not supported")
             }
@@ -173,7 +184,9 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         let bytes = Array(contents)
         guard bytes.count <= 1 << 20 else { throw CofferError(.malformed, "a key ring file is at most 1 MiB") }
         let layout = try Layout(bytes)
-        guard bytes.count >= layout.headerEnd + 12 + 16 else { throw CofferError(.malformed, "the key ring file is truncated") }
+        guard bytes.count >= layout.headerEnd + 12 + 16 else {
+            throw CofferError(.malformed, "the key ring file is truncated")
+        }
         let salt = Array(bytes[layout.saltRange])
         let check = Array(bytes[layout.checkRange])
         let base: SymmetricKey
@@ -190,14 +203,19 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         let (wrap, expected) = KeyRingFile.keys(base: base, version: layout.version)
         // The check is compared in constant time.
         guard ConstantTime.equal(expected, check) else {
-            throw CofferError(.wrongPassword, layout.kdf == nil ? "the key file does not unlock this key ring" : "wrong password for this key ring")
+            throw CofferError(
+                .wrongPassword,
+                layout.kdf == nil ? "the key file does not unlock this key ring" : "wrong password for this key ring")
         }
         let header = Array(bytes[..<layout.headerEnd])
         let body: Data
         do {
-            body = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: bytes[layout.headerEnd...]), using: wrap, authenticating: header)
+            body = try AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: bytes[layout.headerEnd...]), using: wrap, authenticating: header)
         } catch {
-            throw CofferError(.payloadAuthenticationFailed, "the key ring file was changed: its sealed body does not open under the right password")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the key ring file was changed: its sealed body does not open under the right password")
         }
         keyRing = try KeyRing.deserialize(Array(body))
         kdf = layout.kdf
@@ -209,7 +227,8 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         } else if case .key(let key) = secret {
             // Written back as version 2: a raw KEK gets a salt (cheap: HKDF).
             let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-            (lockHeader, wrapKey) = KeyRingFile.lockHeader(kdf: nil, salt: salt, base: KeyRingFile.kekBase(key, salt: salt))
+            (lockHeader, wrapKey) = KeyRingFile.lockHeader(
+                kdf: nil, salt: salt, base: KeyRingFile.kekBase(key, salt: salt))
         } else {
             // A password ring keeps its salt, so the KDF output already
             // derived serves version 2 too: no second KDF run.
@@ -220,7 +239,8 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
     /// The file's bytes at the current generation, with a fresh nonce.
     public func contents() throws -> Data {
         let header = lockHeader + ringID + withUnsafeBytes(of: generation.bigEndian, Array.init)
-        let box = try AES.GCM._SIV.seal(keyRing.serialized(), using: wrapKey, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
+        let box = try AES.GCM._SIV.seal(
+            keyRing.serialized(), using: wrapKey, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
         return Data(header) + box.combined
     }
 

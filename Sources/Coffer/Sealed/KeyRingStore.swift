@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -32,7 +33,9 @@ public struct KeyRingStore: Sendable {
     /// - Parameter rollbackGuard: where the high-water mark lives; the
     ///   per-user state file by default (beside the KEK when the KEK is
     ///   kept in a keychain: `KeychainRollbackGuard`), nil for none.
-    public init(path: String, secret: KeyRingFile.Secret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user) {
+    public init(
+        path: String, secret: KeyRingFile.Secret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) {
         self.path = path
         self.secret = secret
         self.rollbackGuard = rollbackGuard
@@ -63,7 +66,10 @@ public struct KeyRingStore: Sendable {
         }
         let file = try KeyRingFile(contents: bytes, secret: secret)
         if let mark = marks, file.generation < mark {
-            throw CofferError(.rolledBack, "the key ring \(path) is generation \(file.generation), but generation \(mark) was already written: an older copy was put back in its place")
+            throw CofferError(
+                .rolledBack,
+                "the key ring \(path) is generation \(file.generation), but generation \(mark) was already written: an older copy was put back in its place"
+            )
         }
         return file
     }

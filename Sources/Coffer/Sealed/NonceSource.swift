@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -41,14 +41,23 @@ public enum PasswordKDF: Sendable, Equatable {
     func checkLimits() throws {
         switch self {
         case let .scrypt(logN, r, p):
-            guard logN >= 1, r >= 1, p >= 1 else { throw CofferError(.malformed, "scrypt parameters must be at least 1") }
-            guard logN <= Self.maximumLogN, Int(r) * Int(p) <= Self.maximumRP, (1 << Int(logN)) * Int(r) * Int(p) <= Self.maximumWork else {
-                throw CofferError(.unsupported, "\(description) is above this reader's cap (N ≤ 2^\(Self.maximumLogN), N·r·p ≤ 2^23); refused before any work")
+            guard logN >= 1, r >= 1, p >= 1 else {
+                throw CofferError(.malformed, "scrypt parameters must be at least 1")
+            }
+            guard logN <= Self.maximumLogN, Int(r) * Int(p) <= Self.maximumRP,
+                (1 << Int(logN)) * Int(r) * Int(p) <= Self.maximumWork
+            else {
+                throw CofferError(
+                    .unsupported,
+                    "\(description) is above this reader's cap (N ≤ 2^\(Self.maximumLogN), N·r·p ≤ 2^23); refused before any work"
+                )
             }
         case let .pbkdf2SHA256(rounds):
             guard rounds >= 1 else { throw CofferError(.malformed, "PBKDF2 needs at least one round") }
             guard rounds <= Self.maximumRounds else {
-                throw CofferError(.unsupported, "\(description) is above this reader's cap (\(Self.maximumRounds) rounds); refused before any work")
+                throw CofferError(
+                    .unsupported,
+                    "\(description) is above this reader's cap (\(Self.maximumRounds) rounds); refused before any work")
             }
         }
     }
@@ -59,10 +68,12 @@ public enum PasswordKDF: Sendable, Equatable {
         WorkCounter.record(.kdf)
         switch self {
         case let .scrypt(logN, r, p):
-            return try KDF.Scrypt.deriveKey(from: password, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),
-                                            blockSize: Int(r), parallelism: Int(p), maxMemory: 1 << 31)
+            return try KDF.Scrypt.deriveKey(
+                from: password, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),
+                blockSize: Int(r), parallelism: Int(p), maxMemory: 1 << 31)
         case let .pbkdf2SHA256(rounds):
-            return try KDF.Insecure.PBKDF2.deriveKey(from: password, salt: salt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(rounds))
+            return try KDF.Insecure.PBKDF2.deriveKey(
+                from: password, salt: salt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(rounds))
         }
     }
 }

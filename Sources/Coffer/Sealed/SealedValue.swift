@@ -24,14 +24,21 @@ public enum SealedValue {
     }
 
     /// Seals under one data key with a fresh random nonce.
-    static func seal(_ plaintext: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer) throws -> Data {
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer
+    ) throws -> Data {
         try seal(plaintext, keyID: keyID, key: key, context: context, nonce: NonceSource.shared.sivNonce())
     }
 
     /// With a given nonce: only the format vectors' check uses it.
-    static func seal(_ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol, nonce: AES.GCM._SIV.Nonce) throws -> Data {
+    static func seal(
+        _ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol,
+        nonce: AES.GCM._SIV.Nonce
+    ) throws -> Data {
         try withContiguousBytes(of: plaintext) { plaintext in
-            try withContiguousBytes(of: context) { try seal(plaintext, keyID: keyID, key: key, context: $0, nonce: nonce) }
+            try withContiguousBytes(of: context) {
+                try seal(plaintext, keyID: keyID, key: key, context: $0, nonce: nonce)
+            }
         }
     }
 
@@ -58,18 +65,24 @@ public enum SealedValue {
         try withUnsafeTemporaryAllocation(byteCount: 5 + context.count, alignment: 1) { buffer in
             buffer[0] = version
             buffer.storeBytes(of: keyID.bigEndian, toByteOffset: 1, as: UInt32.self)
-            if let base = context.baseAddress { (buffer.baseAddress! + 5).copyMemory(from: base, byteCount: context.count) }
+            if let base = context.baseAddress {
+                (buffer.baseAddress! + 5).copyMemory(from: base, byteCount: context.count)
+            }
             return try body(UnsafeRawBufferPointer(buffer))
         }
     }
 
     /// The AEAD step alone, AES-256-GCM-SIV: nonce ‖ ciphertext ‖ tag.
     /// RFC 8452's vectors run through this and `aeadOpen`.
-    static func aeadSeal(_ plaintext: some DataProtocol, key: SymmetricKey, nonce: AES.GCM._SIV.Nonce, associatedData: some DataProtocol) throws -> Data {
+    static func aeadSeal(
+        _ plaintext: some DataProtocol, key: SymmetricKey, nonce: AES.GCM._SIV.Nonce, associatedData: some DataProtocol
+    ) throws -> Data {
         try AES.GCM._SIV.seal(plaintext, using: key, nonce: nonce, authenticating: associatedData).combined
     }
 
-    static func aeadOpen(_ combined: some DataProtocol, key: SymmetricKey, associatedData: some DataProtocol) throws -> Data {
+    static func aeadOpen(_ combined: some DataProtocol, key: SymmetricKey, associatedData: some DataProtocol) throws
+        -> Data
+    {
         try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: combined), using: key, authenticating: associatedData)
     }
 
@@ -92,34 +105,50 @@ public enum SealedValue {
         return id
     }
 
-    static func open(_ sealed: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer) throws -> Data {
+    static func open(
+        _ sealed: UnsafeRawBufferPointer, keyID: UInt32, key: SymmetricKey, context: UnsafeRawBufferPointer
+    ) throws -> Data {
         do {
             let box = try AES.GCM._SIV.SealedBox(combined: UnsafeRawBufferPointer(rebasing: sealed[5...]))
-            return try withAssociatedData(keyID: keyID, context: context) { try AES.GCM._SIV.open(box, using: key, authenticating: $0) }
+            return try withAssociatedData(keyID: keyID, context: context) {
+                try AES.GCM._SIV.open(box, using: key, authenticating: $0)
+            }
         } catch {
-            throw CofferError(.payloadAuthenticationFailed, "the sealed value does not open: wrong context, wrong key ring, or damaged value")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the sealed value does not open: wrong context, wrong key ring, or damaged value")
         }
     }
 
     /// The text form: `cs1.` + unpadded base64url.
     public static func text(_ sealed: some DataProtocol) -> String {
-        textPrefix + Data(sealed).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        textPrefix
+            + Data(sealed).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+                of: "=", with: "")
     }
 
     /// Binary from either form: text is recognised by its prefix.
     public static func binary(_ input: some DataProtocol) throws -> Data {
         let bytes = Data(input)
         guard bytes.starts(with: Array(textPrefix.utf8)) else { return bytes }
-        var body = String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !body.isEmpty, body.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+        var body = String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        guard !body.isEmpty, body.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
             throw CofferError(.malformed, "a text sealed value is \(textPrefix) followed by unpadded base64url")
         }
         body = body.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         let remainder = body.count % 4
-        guard remainder != 1 else { throw CofferError(.malformed, "the sealed value's base64url has an impossible length") }
+        guard remainder != 1 else {
+            throw CofferError(.malformed, "the sealed value's base64url has an impossible length")
+        }
         if remainder > 0 { body += String(repeating: "=", count: 4 - remainder) }
-        guard let decoded = Data(base64Encoded: body), text(decoded) == textPrefix + String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) else {
+        guard let decoded = Data(base64Encoded: body),
+            text(decoded) == textPrefix
+                + String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(
+                    in: .whitespacesAndNewlines)
+        else {
             throw CofferError(.malformed, "the sealed value's base64url is not canonical")
         }
         return decoded

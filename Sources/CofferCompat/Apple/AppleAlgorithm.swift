@@ -7,7 +7,11 @@ import Foundation
 /// (`kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM`).
 public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
     public enum Hash: String, Sendable, CaseIterable {
-        case sha1 = "SHA1", sha224 = "SHA224", sha256 = "SHA256", sha384 = "SHA384", sha512 = "SHA512"
+        case sha1 = "SHA1"
+        case sha224 = "SHA224"
+        case sha256 = "SHA256"
+        case sha384 = "SHA384"
+        case sha512 = "SHA512"
     }
 
     /// ECIES; `cofactor` names the Cofactor variant, which on the NIST
@@ -27,13 +31,22 @@ public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
             }
         }
         func hash(_ suffix: Substring) -> Hash? { Hash(rawValue: String(suffix)) }
-        let unknown = CofferError(.invalidArgument, "unknown SecKey algorithm \"\(name)\"; expected e.g. eciesEncryptionCofactorVariableIVX963SHA256AESGCM, rsaEncryptionOAEPSHA256AESGCM or ecdhKeyExchangeCofactorX963SHA256 (or their kSecKeyAlgorithm… constants)")
+        let unknown = CofferError(
+            .invalidArgument,
+            "unknown SecKey algorithm \"\(name)\"; expected e.g. eciesEncryptionCofactorVariableIVX963SHA256AESGCM, rsaEncryptionOAEPSHA256AESGCM or ecdhKeyExchangeCofactorX963SHA256 (or their kSecKeyAlgorithm… constants)"
+        )
         if text.hasPrefix("eciesEncryption"), text.hasSuffix("AESGCM") {
             var middle = text.dropFirst("eciesEncryption".count).dropLast("AESGCM".count)
             let cofactor: Bool
-            if middle.hasPrefix("Standard") { cofactor = false; middle = middle.dropFirst(8) }
-            else if middle.hasPrefix("Cofactor") { cofactor = true; middle = middle.dropFirst(8) }
-            else { throw unknown }
+            if middle.hasPrefix("Standard") {
+                cofactor = false
+                middle = middle.dropFirst(8)
+            } else if middle.hasPrefix("Cofactor") {
+                cofactor = true
+                middle = middle.dropFirst(8)
+            } else {
+                throw unknown
+            }
             let variableIV = middle.hasPrefix("VariableIV")
             if variableIV { middle = middle.dropFirst(10) }
             guard middle.hasPrefix("X963"), let hash = hash(middle.dropFirst(4)) else { throw unknown }
@@ -47,10 +60,19 @@ public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
         } else if text.hasPrefix("ecdhKeyExchange") {
             var rest = text.dropFirst("ecdhKeyExchange".count)
             let cofactor: Bool
-            if rest.hasPrefix("Standard") { cofactor = false; rest = rest.dropFirst(8) }
-            else if rest.hasPrefix("Cofactor") { cofactor = true; rest = rest.dropFirst(8) }
-            else { throw unknown }
-            if rest.isEmpty { self = .ecdhKeyExchange(cofactor: cofactor, hash: nil); return }
+            if rest.hasPrefix("Standard") {
+                cofactor = false
+                rest = rest.dropFirst(8)
+            } else if rest.hasPrefix("Cofactor") {
+                cofactor = true
+                rest = rest.dropFirst(8)
+            } else {
+                throw unknown
+            }
+            if rest.isEmpty {
+                self = .ecdhKeyExchange(cofactor: cofactor, hash: nil)
+                return
+            }
             guard rest.hasPrefix("X963"), let hash = hash(rest.dropFirst(4)) else { throw unknown }
             self = .ecdhKeyExchange(cofactor: cofactor, hash: hash)
         } else {

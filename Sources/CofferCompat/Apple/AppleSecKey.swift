@@ -3,76 +3,6 @@ import Crypto
 import CryptoExtras
 import Foundation
 
-/// A key as SecKey works with it: an EC key on P-256/384/521 (public, or
-/// private with its public half) or an RSA key (public or private).
-public enum AppleKey: Sendable, CustomStringConvertible {
-    case ecPublic(AsymmetricPublicKey)
-    case ecPrivate(AsymmetricPrivateKey)
-    case rsaPublic(RSAKey.Public)
-    case rsaPrivate(RSAKey.Private)
-
-    /// RSA keys for reading old data. Apple apps often used 1024-bit keys;
-    /// they load here (through swift-crypto's "unsafe" initializers) so old
-    /// ciphertexts can be decrypted and migrated. Encrypting to a key under
-    /// 2048 bits is refused.
-    public enum RSAKey {
-        public struct Public: @unchecked Sendable {  // an immutable BoringSSL key, only read
-            let key: _RSA.Encryption.PublicKey
-        }
-        public struct Private: @unchecked Sendable {  // an immutable BoringSSL key, only read
-            let key: _RSA.Encryption.PrivateKey
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .ecPublic(let key): "\(key.algorithm) public key"
-        case .ecPrivate(let key): "\(key.algorithm) private key (<redacted>)"
-        case .rsaPublic(let key): "RSA-\(key.key.keySizeInBits) public key"
-        case .rsaPrivate(let key): "RSA-\(key.key.keySizeInBits) private key (<redacted>)"
-        }
-    }
-
-    /// A key from a key file: SecKeyCopyExternalRepresentation's bytes (EC
-    /// `04‖X‖Y` or `04‖X‖Y‖D`, RSA PKCS#1 DER), those bytes in base64, or
-    /// any PEM/DER form Coffer's key files read.
-    public init(fileBytes: some Collection<UInt8>) throws {
-        var bytes = Array(fileBytes)
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if !text.contains("-----BEGIN"), !text.isEmpty, let decoded = Data(base64Encoded: text, options: .ignoreUnknownCharacters),
-           !decoded.isEmpty, text.allSatisfy({ $0.isLetter || $0.isNumber || "+/=\n\r ".contains($0) }) {
-            bytes = Array(decoded)
-        }
-        if let key = try? KeyFiles.privateKey(bytes) {
-            switch key {
-            case .p256, .p384, .p521: self = .ecPrivate(key); return
-            case .rsa(let rsa): self = .rsaPrivate(RSAKey.Private(key: try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: rsa.derRepresentation))); return
-            default: throw CofferError(.invalidArgument, "SecKey encryption takes EC (P-256/384/521) or RSA keys, not \(key.algorithm)")
-            }
-        }
-        if let key = try? KeyFiles.publicKey(bytes) {
-            switch key {
-            case .p256, .p384, .p521: self = .ecPublic(key); return
-            case .rsa(let rsa): self = .rsaPublic(RSAKey.Public(key: try _RSA.Encryption.PublicKey(unsafeDERRepresentation: rsa.derRepresentation))); return
-            default: throw CofferError(.invalidArgument, "SecKey encryption takes EC (P-256/384/521) or RSA keys, not \(key.algorithm)")
-            }
-        }
-        if bytes.first == 0x04, bytes.count == 49 || bytes.count == 73 {
-            throw CofferError(.unsupported, "a P-192 key (\(bytes.count == 49 ? "public" : "private")): swift-crypto has no P-192, so Coffer cannot use it")
-        }
-        // RSA keys under 2048 bits, which Coffer's key files refuse.
-        let pem = String(decoding: bytes, as: UTF8.self)
-        if pem.contains("-----BEGIN") {
-            if let key = try? _RSA.Encryption.PrivateKey(unsafePEMRepresentation: pem) { self = .rsaPrivate(RSAKey.Private(key: key)); return }
-            if let key = try? _RSA.Encryption.PublicKey(unsafePEMRepresentation: pem) { self = .rsaPublic(RSAKey.Public(key: key)); return }
-        } else {
-            if let key = try? _RSA.Encryption.PrivateKey(unsafeDERRepresentation: bytes) { self = .rsaPrivate(RSAKey.Private(key: key)); return }
-            if let key = try? _RSA.Encryption.PublicKey(unsafeDERRepresentation: bytes) { self = .rsaPublic(RSAKey.Public(key: key)); return }
-        }
-        throw CofferError(.malformed, "not a SecKey key: expected an external representation (EC 04 ‖ X ‖ Y [‖ D], RSA PKCS#1 DER), its base64, or a PEM/DER key file")
-    }
-}
-
 /// SecKeyCreateEncryptedData / SecKeyCreateDecryptedData, byte for byte,
 /// for ECIES (kSecKeyAlgorithmECIESEncryption…AESGCM) and RSA-OAEP + AES-GCM
 /// (kSecKeyAlgorithmRSAEncryptionOAEPSHA…AESGCM).
@@ -95,7 +25,9 @@ public enum AppleKey: Sendable, CustomStringConvertible {
 public enum AppleSecKey {
     static let tagSize = 16
 
-    public static func encrypt(_ plaintext: some DataProtocol, to key: AppleKey, algorithm: AppleAlgorithm) throws -> Data {
+    public static func encrypt(_ plaintext: some DataProtocol, to key: AppleKey, algorithm: AppleAlgorithm) throws
+        -> Data
+    {
         switch (algorithm, key) {
         case let (.ecies(_, variableIV, hash), .ecPublic(publicKey)):
             return try eciesEncrypt(Data(plaintext), to: publicKey, variableIV: variableIV, hash: hash)
@@ -112,7 +44,9 @@ public enum AppleSecKey {
         }
     }
 
-    public static func decrypt(_ ciphertext: some DataProtocol, with key: AppleKey, algorithm: AppleAlgorithm) throws -> Data {
+    public static func decrypt(_ ciphertext: some DataProtocol, with key: AppleKey, algorithm: AppleAlgorithm) throws
+        -> Data
+    {
         switch (algorithm, key) {
         case let (.ecies(_, variableIV, hash), .ecPrivate(privateKey)):
             return try eciesDecrypt(Data(ciphertext), with: privateKey, variableIV: variableIV, hash: hash)
@@ -121,18 +55,24 @@ public enum AppleSecKey {
         case (.ecdhKeyExchange, _):
             throw CofferError(.invalidArgument, "\(algorithm) is a key exchange, not an encryption algorithm")
         default:
-            throw CofferError(.invalidArgument, "decrypting with \(algorithm) needs \(algorithm.keyKind) private key, not this \(key)")
+            throw CofferError(
+                .invalidArgument, "decrypting with \(algorithm) needs \(algorithm.keyKind) private key, not this \(key)"
+            )
         }
     }
 
     /// SecKeyCopyKeyExchangeResult: ECDH, then X9.63 with the named hash to
     /// `size` bytes over `sharedInfo`; without a hash, the raw x-coordinate.
-    public static func keyExchange(privateKey: AppleKey, publicKey: AppleKey, algorithm: AppleAlgorithm,
-                                   size: Int, sharedInfo: [UInt8] = []) throws -> [UInt8] {
+    public static func keyExchange(
+        privateKey: AppleKey, publicKey: AppleKey, algorithm: AppleAlgorithm,
+        size: Int, sharedInfo: [UInt8] = []
+    ) throws -> [UInt8] {
         guard case let .ecdhKeyExchange(_, hash) = algorithm else {
             throw CofferError(.invalidArgument, "\(algorithm) is not a key exchange algorithm")
         }
-        guard case let .ecPrivate(mine) = privateKey else { throw CofferError(.invalidArgument, "the key exchange needs an EC private key, not \(privateKey)") }
+        guard case let .ecPrivate(mine) = privateKey else {
+            throw CofferError(.invalidArgument, "the key exchange needs an EC private key, not \(privateKey)")
+        }
         let theirs: AsymmetricPublicKey
         switch publicKey {
         case .ecPublic(let key): theirs = key
@@ -146,15 +86,17 @@ public enum AppleSecKey {
         }
         // SHA-1/256/384/512 through Coffer's agreement (swift-crypto's X9.63);
         // SHA-224 through Coffer's own SHA-224.
-        let kdf: KeyAgreement.KDF? = switch hash {
-        case .sha1: .x963SHA1
-        case .sha256: .x963SHA256
-        case .sha384: .x963SHA384
-        case .sha512: .x963SHA512
-        case .sha224: nil
-        }
+        let kdf: KeyAgreement.KDF? =
+            switch hash {
+            case .sha1: .x963SHA1
+            case .sha256: .x963SHA256
+            case .sha384: .x963SHA384
+            case .sha512: .x963SHA512
+            case .sha224: nil
+            }
         if let kdf {
-            return try KeyAgreement.agree(privateKey: mine, peer: theirs, kdf: kdf, size: size, sharedInfo: sharedInfo).withUnsafeBytes { Array($0) }
+            return try KeyAgreement.agree(privateKey: mine, peer: theirs, kdf: kdf, size: size, sharedInfo: sharedInfo)
+                .withUnsafeBytes { Array($0) }
         }
         return X963.derive(hash, secret: secret, sharedInfo: sharedInfo, size: size)
     }
@@ -175,48 +117,64 @@ public enum AppleSecKey {
         }
     }
 
-    static func gcmKeyAndIV(_ hash: AppleAlgorithm.Hash, secret: [UInt8], ephemeral: [UInt8], keySize: Int, variableIV: Bool) throws -> (SymmetricKey, AES.GCM.Nonce) {
+    static func gcmKeyAndIV(
+        _ hash: AppleAlgorithm.Hash, secret: [UInt8], ephemeral: [UInt8], keySize: Int, variableIV: Bool
+    ) throws -> (SymmetricKey, AES.GCM.Nonce) {
         let derived = X963.derive(hash, secret: secret, sharedInfo: ephemeral, size: keySize + (variableIV ? 16 : 0))
         let iv = variableIV ? Array(derived.suffix(16)) : [UInt8](repeating: 0, count: 16)
         return (SymmetricKey(data: derived.prefix(keySize)), try AES.GCM.Nonce(data: iv))
     }
 
     static func ephemeral(for key: AsymmetricPublicKey) throws -> (AsymmetricPrivateKey, [UInt8]) {
-        let ephemeral: AsymmetricPrivateKey = switch key {
-        case .p256: .p256(P256.Signing.PrivateKey())
-        case .p384: .p384(P384.Signing.PrivateKey())
-        default: .p521(P521.Signing.PrivateKey())
-        }
+        let ephemeral: AsymmetricPrivateKey =
+            switch key {
+            case .p256: .p256(P256.Signing.PrivateKey())
+            case .p384: .p384(P384.Signing.PrivateKey())
+            default: .p521(P521.Signing.PrivateKey())
+            }
         return (ephemeral, try KeyFiles.encode(ephemeral.publicKey, as: .apple))
     }
 
-    static func eciesEncrypt(_ plaintext: Data, to key: AsymmetricPublicKey, variableIV: Bool, hash: AppleAlgorithm.Hash) throws -> Data {
+    static func eciesEncrypt(
+        _ plaintext: Data, to key: AsymmetricPublicKey, variableIV: Bool, hash: AppleAlgorithm.Hash
+    ) throws -> Data {
         let curve = try curve(of: key)
         let (ephemeralKey, ephemeralPublic) = try ephemeral(for: key)
         let secret = try KeyAgreement.insecureRawSharedSecret(privateKey: ephemeralKey, peer: key)
-        let (gcmKey, iv) = try gcmKeyAndIV(hash, secret: secret, ephemeral: ephemeralPublic, keySize: curve.keySize, variableIV: variableIV)
+        let (gcmKey, iv) = try gcmKeyAndIV(
+            hash, secret: secret, ephemeral: ephemeralPublic, keySize: curve.keySize, variableIV: variableIV)
         let box = try AES.GCM.seal(plaintext, using: gcmKey, nonce: iv)
         return Data(ephemeralPublic) + box.ciphertext + box.tag
     }
 
-    static func eciesDecrypt(_ ciphertext: Data, with key: AsymmetricPrivateKey, variableIV: Bool, hash: AppleAlgorithm.Hash) throws -> Data {
+    static func eciesDecrypt(
+        _ ciphertext: Data, with key: AsymmetricPrivateKey, variableIV: Bool, hash: AppleAlgorithm.Hash
+    ) throws -> Data {
         let curve = try curve(of: key.publicKey)
         guard ciphertext.count >= curve.elementSize + tagSize else {
-            throw CofferError(.malformed, "an ECIES ciphertext for \(key.algorithm) is at least \(curve.elementSize + tagSize) bytes (ephemeral key and tag), not \(ciphertext.count)")
+            throw CofferError(
+                .malformed,
+                "an ECIES ciphertext for \(key.algorithm) is at least \(curve.elementSize + tagSize) bytes (ephemeral key and tag), not \(ciphertext.count)"
+            )
         }
         let bytes = Array(ciphertext)
         let ephemeralPublic = Array(bytes.prefix(curve.elementSize))
-        guard ephemeralPublic.first == 0x04, let peer = try? KeyFiles.publicKey(ephemeralPublic), peer.algorithm == key.algorithm else {
+        guard ephemeralPublic.first == 0x04, let peer = try? KeyFiles.publicKey(ephemeralPublic),
+            peer.algorithm == key.algorithm
+        else {
             throw CofferError(.malformed, "the ECIES ephemeral key is not an uncompressed point on \(key.algorithm)")
         }
         let secret = try KeyAgreement.insecureRawSharedSecret(privateKey: key, peer: peer)
-        let (gcmKey, iv) = try gcmKeyAndIV(hash, secret: secret, ephemeral: ephemeralPublic, keySize: curve.keySize, variableIV: variableIV)
+        let (gcmKey, iv) = try gcmKeyAndIV(
+            hash, secret: secret, ephemeral: ephemeralPublic, keySize: curve.keySize, variableIV: variableIV)
         let body = bytes[curve.elementSize...]
         do {
             let box = try AES.GCM.SealedBox(nonce: iv, ciphertext: body.dropLast(tagSize), tag: body.suffix(tagSize))
             return try AES.GCM.open(box, using: gcmKey)
         } catch {
-            throw CofferError(.payloadAuthenticationFailed, "the ECIES ciphertext does not authenticate: wrong key, wrong algorithm, or damaged data")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the ECIES ciphertext does not authenticate: wrong key, wrong algorithm, or damaged data")
         }
     }
 
@@ -227,39 +185,59 @@ public enum AppleSecKey {
         case .sha1: return .PKCS1_OAEP
         case .sha256: return .PKCS1_OAEP_SHA256
         default:
-            throw CofferError(.unsupported, "rsaEncryptionOAEP\(hash.rawValue)AESGCM needs RSA-OAEP with \(hash.rawValue), which swift-crypto does not offer (only SHA-1 and SHA-256)")
+            throw CofferError(
+                .unsupported,
+                "rsaEncryptionOAEP\(hash.rawValue)AESGCM needs RSA-OAEP with \(hash.rawValue), which swift-crypto does not offer (only SHA-1 and SHA-256)"
+            )
         }
     }
 
     static func sessionKeySize(modulusBits: Int) -> Int { modulusBits >= 4096 ? 32 : 16 }
 
-    static func rsaEncrypt(_ plaintext: Data, to key: _RSA.Encryption.PublicKey, hash: AppleAlgorithm.Hash) throws -> Data {
+    static func rsaEncrypt(_ plaintext: Data, to key: _RSA.Encryption.PublicKey, hash: AppleAlgorithm.Hash) throws
+        -> Data
+    {
         let padding = try padding(hash)
         guard key.keySizeInBits >= 2048 else {
-            throw CofferError(.unsupported, "Coffer does not encrypt to RSA keys under 2048 bits (this one has \(key.keySizeInBits)); it only decrypts what they protected")
+            throw CofferError(
+                .unsupported,
+                "Coffer does not encrypt to RSA keys under 2048 bits (this one has \(key.keySizeInBits)); it only decrypts what they protected"
+            )
         }
-        let sessionKey = SymmetricKey(size: SymmetricKeySize(bitCount: 8 * sessionKeySize(modulusBits: key.keySizeInBits)))
+        let sessionKey = SymmetricKey(
+            size: SymmetricKeySize(bitCount: 8 * sessionKeySize(modulusBits: key.keySizeInBits)))
         let wrapped = try sessionKey.withUnsafeBytes { try key.encrypt(Data($0), padding: padding) }
-        let box = try AES.GCM.seal(plaintext, using: sessionKey, nonce: try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)),
-                                   authenticating: key.pkcs1DERRepresentation)
+        let box = try AES.GCM.seal(
+            plaintext, using: sessionKey, nonce: try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)),
+            authenticating: key.pkcs1DERRepresentation)
         return wrapped + box.ciphertext + box.tag
     }
 
-    static func rsaDecrypt(_ ciphertext: Data, with key: _RSA.Encryption.PrivateKey, hash: AppleAlgorithm.Hash) throws -> Data {
+    static func rsaDecrypt(_ ciphertext: Data, with key: _RSA.Encryption.PrivateKey, hash: AppleAlgorithm.Hash) throws
+        -> Data
+    {
         let padding = try padding(hash)
         let k = (key.keySizeInBits + 7) / 8
         guard ciphertext.count >= k + tagSize else {
-            throw CofferError(.malformed, "an RSA-AES-GCM ciphertext for a \(key.keySizeInBits)-bit key is at least \(k + tagSize) bytes, not \(ciphertext.count)")
+            throw CofferError(
+                .malformed,
+                "an RSA-AES-GCM ciphertext for a \(key.keySizeInBits)-bit key is at least \(k + tagSize) bytes, not \(ciphertext.count)"
+            )
         }
         let bytes = Array(ciphertext)
-        let failure = CofferError(.payloadAuthenticationFailed, "the RSA-AES-GCM ciphertext does not authenticate: wrong key, wrong algorithm, or damaged data")
+        let failure = CofferError(
+            .payloadAuthenticationFailed,
+            "the RSA-AES-GCM ciphertext does not authenticate: wrong key, wrong algorithm, or damaged data")
         guard let sessionKey = try? key.decrypt(bytes.prefix(k), padding: padding),
-              sessionKey.count == sessionKeySize(modulusBits: key.keySizeInBits) else { throw failure }
+            sessionKey.count == sessionKeySize(modulusBits: key.keySizeInBits)
+        else { throw failure }
         let body = bytes[k...]
         do {
-            let box = try AES.GCM.SealedBox(nonce: try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)),
-                                            ciphertext: body.dropLast(tagSize), tag: body.suffix(tagSize))
-            return try AES.GCM.open(box, using: SymmetricKey(data: sessionKey), authenticating: key.publicKey.pkcs1DERRepresentation)
+            let box = try AES.GCM.SealedBox(
+                nonce: try AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)),
+                ciphertext: body.dropLast(tagSize), tag: body.suffix(tagSize))
+            return try AES.GCM.open(
+                box, using: SymmetricKey(data: sessionKey), authenticating: key.publicKey.pkcs1DERRepresentation)
         } catch {
             throw failure
         }

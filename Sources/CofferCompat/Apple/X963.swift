@@ -16,12 +16,19 @@ enum X963 {
         }
     }
 
-    static func derive(_ hash: AppleAlgorithm.Hash, secret: some ContiguousBytes, sharedInfo: [UInt8], size: Int) -> [UInt8] {
+    static func derive(_ hash: AppleAlgorithm.Hash, secret: some ContiguousBytes, sharedInfo: [UInt8], size: Int)
+        -> [UInt8]
+    {
         let z = secret.withUnsafeBytes { Array($0) }
         var output: [UInt8] = []
         var counter: UInt32 = 1
         while output.count < size {
-            output += digest(hash, z + [UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)] + sharedInfo)
+            output += digest(
+                hash,
+                z + [
+                    UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff),
+                    UInt8(counter & 0xff),
+                ] + sharedInfo)
             counter += 1
         }
         return Array(output.prefix(size))

@@ -36,7 +36,9 @@ public enum LegacyRecipe {
     public static func envelope(_ bytes: some Collection<UInt8>) throws -> Envelope {
         let data = Data(bytes)
         var dictionary: [String: Any]?
-        if let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any] {
+        if let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            as? [String: Any]
+        {
             dictionary = plist
         } else if let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
             dictionary = json
@@ -56,34 +58,44 @@ public enum LegacyRecipe {
             default: throw CofferError(.malformed, "\(name) is neither data nor a base64 string")
             }
         }
-        return Envelope(data: try field("EncryptionData"), iv: try field("EncryptionIV"), salt: try field("EncryptionSalt"))
+        return Envelope(
+            data: try field("EncryptionData"), iv: try field("EncryptionIV"), salt: try field("EncryptionSalt"))
     }
 
     public static func key(passphrase: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
-        try KDF.Insecure.PBKDF2.deriveKey(from: passphrase, salt: salt, using: .sha512, outputByteCount: 32, unsafeUncheckedRounds: rounds)
+        try KDF.Insecure.PBKDF2.deriveKey(
+            from: passphrase, salt: salt, using: .sha512, outputByteCount: 32, unsafeUncheckedRounds: rounds)
     }
 
-    public static func decrypt(_ envelope: Envelope, passphrase: [UInt8], mode: Mode) throws -> UnauthenticatedPlaintext {
+    public static func decrypt(_ envelope: Envelope, passphrase: [UInt8], mode: Mode) throws -> UnauthenticatedPlaintext
+    {
         guard envelope.salt.count == 8 else {
             throw CofferError(.malformed, "EncryptionSalt must be 8 bytes, not \(envelope.salt.count)")
         }
         guard !envelope.data.isEmpty, envelope.data.count % 16 == 0 else {
-            throw CofferError(.malformed, "EncryptionData must be whole 16-byte AES blocks, not \(envelope.data.count) bytes")
+            throw CofferError(
+                .malformed, "EncryptionData must be whole 16-byte AES blocks, not \(envelope.data.count) bytes")
         }
         let key = try key(passphrase: passphrase, salt: envelope.salt)
         var blocks: [UInt8]
         switch mode {
         case .cbc:
-            guard envelope.iv.count == 16 else { throw CofferError(.malformed, "EncryptionIV must be 16 bytes for CBC, not \(envelope.iv.count)") }
-            blocks = Array(try AES._CBC.decrypt(envelope.data, using: key, iv: AES._CBC.IV(ivBytes: envelope.iv), noPadding: true))
+            guard envelope.iv.count == 16 else {
+                throw CofferError(.malformed, "EncryptionIV must be 16 bytes for CBC, not \(envelope.iv.count)")
+            }
+            blocks = Array(
+                try AES._CBC.decrypt(envelope.data, using: key, iv: AES._CBC.IV(ivBytes: envelope.iv), noPadding: true))
         case .ecb:
             blocks = envelope.data
             for start in stride(from: 0, to: blocks.count, by: 16) {
                 try AES.inversePermute(&blocks[start..<(start + 16)], key: key)
             }
         }
-        guard let count = blocks.last, (1...16).contains(count), blocks.suffix(Int(count)).allSatisfy({ $0 == count }) else {
-            throw CofferError(.payloadAuthenticationFailed, "the PKCS#7 padding is wrong: wrong passphrase, wrong mode (--mode cbc|ecb), or damaged data")
+        guard let count = blocks.last, (1...16).contains(count), blocks.suffix(Int(count)).allSatisfy({ $0 == count })
+        else {
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the PKCS#7 padding is wrong: wrong passphrase, wrong mode (--mode cbc|ecb), or damaged data")
         }
         return UnauthenticatedPlaintext(bytes: Data(blocks.dropLast(Int(count))))
     }
@@ -96,12 +108,16 @@ public enum CryptoKitBox {
     public enum Cipher: String, CaseIterable, Sendable { case aesgcm, chachapoly }
 
     static func key(_ bytes: some Collection<UInt8>) throws -> SymmetricKey {
-        guard bytes.count == 32 else { throw CofferError(.invalidArgument, "the key must be 32 bytes (256 bits), not \(bytes.count)") }
+        guard bytes.count == 32 else {
+            throw CofferError(.invalidArgument, "the key must be 32 bytes (256 bits), not \(bytes.count)")
+        }
         return SymmetricKey(data: Array(bytes))
     }
 
     /// Seals with a fresh random nonce (never the caller's).
-    public static func seal(_ plaintext: some DataProtocol, key keyBytes: some Collection<UInt8>, cipher: Cipher) throws -> Data {
+    public static func seal(_ plaintext: some DataProtocol, key keyBytes: some Collection<UInt8>, cipher: Cipher) throws
+        -> Data
+    {
         let key = try key(keyBytes)
         switch cipher {
         case .aesgcm: return try AES.GCM.seal(plaintext, using: key).combined!
@@ -109,10 +125,13 @@ public enum CryptoKitBox {
         }
     }
 
-    public static func open(_ combined: some DataProtocol, key keyBytes: some Collection<UInt8>, cipher: Cipher) throws -> Data {
+    public static func open(_ combined: some DataProtocol, key keyBytes: some Collection<UInt8>, cipher: Cipher) throws
+        -> Data
+    {
         let key = try key(keyBytes)
         guard combined.count >= 28 else {
-            throw CofferError(.malformed, "a sealed box is at least 28 bytes (12-byte nonce and 16-byte tag), not \(combined.count)")
+            throw CofferError(
+                .malformed, "a sealed box is at least 28 bytes (12-byte nonce and 16-byte tag), not \(combined.count)")
         }
         do {
             switch cipher {
@@ -120,7 +139,10 @@ public enum CryptoKitBox {
             case .chachapoly: return try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key)
             }
         } catch {
-            throw CofferError(.payloadAuthenticationFailed, "the sealed box does not authenticate: wrong key, wrong cipher (--cipher aesgcm|chachapoly), or damaged data")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the sealed box does not authenticate: wrong key, wrong cipher (--cipher aesgcm|chachapoly), or damaged data"
+            )
         }
     }
 }

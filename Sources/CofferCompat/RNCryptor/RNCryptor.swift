@@ -25,7 +25,9 @@ public enum RNCryptor {
         public static func keyFile(_ bytes: some Collection<UInt8>) throws -> Credentials {
             let bytes = Array(bytes)
             guard bytes.count == 64 else {
-                throw CofferError(.invalidArgument, "an RNCryptor key file holds 64 bytes (encryption key, then HMAC key), not \(bytes.count)")
+                throw CofferError(
+                    .invalidArgument,
+                    "an RNCryptor key file holds 64 bytes (encryption key, then HMAC key), not \(bytes.count)")
             }
             return .keys(encryption: SymmetricKey(data: bytes.prefix(32)), hmac: SymmetricKey(data: bytes.suffix(32)))
         }
@@ -38,7 +40,8 @@ public enum RNCryptor {
 
     /// PBKDF2-HMAC-SHA1, 10,000 rounds, 32 bytes: RNCryptor v3's key derivation.
     public static func key(password: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
-        try KDF.Insecure.PBKDF2.deriveKey(from: password, salt: salt, using: .insecureSHA1, outputByteCount: 32, unsafeUncheckedRounds: rounds)
+        try KDF.Insecure.PBKDF2.deriveKey(
+            from: password, salt: salt, using: .insecureSHA1, outputByteCount: 32, unsafeUncheckedRounds: rounds)
     }
 
     struct Header {
@@ -48,12 +51,15 @@ public enum RNCryptor {
         var iv: [UInt8]
     }
 
-    static func makeHeader(_ credentials: Credentials, encryptionSalt: [UInt8], hmacSalt: [UInt8], iv: [UInt8]) throws -> Header {
+    static func makeHeader(_ credentials: Credentials, encryptionSalt: [UInt8], hmacSalt: [UInt8], iv: [UInt8]) throws
+        -> Header
+    {
         switch credentials {
         case .password(let password):
-            return Header(bytes: [version, 1] + encryptionSalt + hmacSalt + iv,
-                          encryptionKey: try key(password: password, salt: encryptionSalt),
-                          hmacKey: try key(password: password, salt: hmacSalt), iv: iv)
+            return Header(
+                bytes: [version, 1] + encryptionSalt + hmacSalt + iv,
+                encryptionKey: try key(password: password, salt: encryptionSalt),
+                hmacKey: try key(password: password, salt: hmacSalt), iv: iv)
         case let .keys(encryption, hmac):
             guard encryption.bitCount == 256, hmac.bitCount == 256 else {
                 throw CofferError(.invalidArgument, "RNCryptor keys are 32 bytes each")
@@ -75,14 +81,17 @@ public enum RNCryptor {
         switch (prefix[1], credentials) {
         case (1, .password):
             guard prefix.count >= 34 else { throw CofferError(.malformed, "the RNCryptor message is truncated") }
-            return try makeHeader(credentials, encryptionSalt: Array(prefix[2..<10]), hmacSalt: Array(prefix[10..<18]), iv: Array(prefix[18..<34]))
+            return try makeHeader(
+                credentials, encryptionSalt: Array(prefix[2..<10]), hmacSalt: Array(prefix[10..<18]),
+                iv: Array(prefix[18..<34]))
         case (0, .keys):
             guard prefix.count >= 18 else { throw CofferError(.malformed, "the RNCryptor message is truncated") }
             return try makeHeader(credentials, encryptionSalt: [], hmacSalt: [], iv: Array(prefix[2..<18]))
         case (1, .keys):
             throw CofferError(.invalidArgument, "this RNCryptor message is password-based: give the password, not keys")
         case (0, .password):
-            throw CofferError(.invalidArgument, "this RNCryptor message is key-based: give the 64-byte key file, not a password")
+            throw CofferError(
+                .invalidArgument, "this RNCryptor message is key-based: give the 64-byte key file, not a password")
         default:
             throw CofferError(.malformed, "RNCryptor options byte \(prefix[1]) is not defined (0 keys, 1 password)")
         }
@@ -97,7 +106,10 @@ public enum RNCryptor {
     }
 
     /// With given salts and IV: only for reproducing the published vectors.
-    static func encrypt(_ plaintext: some DataProtocol, credentials: Credentials, encryptionSalt: [UInt8], hmacSalt: [UInt8], iv: [UInt8]) throws -> Data {
+    static func encrypt(
+        _ plaintext: some DataProtocol, credentials: Credentials, encryptionSalt: [UInt8], hmacSalt: [UInt8],
+        iv: [UInt8]
+    ) throws -> Data {
         let header = try makeHeader(credentials, encryptionSalt: encryptionSalt, hmacSalt: hmacSalt, iv: iv)
         var source = BufferSource(Array(plaintext))
         var sink = BufferSink()
@@ -114,11 +126,17 @@ public enum RNCryptor {
 
     // MARK: streaming
 
-    public static func encrypt<Source: ByteSource, Sink: ByteSink>(from source: inout Source, to sink: inout Sink, credentials: Credentials) throws {
-        try encrypt(from: &source, to: &sink, header: makeHeader(credentials, encryptionSalt: random(8), hmacSalt: random(8), iv: random(16)))
+    public static func encrypt<Source: ByteSource, Sink: ByteSink>(
+        from source: inout Source, to sink: inout Sink, credentials: Credentials
+    ) throws {
+        try encrypt(
+            from: &source, to: &sink,
+            header: makeHeader(credentials, encryptionSalt: random(8), hmacSalt: random(8), iv: random(16)))
     }
 
-    static func encrypt<Source: ByteSource, Sink: ByteSink>(from source: inout Source, to sink: inout Sink, header: Header) throws {
+    static func encrypt<Source: ByteSource, Sink: ByteSink>(
+        from source: inout Source, to sink: inout Sink, header: Header
+    ) throws {
         var hmac = HMAC<SHA256>(key: header.hmacKey)
         hmac.update(data: header.bytes)
         try sink.write(header.bytes)
@@ -133,7 +151,8 @@ public enum RNCryptor {
             // padding) at the end.
             let ready = pending.count - pending.count % blockSize
             if ready > 0 {
-                let ciphertext = try AES._CBC.encrypt(pending.prefix(ready), using: header.encryptionKey, iv: iv, noPadding: true)
+                let ciphertext = try AES._CBC.encrypt(
+                    pending.prefix(ready), using: header.encryptionKey, iv: iv, noPadding: true)
                 iv = try AES._CBC.IV(ivBytes: ciphertext.suffix(blockSize))
                 hmac.update(data: ciphertext)
                 try sink.write(Array(ciphertext))
@@ -141,8 +160,9 @@ public enum RNCryptor {
             }
             if last {
                 let padCount = blockSize - pending.count
-                let final = try AES._CBC.encrypt(pending + [UInt8](repeating: UInt8(padCount), count: padCount),
-                                                 using: header.encryptionKey, iv: iv, noPadding: true)
+                let final = try AES._CBC.encrypt(
+                    pending + [UInt8](repeating: UInt8(padCount), count: padCount),
+                    using: header.encryptionKey, iv: iv, noPadding: true)
                 hmac.update(data: final)
                 try sink.write(Array(final))
                 try sink.write(Array(hmac.finalize()))
@@ -153,8 +173,10 @@ public enum RNCryptor {
 
     /// Verifies the whole message's HMAC first (spooling the ciphertext to
     /// an unlinked temporary file in `spoolDirectory`), then decrypts.
-    public static func decrypt<Source: ByteSource, Sink: ByteSink>(from source: inout Source, to sink: inout Sink, credentials: Credentials,
-                                                                 spoolDirectory: String = NSTemporaryDirectory()) throws {
+    public static func decrypt<Source: ByteSource, Sink: ByteSink>(
+        from source: inout Source, to sink: inout Sink, credentials: Credentials,
+        spoolDirectory: String = NSTemporaryDirectory()
+    ) throws {
         var first = [UInt8](repeating: 0, count: 34)
         let firstCount = try first.withUnsafeMutableBytes { try source.readFully(into: $0) }
         first = Array(first.prefix(firstCount))
@@ -181,11 +203,14 @@ public enum RNCryptor {
             }
         }
         guard tail.count == hmacSize, ciphertextCount > 0, ciphertextCount % blockSize == 0 else {
-            throw CofferError(.malformed, "the RNCryptor message is truncated or its ciphertext is not whole AES blocks")
+            throw CofferError(
+                .malformed, "the RNCryptor message is truncated or its ciphertext is not whole AES blocks")
         }
         // swift-crypto compares a MAC with bytes in constant time.
         guard hmac.finalize() == Data(tail) else {
-            throw CofferError(.payloadAuthenticationFailed, "the RNCryptor HMAC does not match: wrong password or key, or damaged data; nothing was decrypted")
+            throw CofferError(
+                .payloadAuthenticationFailed,
+                "the RNCryptor HMAC does not match: wrong password or key, or damaged data; nothing was decrypted")
         }
         // Authenticated: now decrypt from the spool.
         try spool.rewind()
@@ -194,7 +219,9 @@ public enum RNCryptor {
         var held: [UInt8] = []  // the last block, whose padding comes off at the end
         while remaining > 0 {
             let want = min(buffer.count, remaining)
-            let count = try buffer.withUnsafeMutableBytes { try spool.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<want])) }
+            let count = try buffer.withUnsafeMutableBytes {
+                try spool.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<want]))
+            }
             guard count == want else { throw CofferError(.io, "the RNCryptor spool file ended early") }
             remaining -= count
             let chunk = Array(buffer.prefix(count))
@@ -205,8 +232,12 @@ public enum RNCryptor {
             try sink.write(Array(plaintext.dropLast(blockSize)))
         }
         guard let padCount = held.last, (1...UInt8(blockSize)).contains(padCount),
-              held.suffix(Int(padCount)).allSatisfy({ $0 == padCount }) else {
-            throw CofferError(.malformed, "the RNCryptor plaintext has invalid PKCS#7 padding (the HMAC matched: the sender's encryption is broken)")
+            held.suffix(Int(padCount)).allSatisfy({ $0 == padCount })
+        else {
+            throw CofferError(
+                .malformed,
+                "the RNCryptor plaintext has invalid PKCS#7 padding (the HMAC matched: the sender's encryption is broken)"
+            )
         }
         try sink.write(Array(held.dropLast(Int(padCount))))
     }
@@ -218,9 +249,14 @@ final class SpoolFile {
     private let descriptor: Int32
 
     init(directory: String) throws {
-        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast()) + Array(".coffer-spool-XXXXXX".utf8CString)
+        var template =
+            Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast())
+            + Array(".coffer-spool-XXXXXX".utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { throw CofferError(.io, "cannot create a temporary file in \(directory): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else {
+            throw CofferError(
+                .io, "cannot create a temporary file in \(directory): \(String(cString: strerror(errno)))")
+        }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         self.descriptor = descriptor
     }

@@ -47,22 +47,26 @@ enum AppleKeyFile {
 }
 
 struct AppleEncrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "encrypt", abstract: "Encrypt as SecKeyCreateEncryptedData does.")
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt", abstract: "Encrypt as SecKeyCreateEncryptedData does.")
     @OptionGroup var options: AppleOptions
 
     func run() throws {
         let (algorithm, key, plaintext) = try options.load()
-        try KeyFile.write(try AppleSecKey.encrypt(plaintext, to: key, algorithm: algorithm), to: options.output, binary: true)
+        try KeyFile.write(
+            try AppleSecKey.encrypt(plaintext, to: key, algorithm: algorithm), to: options.output, binary: true)
     }
 }
 
 struct AppleDecrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "decrypt", abstract: "Decrypt what SecKeyCreateEncryptedData wrote.")
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt", abstract: "Decrypt what SecKeyCreateEncryptedData wrote.")
     @OptionGroup var options: AppleOptions
 
     func run() throws {
         let (algorithm, key, ciphertext) = try options.load()
-        try KeyFile.write(try AppleSecKey.decrypt(ciphertext, with: key, algorithm: algorithm), to: options.output, binary: false)
+        try KeyFile.write(
+            try AppleSecKey.decrypt(ciphertext, with: key, algorithm: algorithm), to: options.output, binary: false)
     }
 }
 
@@ -89,8 +93,9 @@ struct AppleKeyExchange: ParsableCommand {
     func run() throws {
         let algorithm = try AppleAlgorithm(self.algorithm)
         let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
-        let result = try AppleSecKey.keyExchange(privateKey: try AppleKeyFile.load(privateKey), publicKey: try AppleKeyFile.load(publicKey),
-                                                 algorithm: algorithm, size: size, sharedInfo: sharedInfo)
+        let result = try AppleSecKey.keyExchange(
+            privateKey: try AppleKeyFile.load(privateKey), publicKey: try AppleKeyFile.load(publicKey),
+            algorithm: algorithm, size: size, sharedInfo: sharedInfo)
         print(Hex.encode(result))
     }
 }

@@ -8,18 +8,24 @@ extension CryptoKitBox.Cipher: ExpressibleByArgument {}
 
 /// A password (from a file, or asked on the terminal) or a 64-byte key file.
 struct RNCryptorCredentials: ParsableArguments {
-    @Option(name: .customLong("passphrase-file"), help: "Read the password from this file (one final line break is ignored).")
+    @Option(
+        name: .customLong("passphrase-file"),
+        help: "Read the password from this file (one final line break is ignored).")
     var passphraseFile: String?
 
     @Option(name: .customLong("key-file"), help: "64 bytes: the encryption key, then the HMAC key.")
     var keyFile: String?
 
     func validate() throws {
-        if passphraseFile != nil && keyFile != nil { throw ValidationError("give --passphrase-file or --key-file, not both") }
+        if passphraseFile != nil && keyFile != nil {
+            throw ValidationError("give --passphrase-file or --key-file, not both")
+        }
     }
 
     func resolve(confirm: Bool) throws -> RNCryptor.Credentials {
-        if let keyFile { return try RNCryptor.Credentials.keyFile(try Input.readAll(path: keyFile, what: "the key file")) }
+        if let keyFile {
+            return try RNCryptor.Credentials.keyFile(try Input.readAll(path: keyFile, what: "the key file"))
+        }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Password", confirm: confirm))
     }
@@ -103,10 +109,13 @@ struct LegacyDecrypt: ParsableCommand {
     var input: String
 
     func run() throws {
-        let passphrase = try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
+        let passphrase =
+            try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
         let envelope = try LegacyRecipe.envelope(try Input.readAll(path: input, what: "the input"))
         let plaintext = try LegacyRecipe.decrypt(envelope, passphrase: passphrase, mode: mode)
-        StandardError.write("coffer: warning: this format has no MAC; the plaintext is unauthenticated (only its padding was checked)\n")
+        StandardError.write(
+            "coffer: warning: this format has no MAC; the plaintext is unauthenticated (only its padding was checked)\n"
+        )
         try KeyFile.write(plaintext.bytes, to: output, binary: false)
     }
 }
@@ -139,25 +148,32 @@ struct CryptoKitSeal: ParsableCommand {
     func run() throws {
         let key = try Input.readAll(path: options.keyFile, what: "the key file")
         let plaintext = try Input.readAll(path: options.input ?? "-", what: "the input")
-        try KeyFile.write(try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.output, binary: true)
+        try KeyFile.write(
+            try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.output, binary: true)
     }
 }
 
 struct CryptoKitOpen: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "open", abstract: "Open a sealed box's combined representation.")
+    static let configuration = CommandConfiguration(
+        commandName: "open", abstract: "Open a sealed box's combined representation.")
     @OptionGroup var options: CryptoKitOptions
 
     func run() throws {
         let key = try Input.readAll(path: options.keyFile, what: "the key file")
         let combined = try Input.readAll(path: options.input ?? "-", what: "the input")
-        try KeyFile.write(try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.output, binary: false)
+        try KeyFile.write(
+            try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.output, binary: false)
     }
 }
 
 struct Convert: ParsableCommand {
     enum Source: String, ExpressibleByArgument, CaseIterable {
-        case appleECIES = "apple-ecies", rncryptor, legacyCBC = "legacy-cbc", legacyECB = "legacy-ecb"
-        case cryptokitAESGCM = "cryptokit-aesgcm", cryptokitChaChaPoly = "cryptokit-chachapoly"
+        case appleECIES = "apple-ecies"
+        case rncryptor
+        case legacyCBC = "legacy-cbc"
+        case legacyECB = "legacy-ecb"
+        case cryptokitAESGCM = "cryptokit-aesgcm"
+        case cryptokitChaChaPoly = "cryptokit-chachapoly"
     }
 
     static let configuration = CommandConfiguration(
@@ -190,7 +206,8 @@ struct Convert: ParsableCommand {
     @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write an ASCII-armored age file.")
     var armor = false
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the age file here instead of standard output.")
+    @Option(
+        name: [.customShort("o"), .customLong("output")], help: "Write the age file here instead of standard output.")
     var output: String?
 
     @Argument(help: "The old data; standard input when absent or \"-\".")
@@ -207,20 +224,27 @@ struct Convert: ParsableCommand {
         switch from {
         case .appleECIES:
             guard let algorithm, let key else { throw ValidationError("apple-ecies needs --algorithm and --key") }
-            plaintext = try AppleSecKey.decrypt(old, with: try AppleKeyFile.load(key), algorithm: try AppleAlgorithm(algorithm))
+            plaintext = try AppleSecKey.decrypt(
+                old, with: try AppleKeyFile.load(key), algorithm: try AppleAlgorithm(algorithm))
         case .rncryptor:
             let credentials = try RNCryptorCredentials.parse(
                 (passphraseFile.map { ["--passphrase-file", $0] } ?? []) + (keyFile.map { ["--key-file", $0] } ?? []))
             plaintext = try RNCryptor.decrypt(old, credentials: try credentials.resolve(confirm: false))
         case .legacyCBC, .legacyECB:
-            let passphrase = try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
-            plaintext = try LegacyRecipe.decrypt(try LegacyRecipe.envelope(old), passphrase: passphrase,
-                                                 mode: from == .legacyCBC ? .cbc : .ecb).bytes
-            StandardError.write("coffer: warning: the legacy recipe has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n")
+            let passphrase =
+                try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
+            plaintext = try LegacyRecipe.decrypt(
+                try LegacyRecipe.envelope(old), passphrase: passphrase,
+                mode: from == .legacyCBC ? .cbc : .ecb
+            ).bytes
+            StandardError.write(
+                "coffer: warning: the legacy recipe has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n"
+            )
         case .cryptokitAESGCM, .cryptokitChaChaPoly:
             guard let keyFile else { throw ValidationError("\(from.rawValue) needs --key-file") }
-            plaintext = try CryptoKitBox.open(old, key: try Input.readAll(path: keyFile, what: "the key file"),
-                                              cipher: from == .cryptokitAESGCM ? .aesgcm : .chachapoly)
+            plaintext = try CryptoKitBox.open(
+                old, key: try Input.readAll(path: keyFile, what: "the key file"),
+                cipher: from == .cryptokitAESGCM ? .aesgcm : .chachapoly)
         }
         let out = try Output(path: output, binary: !armor, hint: "did you mean to use -a/--armor, or -o FILE?")
         var source = BufferSource(plaintext)

@@ -12,11 +12,16 @@ struct Decrypt: ParsableCommand {
             authenticates: output goes to a temporary file that is renamed into place.
             """)
 
-    @Option(name: [.customShort("i"), .customLong("identity")],
-            help: "An identity file (AGE-SECRET-KEY-1… lines, or a private key file); with --keychain, the label of an identity kept there. Repeatable.")
+    @Option(
+        name: [.customShort("i"), .customLong("identity")],
+        help:
+            "An identity file (AGE-SECRET-KEY-1… lines, or a private key file); with --keychain, the label of an identity kept there. Repeatable."
+    )
     var identityFiles: [String] = []
 
-    @Option(name: .customLong("keychain"), help: "Take the --identity labels from this keychain (coffer keychain add-identity).")
+    @Option(
+        name: .customLong("keychain"),
+        help: "Take the --identity labels from this keychain (coffer keychain add-identity).")
     var keychain: String?
 
     @Option(name: .customLong("keychain-backend"), help: "file or secret-service (with --keychain).")
@@ -38,17 +43,25 @@ struct Decrypt: ParsableCommand {
     var input: String?
 
     func validate() throws {
-        if keychain != nil && identityFiles.isEmpty { throw ValidationError("--keychain needs the --identity label of an identity kept there") }
+        if keychain != nil && identityFiles.isEmpty {
+            throw ValidationError("--keychain needs the --identity label of an identity kept there")
+        }
     }
 
     func run() throws {
         var identities: [any Identity]
         if let keychain {
-            let file = try KeychainOptions.open(name: keychain, backend: keychainBackend, passphraseFile: keychainPassphraseFile,
-                                                keyFile: keychainKeyFile)
+            let file = try KeychainOptions.open(
+                name: keychain, backend: keychainBackend, passphraseFile: keychainPassphraseFile,
+                keyFile: keychainKeyFile)
             identities = try identityFiles.flatMap { label in
-                do { return try file.ageIdentities(label: label) } catch let error as KeychainError where error.code == .itemNotFound {
-                    throw KeychainError(.itemNotFound, "the keychain \(keychain) holds no age identity labelled \(label) (coffer keychain add-identity)")
+                do { return try file.ageIdentities(label: label) } catch let error as KeychainError
+                    where error.code == .itemNotFound
+                {
+                    throw KeychainError(
+                        .itemNotFound,
+                        "the keychain \(keychain) holds no age identity labelled \(label) (coffer keychain add-identity)"
+                    )
                 }
             }
         } else {
@@ -66,7 +79,8 @@ struct Decrypt: ParsableCommand {
         defer { bar?.finish() }
         try destination.write { sink in
             var source = input.source
-            try Age.decrypt(from: &source, to: &sink, identities: identities, progress: bar.map { bar in { bar.update($0) } })
+            try Age.decrypt(
+                from: &source, to: &sink, identities: identities, progress: bar.map { bar in { bar.update($0) } })
         }
     }
 }

@@ -8,16 +8,22 @@ struct Encrypt: ParsableCommand {
 
     @OptionGroup var recipientOptions: RecipientOptions
 
-    @Flag(name: [.customShort("p"), .customLong("passphrase")], help: "Encrypt with a passphrase (asked twice on the terminal).")
+    @Flag(
+        name: [.customShort("p"), .customLong("passphrase")],
+        help: "Encrypt with a passphrase (asked twice on the terminal).")
     var passphrase = false
 
-    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file (a path or /dev/fd/N) instead of the terminal.")
+    @Option(
+        name: .customLong("passphrase-file"),
+        help: "Read the passphrase from this file (a path or /dev/fd/N) instead of the terminal.")
     var passphraseFile: String?
 
     @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write ASCII armor (PEM) instead of binary.")
     var armor = false
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file; it appears only when encryption succeeds.")
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: "Write to this file; it appears only when encryption succeeds.")
     var output: String?
 
     @Argument(help: "The file to encrypt; standard input when absent or \"-\".")
@@ -26,7 +32,8 @@ struct Encrypt: ParsableCommand {
     func validate() throws {
         let usesPassphrase = passphrase || passphraseFile != nil
         if usesPassphrase && !recipientOptions.isEmpty {
-            throw ValidationError("-p/--passphrase-file cannot be combined with -r/-R: a passphrase must be the only recipient")
+            throw ValidationError(
+                "-p/--passphrase-file cannot be combined with -r/-R: a passphrase must be the only recipient")
         }
         if !usesPassphrase && recipientOptions.isEmpty {
             throw ValidationError("missing recipients: give -r RECIPIENT, -R FILE, or -p for a passphrase")
@@ -36,7 +43,8 @@ struct Encrypt: ParsableCommand {
     func run() throws {
         let recipients: [any Recipient]
         if passphrase || passphraseFile != nil {
-            let secret = try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Enter passphrase: ", confirm: true)
+            let secret =
+                try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Enter passphrase: ", confirm: true)
             recipients = [try Scrypt.Recipient(passphrase: secret)]
         } else {
             recipients = try recipientOptions.resolve()
@@ -48,7 +56,9 @@ struct Encrypt: ParsableCommand {
         defer { bar?.finish() }
         try destination.write { sink in
             var source = input.source
-            try Age.encrypt(from: &source, to: &sink, recipients: recipients, armored: armor, progress: bar.map { bar in { bar.update($0) } })
+            try Age.encrypt(
+                from: &source, to: &sink, recipients: recipients, armored: armor,
+                progress: bar.map { bar in { bar.update($0) } })
         }
     }
 }

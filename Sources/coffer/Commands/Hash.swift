@@ -16,7 +16,8 @@ struct DigestOptions: ParsableArguments {
     /// warning comment line for the insecure algorithms.
     func run(_ compute: (inout FileDescriptorSource) throws -> [UInt8]) throws {
         if algorithm.isInsecure {
-            print("# \(algorithm.rawValue) is insecure (collisions are practical): use it only to compare old checksums")
+            print(
+                "# \(algorithm.rawValue) is insecure (collisions are practical): use it only to compare old checksums")
         }
         for path in files.isEmpty ? ["-"] : files {
             let input = try Input(path: path)
@@ -48,7 +49,8 @@ struct Hmac: ParsableCommand {
     func run() throws {
         let bytes = try Input.readAll(path: keyFile, what: "the key file")
         guard bytes.count >= 16 else {
-            throw CLIFailure("the key file \(keyFile) holds \(bytes.count) bytes; an HMAC key needs at least 16", status: 64)
+            throw CLIFailure(
+                "the key file \(keyFile) holds \(bytes.count) bytes; an HMAC key needs at least 16", status: 64)
         }
         let key = SymmetricKey(data: bytes)
         try options.run { try FileDigest.hmac(&$0, key: key, algorithm: options.algorithm) }

@@ -29,8 +29,11 @@ struct Keygen: ParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write the identity to this new file.")
     var output: String?
 
-    @Option(name: .customShort("y"), help: ArgumentHelp(
-        "Print the recipient of each identity in this file (\"-\" for standard input).", valueName: "identity-file"))
+    @Option(
+        name: .customShort("y"),
+        help: ArgumentHelp(
+            "Print the recipient of each identity in this file (\"-\" for standard input).", valueName: "identity-file")
+    )
     var identityFile: String?
 
     func validate() throws {
@@ -73,7 +76,8 @@ struct Keygen: ParsableCommand {
             return
         }
         let created = ISO8601DateFormatter().string(from: Date())
-        let recipient: String, text: String
+        let recipient: String
+        let text: String
         switch keyType {
         case .x25519:
             let identity = X25519.Identity()
@@ -111,9 +115,10 @@ struct Keygen: ParsableCommand {
             do {
                 try AgeKeys.writeIdentityFile(text, to: output)
             } catch let error as CofferError where error.code == .refused {
-                throw CLIFailure("\(output) already exists; refusing to overwrite an identity file",
-                                 hint: "choose another name, or delete the old file if you are sure no file needs it",
-                                 status: CLIFailure.refusedStatus)
+                throw CLIFailure(
+                    "\(output) already exists; refusing to overwrite an identity file",
+                    hint: "choose another name, or delete the old file if you are sure no file needs it",
+                    status: CLIFailure.refusedStatus)
             }
             StandardError.write("Public key: \(recipient)\n")
         } else {

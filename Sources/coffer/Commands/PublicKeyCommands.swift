@@ -68,24 +68,28 @@ struct RSAOptions: ParsableArguments {
 }
 
 struct RSAEncrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "encrypt", abstract: "Encrypt a message to an RSA public key.")
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt", abstract: "Encrypt a message to an RSA public key.")
     @OptionGroup var options: RSAOptions
 
     func run() throws {
         let key = try KeyFile.publicKey(options.keyFile)
         let message = try Input.readAll(path: options.input ?? "-", what: "the message")
-        try KeyFile.write(try RSAEncryption.encrypt(message, to: key, hash: options.hash), to: options.output, binary: true)
+        try KeyFile.write(
+            try RSAEncryption.encrypt(message, to: key, hash: options.hash), to: options.output, binary: true)
     }
 }
 
 struct RSADecrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "decrypt", abstract: "Decrypt a message with an RSA private key.")
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt", abstract: "Decrypt a message with an RSA private key.")
     @OptionGroup var options: RSAOptions
 
     func run() throws {
         let key = try KeyFile.privateKey(options.keyFile)
         let ciphertext = try Input.readAll(path: options.input ?? "-", what: "the ciphertext")
-        try KeyFile.write(try RSAEncryption.decrypt(ciphertext, with: key, hash: options.hash), to: options.output, binary: false)
+        try KeyFile.write(
+            try RSAEncryption.decrypt(ciphertext, with: key, hash: options.hash), to: options.output, binary: false)
     }
 }
 
@@ -118,7 +122,9 @@ struct Agree: ParsableCommand {
     @Flag(help: "Write the derived bytes, not hex (needs -o).")
     var raw = false
 
-    @Flag(name: .customLong("insecure-raw-secret"), help: "Output the ECDH shared secret without a KDF (for peers that apply their own).")
+    @Flag(
+        name: .customLong("insecure-raw-secret"),
+        help: "Output the ECDH shared secret without a KDF (for peers that apply their own).")
     var insecureRawSecret = false
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
@@ -136,7 +142,8 @@ struct Agree: ParsableCommand {
             bytes = try KeyAgreement.insecureRawSharedSecret(privateKey: privateKey, peer: peer)
         } else {
             let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
-            let key = try KeyAgreement.agree(privateKey: privateKey, peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
+            let key = try KeyAgreement.agree(
+                privateKey: privateKey, peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
             bytes = key.withUnsafeBytes { Array($0) }
         }
         try KeyFile.writeDerivedKey(bytes, raw: raw, to: output)
@@ -200,7 +207,9 @@ struct Verify: ParsableCommand {
         guard try Signatures.isValid(signature, for: message, with: key, rsaPadding: rsaPadding) else {
             throw CLIFailure("the signature is not valid for this input and key (\(key.algorithm))", status: 3)
         }
-        if rsaPadding == .pkcs1v15Insecure { StandardError.write("coffer: warning: verified a PKCS#1 v1.5 signature (legacy padding)\n") }
+        if rsaPadding == .pkcs1v15Insecure {
+            StandardError.write("coffer: warning: verified a PKCS#1 v1.5 signature (legacy padding)\n")
+        }
         print("valid \(key.algorithm) signature")
     }
 }
@@ -212,7 +221,8 @@ struct Key: ParsableCommand {
 }
 
 struct KeyShow: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print a key file's algorithm and public key.")
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Print a key file's algorithm and public key.")
 
     @Argument(help: "The key file.")
     var keyFile: String

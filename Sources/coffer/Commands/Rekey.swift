@@ -11,7 +11,8 @@ struct Rekey: ParsableCommand {
             new one. To revoke access, decrypt and encrypt anew.
             """)
 
-    @Option(name: [.customShort("i"), .customLong("identity")], help: "An identity file that opens the input. Repeatable.")
+    @Option(
+        name: [.customShort("i"), .customLong("identity")], help: "An identity file that opens the input. Repeatable.")
     var identityFiles: [String] = []
 
     @OptionGroup var recipientOptions: RecipientOptions
@@ -19,14 +20,18 @@ struct Rekey: ParsableCommand {
     @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write ASCII armor instead of binary.")
     var armor = false
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write the rekeyed file here (may be the input itself).")
+    @Option(
+        name: [.customShort("o"), .customLong("output")], help: "Write the rekeyed file here (may be the input itself)."
+    )
     var output: String?
 
     @Argument(help: "The age file; standard input when absent or \"-\".")
     var input: String?
 
     func validate() throws {
-        if identityFiles.isEmpty { throw ValidationError("missing -i IDENTITY_FILE: rekeying needs an identity that opens the file") }
+        if identityFiles.isEmpty {
+            throw ValidationError("missing -i IDENTITY_FILE: rekeying needs an identity that opens the file")
+        }
         if recipientOptions.isEmpty { throw ValidationError("missing new recipients: give -r RECIPIENT or -R FILE") }
     }
 

@@ -3,6 +3,7 @@ import Coffer
 import CofferKeychain
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,7 +46,8 @@ struct Open: ParsableCommand {
     func run() throws {
         let file = try options.unlock.unlockFile()
         let sealed = try SealedValue.binary(try Input.readAll(path: options.input ?? "-", what: "the input"))
-        try KeyFile.write(try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.output, binary: false)
+        try KeyFile.write(
+            try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.output, binary: false)
     }
 }
 

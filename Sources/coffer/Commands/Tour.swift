@@ -5,14 +5,18 @@ import Foundation
 struct Tour: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random.",
-        discussion: "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given.")
+        discussion:
+            "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given."
+    )
 
     @Flag(help: "Keep the tour's directory and print where it is.")
     var keep = false
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tour-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coffer-tour-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
@@ -36,8 +40,10 @@ struct Tour: ParsableCommand {
         var source = input.source
         let info = try Age.inspect(&source)
         input.finish()
-        step("encrypted to alice: notes.txt.age",
-             "header \(info.headerSize) bytes (\(info.stanzas.map(\.type).joined(separator: ", "))), payload \(info.payloadSize) bytes in \(info.chunkCount) chunks")
+        step(
+            "encrypted to alice: notes.txt.age",
+            "header \(info.headerSize) bytes (\(info.stanzas.map(\.type).joined(separator: ", "))), payload \(info.payloadSize) bytes in \(info.chunkCount) chunks"
+        )
 
         // 4. Decrypt with Alice.
         let opened = try Age.decrypt(Data(contentsOf: URL(fileURLWithPath: path("notes.txt.age"))), with: [alice])
@@ -50,7 +56,8 @@ struct Tour: ParsableCommand {
         }
         let before = try Data(contentsOf: URL(fileURLWithPath: path("notes.txt.age")))
         let after = try Data(contentsOf: URL(fileURLWithPath: path("for-bob.age")))
-        try check(before.suffix(Int(info.payloadSize)) == after.suffix(Int(info.payloadSize)), "rekeying changed the payload")
+        try check(
+            before.suffix(Int(info.payloadSize)) == after.suffix(Int(info.payloadSize)), "rekeying changed the payload")
         step("rekeyed to bob: for-bob.age", "new header, payload bytes unchanged (\(info.payloadSize) bytes)")
 
         // 6. Bob opens it; Alice's key no longer matches its header.
@@ -65,11 +72,15 @@ struct Tour: ParsableCommand {
         let file = try AgeRandomAccessFile(path: path("for-bob.age"), identities: [bob])
         let range = try file.read(offset: 65_500, count: 100)
         try check(range == Array(plaintext[65_500..<65_600]), "random access returned the wrong bytes")
-        step("read bytes 65500..<65600 without decrypting from the start", "\"\(String(decoding: range.prefix(40), as: UTF8.self).replacingOccurrences(of: "\n", with: "\\n"))…\"")
+        step(
+            "read bytes 65500..<65600 without decrypting from the start",
+            "\"\(String(decoding: range.prefix(40), as: UTF8.self).replacingOccurrences(of: "\n", with: "\\n"))…\"")
 
         // 8. Armor, for pasting into mail or a ticket.
         let armored = try Age.encrypt(Data("a short secret\n".utf8), to: [bob.recipient], armored: true)
-        step("armored a short message for bob", String(decoding: armored, as: UTF8.self).split(separator: "\n").first.map(String.init))
+        step(
+            "armored a short message for bob",
+            String(decoding: armored, as: UTF8.self).split(separator: "\n").first.map(String.init))
 
         if keep { print("\nThe tour's files are in \(directory.path)") }
         print("\nTour complete. Try: coffer keygen -o key.txt; coffer encrypt -r age1… -o file.age file")
@@ -84,7 +95,9 @@ struct Tour: ParsableCommand {
         guard condition else { throw CLIFailure("tour failed: \(message)") }
     }
 
-    private func transform(_ from: String, _ to: String, _ body: (inout FileDescriptorSource, inout FileDescriptorSink) throws -> Void) throws {
+    private func transform(
+        _ from: String, _ to: String, _ body: (inout FileDescriptorSource, inout FileDescriptorSink) throws -> Void
+    ) throws {
         let input = try Input(path: from)
         defer { input.finish() }
         try Output(path: to, binary: true).write { sink in

@@ -29,7 +29,8 @@ protocol ErrorHinting {
 protocol ReadsAgeFiles: ErrorHinting {}
 extension ReadsAgeFiles {
     func hint(for error: CofferError) -> String? {
-        error.code == .wrongPassword ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)" : nil
+        error.code == .wrongPassword
+            ? "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)" : nil
     }
 }
 
@@ -38,7 +39,8 @@ extension ReadsAgeFiles {
 protocol OpensSealedValues: ErrorHinting {}
 extension OpensSealedValues {
     func hint(for error: CofferError) -> String? {
-        error.code == .payloadAuthenticationFailed ? "a value opens only with the --context it was sealed with, and only with its own key ring" : nil
+        error.code == .payloadAuthenticationFailed
+            ? "a value opens only with the --context it was sealed with, and only with its own key ring" : nil
     }
 }
 
@@ -105,8 +107,10 @@ extension ExitStatus {
         case .authenticationFailed: "check the keychain passphrase (--passphrase-file FILE) or --key-file"
         case .insecurePermissions: "keychain files must be 0600 and their folder 0700, owned by you, and not symlinks"
         case .corrupted: "the keychain file was damaged; restore it from a backup"
-        case .rolledBack: "restore the newest copy; if this older copy was restored on purpose, run 'coffer keychain accept-rollback'"
-        case .interactionNotAllowed: "unlock the keyring in the desktop session (or start gnome-keyring-daemon --unlock with its password on stdin)"
+        case .rolledBack:
+            "restore the newest copy; if this older copy was restored on purpose, run 'coffer keychain accept-rollback'"
+        case .interactionNotAllowed:
+            "unlock the keyring in the desktop session (or start gnome-keyring-daemon --unlock with its password on stdin)"
         default: nil
         }
     }

@@ -1,6 +1,7 @@
 import Coffer
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,7 +61,9 @@ struct Input {
     /// any other length is a usage error naming what was read.
     static func readKey32(path: String, what: String) throws -> SymmetricKey {
         let bytes = try readAll(path: path, what: what, secret: true)
-        guard bytes.count == 32 else { throw CLIFailure("\(what) \(path) holds \(bytes.count) bytes; it must hold 32", status: 64) }
+        guard bytes.count == 32 else {
+            throw CLIFailure("\(what) \(path) holds \(bytes.count) bytes; it must hold 32", status: 64)
+        }
         return SymmetricKey(data: bytes)
     }
 }
@@ -77,12 +80,14 @@ final class Output {
         if let path, path != "-" {
             file = try OutputFile(path: path)
             if binary, case .descriptor = file!.destination, isatty(file!.sink.fileDescriptor) == 1 {
-                throw CLIFailure("refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
+                throw CLIFailure(
+                    "refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
             }
             sink = file!.sink
         } else {
             if binary && isatty(STDOUT_FILENO) == 1 {
-                throw CLIFailure("refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
+                throw CLIFailure(
+                    "refusing to output binary to the terminal", hint: hint, status: CLIFailure.refusedStatus)
             }
             file = nil
             sink = FileDescriptorSink(fileDescriptor: STDOUT_FILENO)
@@ -101,8 +106,10 @@ final class Output {
             try file?.commit(replace: replace)
         } catch let error as CofferError where error.code == .refused {
             file?.abort()
-            throw CLIFailure("\(error.reason); refusing to replace a file with a private key",
-                             hint: "choose another name, or delete the old file if you are sure nothing needs it", status: CLIFailure.refusedStatus)
+            throw CLIFailure(
+                "\(error.reason); refusing to replace a file with a private key",
+                hint: "choose another name, or delete the old file if you are sure nothing needs it",
+                status: CLIFailure.refusedStatus)
         } catch {
             file?.abort()
             throw error

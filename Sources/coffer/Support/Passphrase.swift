@@ -1,5 +1,6 @@
 import Coffer
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -24,8 +25,9 @@ enum Passphrase {
     static func prompt(_ question: String, confirm: Bool) throws -> [UInt8] {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
-            throw CLIFailure("a passphrase is needed but there is no terminal to ask on",
-                             hint: "pass it with --passphrase-file FILE (a path or /dev/fd/N)", status: 64)
+            throw CLIFailure(
+                "a passphrase is needed but there is no terminal to ask on",
+                hint: "pass it with --passphrase-file FILE (a path or /dev/fd/N)", status: 64)
         }
         defer { close(tty) }
         let first = try ask(tty, question)

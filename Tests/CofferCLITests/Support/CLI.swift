@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,20 +26,25 @@ enum CLI {
     }()
 
     @discardableResult
-    static func coffer(_ arguments: [String], stdin: [UInt8] = [], in directory: URL? = nil,
-                       environment: [String: String] = [:]) throws -> Result {
+    static func coffer(
+        _ arguments: [String], stdin: [UInt8] = [], in directory: URL? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Result {
         try run(binary.path, arguments, stdin: stdin, in: directory, environment: environment)
     }
 
     /// Runs `executable`; stdout and stderr go to files so that no pipe can
     /// fill up and stall either side.
-    static func run(_ executable: String, _ arguments: [String], stdin: [UInt8] = [], in directory: URL? = nil,
-                    environment: [String: String] = [:]) throws -> Result {
+    static func run(
+        _ executable: String, _ arguments: [String], stdin: [UInt8] = [], in directory: URL? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Result {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let inURL = scratch.appendingPathComponent("stdin"), outURL = scratch.appendingPathComponent("stdout"),
-            errURL = scratch.appendingPathComponent("stderr")
+        let inURL = scratch.appendingPathComponent("stdin")
+        let outURL = scratch.appendingPathComponent("stdout")
+        let errURL = scratch.appendingPathComponent("stderr")
         try Data(stdin).write(to: inURL)
         FileManager.default.createFile(atPath: outURL.path, contents: nil)
         FileManager.default.createFile(atPath: errURL.path, contents: nil)
@@ -89,7 +95,9 @@ final class TemporaryDirectory {
 func pattern(_ count: Int, seed: UInt32 = 7) -> [UInt8] {
     var state = seed &* 2_654_435_761 | 1
     return (0..<count).map { _ in
-        state ^= state << 13; state ^= state >> 17; state ^= state << 5
+        state ^= state << 13
+        state ^= state >> 17
+        state ^= state << 5
         return UInt8(truncatingIfNeeded: state)
     }
 }

@@ -25,22 +25,30 @@ enum Peers {
     static let sshKeygen = which("ssh-keygen")
     static let openssl = which("openssl")
     static let python: String? = {
-        let candidates = [environment["COFFER_PYTHON"], CLI.packageRoot.appendingPathComponent(".venv/bin/python").path].compactMap { $0 }
+        let candidates = [
+            environment["COFFER_PYTHON"], CLI.packageRoot.appendingPathComponent(".venv/bin/python").path,
+        ].compactMap { $0 }
         return candidates.first { path in
             FileManager.default.isExecutableFile(atPath: path)
-                && (try? CLI.run(path, ["-c", "import pyrage, rncryptor, cryptography.hazmat.primitives.asymmetric.mldsa"]).status) == 0
+                && (try? CLI.run(
+                    path, ["-c", "import pyrage, rncryptor, cryptography.hazmat.primitives.asymmetric.mldsa"]
+                ).status) == 0
         }
     }()
     static let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/peer.py").path
 
     /// Runs crypto_peer.py (Python's cryptography) and returns its standard
     /// output; records an issue and returns nil when it is missing or fails.
-    static func cryptoPeer(_ arguments: [String], stdin: [UInt8] = [], sourceLocation: SourceLocation = #_sourceLocation) throws -> [UInt8]? {
+    static func cryptoPeer(
+        _ arguments: [String], stdin: [UInt8] = [], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> [UInt8]? {
         guard available([("python3 with cryptography", python)], sourceLocation: sourceLocation) else { return nil }
         let script = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Peers/crypto_peer.py").path
         let result = try CLI.run(python!, [script] + arguments, stdin: stdin)
         guard result.status == 0 else {
-            Issue.record(Comment(rawValue: "crypto_peer.py \(arguments.first ?? "") failed: \(result.stderr)"), sourceLocation: sourceLocation)
+            Issue.record(
+                Comment(rawValue: "crypto_peer.py \(arguments.first ?? "") failed: \(result.stderr)"),
+                sourceLocation: sourceLocation)
             return nil
         }
         return result.stdout
@@ -52,7 +60,8 @@ enum Peers {
     static func available(_ needed: [(String, String?)], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
         let missing = needed.filter { $0.1 == nil }.map(\.0)
         guard !missing.isEmpty else { return true }
-        let message = "interop peer missing: \(missing.joined(separator: ", ")); run scripts/test (or .ci/run) to install it"
+        let message =
+            "interop peer missing: \(missing.joined(separator: ", ")); run scripts/test (or .ci/run) to install it"
         if skipAllowed {
             print("SKIPPED (COFFER_SKIP_INTEROP=1): \(message)")
         } else {

@@ -8,15 +8,18 @@ enum Transcript {
     static let directory = CLI.packageRoot.appendingPathComponent("Tests/CofferCLITests/Transcripts")
 
     static func render(_ command: String, _ result: CLI.Result, replacing: [String: String]) -> String {
-        var text = "$ \(command)\nstatus: \(result.status)\n--- stdout\n\(result.stdoutText)--- stderr\n\(result.stderr)"
+        var text =
+            "$ \(command)\nstatus: \(result.status)\n--- stdout\n\(result.stdoutText)--- stderr\n\(result.stderr)"
         for (from, to) in replacing.sorted(by: { $0.key.count > $1.key.count }) {
             text = text.replacingOccurrences(of: from, with: to)
         }
         return text
     }
 
-    static func check(_ name: String, _ command: String, _ result: CLI.Result, replacing: [String: String] = [:],
-                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func check(
+        _ name: String, _ command: String, _ result: CLI.Result, replacing: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let actual = render(command, result, replacing: replacing)
         let file = directory.appendingPathComponent("\(name).txt")
         if ProcessInfo.processInfo.environment["COFFER_RECORD_TRANSCRIPTS"] == "1" {

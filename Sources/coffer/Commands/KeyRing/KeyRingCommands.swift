@@ -3,6 +3,7 @@ import Coffer
 import CofferKeychain
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,12 +14,16 @@ struct KeyRingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keyring",
         abstract: "Create and manage key rings: data keys sealed under a passphrase or a KEK file.",
-        subcommands: [KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingDestroy.self, KeyRingPasswd.self,
-                      KeyRingUpgrade.self, KeyRingAcceptRollback.self])
+        subcommands: [
+            KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingDestroy.self,
+            KeyRingPasswd.self,
+            KeyRingUpgrade.self, KeyRingAcceptRollback.self,
+        ])
 }
 
 struct KeyRingNew: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "new", abstract: "Create a key ring with one primary key (never overwrites).")
+    static let configuration = CommandConfiguration(
+        commandName: "new", abstract: "Create a key ring with one primary key (never overwrites).")
     @OptionGroup var unlock: KeyRingUnlock
     @Option(help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
     var kdf = "scrypt"
@@ -26,12 +31,14 @@ struct KeyRingNew: ParsableCommand {
     func run() throws {
         let store = try unlock.store(confirm: true, creating: true)
         let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
-        StandardError.write("Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
+        StandardError.write(
+            "Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
     }
 }
 
 struct KeyRingRotate: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "rotate", abstract: "Add a new primary key; older keys stay active.")
+    static let configuration = CommandConfiguration(
+        commandName: "rotate", abstract: "Add a new primary key; older keys stay active.")
     @OptionGroup var unlock: KeyRingUnlock
 
     func run() throws {
@@ -42,27 +49,33 @@ struct KeyRingRotate: ParsableCommand {
 }
 
 struct KeyRingList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List key ids, states and creation times (never key bytes).")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List key ids, states and creation times (never key bytes).")
     @OptionGroup var unlock: KeyRingUnlock
 
     func run() throws {
         let file = try unlock.unlockFile()
         let formatter = ISO8601DateFormatter()
         for key in file.keyRing.keys {
-            print("\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))")
+            print(
+                "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))"
+            )
         }
         print("# protected by \(file.kdf?.description ?? "a 32-byte key-encryption key")")
     }
 }
 
 struct KeyRingDisable: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a key: values sealed under it no longer open.")
+    static let configuration = CommandConfiguration(
+        commandName: "disable", abstract: "Disable a key: values sealed under it no longer open.")
     @OptionGroup var unlock: KeyRingUnlock
     @Argument(help: "The key id (8 hex digits, as list prints it).")
     var id: String
 
     func run() throws {
-        guard id.count <= 8, let value = UInt32(id, radix: 16) else { throw ValidationError("a key id is up to 8 hex digits") }
+        guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+            throw ValidationError("a key id is up to 8 hex digits")
+        }
         try unlock.modify { file in try file.update { try $0.disable(value) } }
     }
 }
@@ -72,7 +85,9 @@ struct KeyRingDestroy: ParsableCommand {
         commandName: "destroy",
         abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
     @OptionGroup var unlock: KeyRingUnlock
-    @Flag(name: .customLong("no-values-remain"), help: "State that every value sealed under the key was rewrapped or deleted.")
+    @Flag(
+        name: .customLong("no-values-remain"),
+        help: "State that every value sealed under the key was rewrapped or deleted.")
     var noValuesRemain = false
     @Flag(help: "Destroy the key even if values sealed under it may remain.")
     var force = false
@@ -80,21 +95,31 @@ struct KeyRingDestroy: ParsableCommand {
     var id: String
 
     func run() throws {
-        guard id.count <= 8, let value = UInt32(id, radix: 16) else { throw ValidationError("a key id is up to 8 hex digits") }
-        do {
-            try unlock.modify { file in try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) } }
-        } catch let error as CofferError where error.code == .refused {
-            throw CLIFailure(error.reason, hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
-                             status: CLIFailure.refusedStatus)
+        guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+            throw ValidationError("a key id is up to 8 hex digits")
         }
-        StandardError.write("Destroyed key \(String(format: "%08x", value)); older copies of the ring still hold it, so delete those too\n")
+        do {
+            try unlock.modify { file in
+                try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
+            }
+        } catch let error as CofferError where error.code == .refused {
+            throw CLIFailure(
+                error.reason,
+                hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
+                status: CLIFailure.refusedStatus)
+        }
+        StandardError.write(
+            "Destroyed key \(String(format: "%08x", value)); older copies of the ring still hold it, so delete those too\n"
+        )
     }
 }
 
 struct KeyRingAcceptRollback: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accept-rollback",
-        abstract: "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose).")
+        abstract:
+            "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose)."
+    )
     @OptionGroup var unlock: KeyRingUnlock
 
     func run() throws {
@@ -104,7 +129,8 @@ struct KeyRingAcceptRollback: ParsableCommand {
 }
 
 struct KeyRingUpgrade: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "upgrade", abstract: "Re-derive the passphrase key with today's default parameters.")
+    static let configuration = CommandConfiguration(
+        commandName: "upgrade", abstract: "Re-derive the passphrase key with today's default parameters.")
     @OptionGroup var unlock: KeyRingUnlock
 
     func run() throws {

@@ -3,6 +3,7 @@ import Coffer
 import CofferKeychain
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,7 +19,9 @@ struct KeyRingPasswd: ParsableCommand {
     var newPassphraseFile: String?
     @Option(name: .customLong("new-kek-file"), help: "A new 32-byte key-encryption key instead.")
     var newKEKFile: String?
-    @Option(name: .customLong("new-kek-keychain"), help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
+    @Option(
+        name: .customLong("new-kek-keychain"),
+        help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
     var newKEKKeychain: String?
     @Option(name: .customLong("new-kek-tag"), help: "The new KEK's application tag in --new-kek-keychain.")
     var newKEKTag: String?
@@ -35,14 +38,17 @@ struct KeyRingPasswd: ParsableCommand {
         if [newPassphraseFile, newKEKFile, newKEKKeychain].compactMap({ $0 }).count > 1 {
             throw ValidationError("give one of --new-passphrase-file, --new-kek-file and --new-kek-keychain")
         }
-        if (newKEKKeychain == nil) != (newKEKTag == nil) { throw ValidationError("--new-kek-keychain and --new-kek-tag go together") }
+        if (newKEKKeychain == nil) != (newKEKTag == nil) {
+            throw ValidationError("--new-kek-keychain and --new-kek-tag go together")
+        }
     }
 
     func run() throws {
         let secret: KeyRingFile.Secret
         if let newKEKKeychain, let newKEKTag {
-            let keychain = try KeychainOptions.open(name: newKEKKeychain, backend: newKEKKeychainBackend,
-                                                    passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
+            let keychain = try KeychainOptions.open(
+                name: newKEKKeychain, backend: newKEKKeychainBackend,
+                passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
             secret = try KeyRingUnlock.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
         } else if let newKEKFile {
             secret = .key(try Input.readKey32(path: newKEKFile, what: "the new KEK file"))
@@ -53,6 +59,8 @@ struct KeyRingPasswd: ParsableCommand {
         }
         let kdf = try PasswordKDF.named(kdf)
         let primary = try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
-        StandardError.write("New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n")
+        StandardError.write(
+            "New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n"
+        )
     }
 }

@@ -3,6 +3,7 @@ import Coffer
 import CofferKeychain
 import Crypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -31,8 +32,11 @@ struct KeyRingUnlock: ParsableArguments {
     @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
     var kekFile: String?
 
-    @Option(name: .customLong("kek-keychain"),
-            help: "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new makes it when missing).")
+    @Option(
+        name: .customLong("kek-keychain"),
+        help:
+            "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new makes it when missing)."
+    )
     var kekKeychain: String?
 
     @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
@@ -41,10 +45,13 @@ struct KeyRingUnlock: ParsableArguments {
     @Option(name: .customLong("kek-keychain-backend"), help: "file or secret-service (with --kek-keychain).")
     var kekKeychainBackend: KeychainBackend = .file
 
-    @Option(name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase (with --kek-keychain).")
+    @Option(
+        name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase (with --kek-keychain)."
+    )
     var kekKeychainPassphraseFile: String?
 
-    @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
+    @Option(
+        name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
     var kekKeychainKeyFile: String?
 
     func validate() throws {
@@ -56,9 +63,13 @@ struct KeyRingUnlock: ParsableArguments {
 
     /// The key-encryption key kept in a keychain under `tag`, made first when
     /// `creating` and missing (keyring new, passwd --new-kek-keychain).
-    static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws -> KeyRingFile.Secret {
+    static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws
+        -> KeyRingFile.Secret
+    {
         if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer key ring KEK") }
-        do { return .key(try keychain.exportSymmetricKey(tag: tag)) } catch let error as KeychainError where error.code == .itemNotFound {
+        do { return .key(try keychain.exportSymmetricKey(tag: tag)) } catch let error as KeychainError
+            where error.code == .itemNotFound
+        {
             throw KeychainError(.itemNotFound, "the keychain \(name) holds no symmetric256 key tagged \(tag)")
         }
     }
@@ -80,8 +91,9 @@ struct KeyRingUnlock: ParsableArguments {
     ///   - creating: make the keychain KEK when it is missing (keyring new).
     func store(confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
         if let kekKeychain, let kekTag {
-            let keychain = try KeychainOptions.open(name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
-                                                    keyFile: kekKeychainKeyFile)
+            let keychain = try KeychainOptions.open(
+                name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+                keyFile: kekKeychainKeyFile)
             let secret = try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
@@ -96,7 +108,9 @@ struct KeyRingUnlock: ParsableArguments {
 
     func warnIfWeak(_ file: KeyRingFile) {
         if file.upgradeDue {
-            StandardError.write("coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n")
+            StandardError.write(
+                "coffer: warning: the key ring's passphrase uses \(file.kdf!.description), below today's default; run 'coffer keyring upgrade'\n"
+            )
         }
     }
 

@@ -28,7 +28,8 @@ struct KeychainAgreement: ParsableArguments {
 
     func derive(_ keychain: any Keychain, size: Int) throws -> SymmetricKey {
         let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
-        return try keychain.agree(tag: tag, type: type, peer: try KeyFile.publicKey(peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
+        return try keychain.agree(
+            tag: tag, type: type, peer: try KeyFile.publicKey(peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
     }
 }
 
@@ -95,7 +96,11 @@ struct KeychainDecryptFrom: ParsableCommand {
         let key = try agreement.derive(try keychain.open(), size: 32)
         var input = try Input.readAll(path: "-", what: "the ciphertext")
         if base64 {
-            guard let decoded = Data(base64Encoded: String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            guard
+                let decoded = Data(
+                    base64Encoded: String(decoding: input, as: UTF8.self).trimmingCharacters(
+                        in: .whitespacesAndNewlines))
+            else {
                 throw CLIFailure("the input is not base64", status: 4)
             }
             input = Array(decoded)

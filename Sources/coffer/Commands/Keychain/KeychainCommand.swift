@@ -16,10 +16,15 @@ enum KeychainBackend: String, ExpressibleByArgument, CaseIterable {
 
 /// Which keychain, and how to unlock it.
 struct KeychainOptions: ParsableArguments {
-    @Option(name: .customLong("keychain"), help: "The keychain's name (a file in $COFFER_KEYCHAIN_DIR, else $XDG_DATA_HOME/coffer/keychains).")
+    @Option(
+        name: .customLong("keychain"),
+        help: "The keychain's name (a file in $COFFER_KEYCHAIN_DIR, else $XDG_DATA_HOME/coffer/keychains).")
     var name = "default"
 
-    @Option(help: "file (an encrypted file) or secret-service (GNOME Keyring or KWallet, in builds with the SecretService trait).")
+    @Option(
+        help:
+            "file (an encrypted file) or secret-service (GNOME Keyring or KWallet, in builds with the SecretService trait)."
+    )
     var backend: KeychainBackend = .file
 
     @Option(name: .customLong("passphrase-file"), help: "Read the keychain passphrase from this file.")
@@ -29,9 +34,12 @@ struct KeychainOptions: ParsableArguments {
     var keyFile: String?
 
     func validate() throws {
-        if passphraseFile != nil && keyFile != nil { throw ValidationError("give --passphrase-file or --key-file, not both") }
+        if passphraseFile != nil && keyFile != nil {
+            throw ValidationError("give --passphrase-file or --key-file, not both")
+        }
         if backend == .secretService && (passphraseFile != nil || keyFile != nil) {
-            throw ValidationError("the Secret Service is unlocked by the desktop session, not by --passphrase-file or --key-file")
+            throw ValidationError(
+                "the Secret Service is unlocked by the desktop session, not by --passphrase-file or --key-file")
         }
     }
 
@@ -44,7 +52,9 @@ struct KeychainOptions: ParsableArguments {
     /// The keychain that another command's options name (decrypt's
     /// --keychain…, the key ring's --kek-keychain…), opened as
     /// `coffer keychain` opens it.
-    static func open(name: String, backend: KeychainBackend, passphraseFile: String?, keyFile: String?) throws -> any Keychain {
+    static func open(name: String, backend: KeychainBackend, passphraseFile: String?, keyFile: String?) throws
+        -> any Keychain
+    {
         var arguments = ["--keychain", name, "--backend", backend.rawValue]
         if let passphraseFile { arguments += ["--passphrase-file", passphraseFile] }
         if let keyFile { arguments += ["--key-file", keyFile] }
@@ -59,14 +69,18 @@ struct KeychainOptions: ParsableArguments {
             #if SecretService
             return try SecretServiceKeychain(name: name)
             #else
-            throw CLIFailure("this coffer was built without the Secret Service: build with --traits SecretService (needs libsecret-1-dev)", status: 5)
+            throw CLIFailure(
+                "this coffer was built without the Secret Service: build with --traits SecretService (needs libsecret-1-dev)",
+                status: 5)
             #endif
         }
     }
 
     /// The file keychain (for what only a file keychain does: create, passwd).
     func openFile() throws -> FileKeychain {
-        guard backend == .file else { throw CLIFailure("only a file keychain has a passphrase; the Secret Service's is the session's", status: 64) }
+        guard backend == .file else {
+            throw CLIFailure("only a file keychain has a passphrase; the Secret Service's is the session's", status: 64)
+        }
         return try FileKeychain.open(path: try FileKeychain.path(named: name), secret: try secret())
     }
 }
@@ -84,15 +98,20 @@ struct SecretInput: ParsableArguments {
 struct KeychainCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain",
-        abstract: "Keep passwords and keys in a keychain (Apple's keychain model): an encrypted file, or the desktop's Secret Service.",
+        abstract:
+            "Keep passwords and keys in a keychain (Apple's keychain model): an encrypted file, or the desktop's Secret Service.",
         discussion: """
             Password items are named by --service and --account, keys by --tag (and --type). \
             Secrets are read from standard input or --secret-file, never from the command line; \
             list never prints them. The key agreement commands (agree, encrypt-to, decrypt-from) \
             use a stored p256 or x25519 key, and rsa-decrypt a stored RSA key, without it leaving the keychain.
             """,
-        subcommands: [KeychainCreate.self, KeychainList.self, KeychainAddIdentity.self, KeychainAddPassword.self, KeychainGetPassword.self,
-                      KeychainUpdatePassword.self, KeychainDelete.self, KeychainGenerateKey.self, KeychainPublicKey.self,
-                      KeychainRSADecrypt.self, KeychainAgree.self, KeychainEncryptTo.self, KeychainDecryptFrom.self, KeychainPasswd.self,
-                      KeychainAcceptRollback.self])
+        subcommands: [
+            KeychainCreate.self, KeychainList.self, KeychainAddIdentity.self, KeychainAddPassword.self,
+            KeychainGetPassword.self,
+            KeychainUpdatePassword.self, KeychainDelete.self, KeychainGenerateKey.self, KeychainPublicKey.self,
+            KeychainRSADecrypt.self, KeychainAgree.self, KeychainEncryptTo.self, KeychainDecryptFrom.self,
+            KeychainPasswd.self,
+            KeychainAcceptRollback.self,
+        ])
 }

@@ -5,11 +5,14 @@ import Crypto
 import Foundation
 
 struct KeychainCreate: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create", abstract: "Create an empty keychain (never overwrites).")
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create an empty keychain (never overwrites).")
     @OptionGroup var keychain: KeychainOptions
 
     func run() throws {
-        guard keychain.backend == .file else { throw CLIFailure("a Secret Service keychain needs no create: its first item makes it", status: 64) }
+        guard keychain.backend == .file else {
+            throw CLIFailure("a Secret Service keychain needs no create: its first item makes it", status: 64)
+        }
         let path = try FileKeychain.path(named: keychain.name)
         _ = try FileKeychain.create(path: path, secret: try keychain.secret(confirm: true))
         StandardError.write("Created \(path)\n")
@@ -17,7 +20,8 @@ struct KeychainCreate: ParsableCommand {
 }
 
 struct KeychainList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List items' attributes (never secrets).")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List items' attributes (never secrets).")
     @OptionGroup var keychain: KeychainOptions
     @Flag(help: "Print JSON.")
     var json = false
@@ -34,8 +38,14 @@ struct KeychainList: ParsableCommand {
         }
         for item in items {
             switch item.itemClass {
-            case .genericPassword: print("password  service=\(item.service ?? "")  account=\(item.account ?? "")" + (item.label.map { "  label=\($0)" } ?? ""))
-            case .key: print("key       tag=\(item.applicationTag ?? "")  type=\(item.keyType?.rawValue ?? "")" + (item.label.map { "  label=\($0)" } ?? ""))
+            case .genericPassword:
+                print(
+                    "password  service=\(item.service ?? "")  account=\(item.account ?? "")"
+                        + (item.label.map { "  label=\($0)" } ?? ""))
+            case .key:
+                print(
+                    "key       tag=\(item.applicationTag ?? "")  type=\(item.keyType?.rawValue ?? "")"
+                        + (item.label.map { "  label=\($0)" } ?? ""))
             }
         }
     }
@@ -44,11 +54,15 @@ struct KeychainList: ParsableCommand {
 struct KeychainAcceptRollback: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accept-rollback",
-        abstract: "Accept the keychain file as it is now, although older than one already written (a backup restored on purpose).")
+        abstract:
+            "Accept the keychain file as it is now, although older than one already written (a backup restored on purpose)."
+    )
     @OptionGroup var keychain: KeychainOptions
 
     func run() throws {
-        guard keychain.backend == .file else { throw CLIFailure("only a file keychain has a rollback mark", status: 64) }
+        guard keychain.backend == .file else {
+            throw CLIFailure("only a file keychain has a rollback mark", status: 64)
+        }
         let path = try FileKeychain.path(named: keychain.name)
         let generation = try FileKeychain.acceptCurrentGeneration(path: path, secret: try keychain.secret())
         StandardError.write("Accepted \(path) at generation \(generation)\n")
@@ -57,7 +71,8 @@ struct KeychainAcceptRollback: ParsableCommand {
 
 struct KeychainPasswd: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "passwd", abstract: "Change the keychain's passphrase or key file; the items are re-sealed under a new data key.")
+        commandName: "passwd",
+        abstract: "Change the keychain's passphrase or key file; the items are re-sealed under a new data key.")
     @OptionGroup var keychain: KeychainOptions
     @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
     var newPassphraseFile: String?

@@ -15,13 +15,19 @@ struct KeychainGenerateKey: ParsableCommand {
     var type: KeychainKeyType
     @Option(help: "A label.")
     var label: String?
-    @Flag(name: .customLong("if-missing"), help: "Return the existing key instead of failing when the tag is taken (get or create).")
+    @Flag(
+        name: .customLong("if-missing"),
+        help: "Return the existing key instead of failing when the tag is taken (get or create).")
     var ifMissing = false
 
     func run() throws {
         let file = try keychain.open()
-        let publicKey = ifMissing ? try file.getOrCreateKey(type, tag: tag, label: label) : try file.generateKey(type, tag: tag, label: label)
-        if let publicKey { print(String(decoding: try KeyFiles.encode(publicKey, as: .spki), as: UTF8.self), terminator: "") }
+        let publicKey =
+            ifMissing
+            ? try file.getOrCreateKey(type, tag: tag, label: label) : try file.generateKey(type, tag: tag, label: label)
+        if let publicKey {
+            print(String(decoding: try KeyFiles.encode(publicKey, as: .spki), as: UTF8.self), terminator: "")
+        }
     }
 }
 

@@ -12,7 +12,8 @@ struct PasswordName: ParsableArguments {
 }
 
 struct KeychainAddPassword: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "add-password", abstract: "Add a password item; fails if it exists.")
+    static let configuration = CommandConfiguration(
+        commandName: "add-password", abstract: "Add a password item; fails if it exists.")
     @OptionGroup var keychain: KeychainOptions
     @OptionGroup var name: PasswordName
     @Option(help: "A label.")
@@ -23,12 +24,15 @@ struct KeychainAddPassword: ParsableCommand {
 
     func run() throws {
         let file = try keychain.open()
-        try file.add(.password(service: name.service, account: name.account, label: label, comment: comment), data: try secret.read())
+        try file.add(
+            .password(service: name.service, account: name.account, label: label, comment: comment),
+            data: try secret.read())
     }
 }
 
 struct KeychainGetPassword: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get-password", abstract: "Print a password item's secret to standard output.")
+    static let configuration = CommandConfiguration(
+        commandName: "get-password", abstract: "Print a password item's secret to standard output.")
     @OptionGroup var keychain: KeychainOptions
     @OptionGroup var name: PasswordName
 
@@ -40,7 +44,8 @@ struct KeychainGetPassword: ParsableCommand {
 }
 
 struct KeychainUpdatePassword: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "update-password", abstract: "Replace a password item's secret.")
+    static let configuration = CommandConfiguration(
+        commandName: "update-password", abstract: "Replace a password item's secret.")
     @OptionGroup var keychain: KeychainOptions
     @OptionGroup var name: PasswordName
     @OptionGroup var secret: SecretInput
@@ -63,11 +68,14 @@ struct KeychainDelete: ParsableCommand {
     var type: KeychainKeyType?
 
     func validate() throws {
-        if (service == nil) == (tag == nil) { throw ValidationError("name password items with --service [--account] or keys with --tag [--type]") }
+        if (service == nil) == (tag == nil) {
+            throw ValidationError("name password items with --service [--account] or keys with --tag [--type]")
+        }
     }
 
     func run() throws {
-        let query: KeychainQuery = service != nil ? .password(service: service, account: account) : .key(tag: tag, type: type)
+        let query: KeychainQuery =
+            service != nil ? .password(service: service, account: account) : .key(tag: tag, type: type)
         try keychain.open().delete(query)
     }
 }
@@ -75,7 +83,9 @@ struct KeychainDelete: ParsableCommand {
 struct KeychainAddIdentity: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-identity",
-        abstract: "Keep an age identity (AGE-SECRET-KEY-… lines or a private key file) under a label; coffer decrypt --keychain uses it.")
+        abstract:
+            "Keep an age identity (AGE-SECRET-KEY-… lines or a private key file) under a label; coffer decrypt --keychain uses it."
+    )
     @OptionGroup var keychain: KeychainOptions
     @Option(help: "The label decrypt --identity names.")
     var label: String
