@@ -41,7 +41,7 @@ extension Keychain {
         do { return try AgeKeys.identities(fileBytes: bytes.revealed(), name: "keychain identity \(label)") } catch let
             error as CofferError
         {
-            throw KeychainError(.corrupted, error.reason)
+            throw KeychainError(.corrupted, error.description)
         }
     }
 

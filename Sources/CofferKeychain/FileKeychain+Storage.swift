@@ -69,9 +69,9 @@ extension FileKeychain {
             do {
                 return try AtomicFile.withExclusiveLock(on: path) { try body(&cache) }
             } catch let error as CofferError where error.code == .insecurePermissions {
-                throw KeychainError(.insecurePermissions, error.reason)
+                throw KeychainError(.insecurePermissions, error.description)
             } catch let error as CofferError where error.code == .io {
-                throw KeychainError(.io, error.reason)
+                throw KeychainError(.io, error.description)
             }
         }
     }
@@ -224,9 +224,9 @@ extension FileKeychain {
                 lastError = error
                 continue
             } catch let error as CofferError where error.code == .unsupported {
-                throw KeychainError(.corrupted, "\(path): \(error.reason)")
+                throw KeychainError(.corrupted, "\(path): \(error)")
             } catch let error as CofferError {
-                throw KeychainError(.corrupted, "\(path): \(error.reason)")
+                throw KeychainError(.corrupted, "\(path): \(error)")
             }
             if let unwrapped = try? AES.GCM._SIV.open(
                 AES.GCM._SIV.SealedBox(combined: slot[20...]), using: key,
@@ -253,7 +253,7 @@ extension FileKeychain {
             .combined
         let file: AtomicFile
         do { file = try AtomicFile(destination: path, mode: 0o600) } catch let error as CofferError {
-            throw KeychainError(.io, error.reason)
+            throw KeychainError(.io, error.description)
         }
         var sink = file.sink
         do {
@@ -262,7 +262,7 @@ extension FileKeychain {
             try file.commit(replace: replace)
         } catch let error as CofferError {
             file.abort()
-            throw KeychainError(.io, "\(path) was not changed: \(error.reason)")
+            throw KeychainError(.io, "\(path) was not changed: \(error)")
         }
         if replace { try guarded { try rollbackGuard?.raise(guardKey, to: generation) } }
         let digest = Array(SHA256.hash(data: header + Array(body)))

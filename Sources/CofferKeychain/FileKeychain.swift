@@ -182,7 +182,7 @@ public final class FileKeychain: Keychain, Sendable {
         do { return try body() } catch let error as CofferError {
             throw KeychainError(
                 error.code == .rolledBack
-                    ? .rolledBack : error.code == .insecurePermissions ? .insecurePermissions : .io, error.reason)
+                    ? .rolledBack : error.code == .insecurePermissions ? .insecurePermissions : .io, error.description)
         }
     }
 

@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 
 /// Errors of the keychain, with open codes like `CofferError`'s.
-public struct KeychainError: Error, Hashable, CustomStringConvertible, Sendable {
+public struct KeychainError: Error, Hashable, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
         private init(_ name: String) { self.name = name }
@@ -28,15 +28,23 @@ public struct KeychainError: Error, Hashable, CustomStringConvertible, Sendable 
     }
 
     public var code: Code
-    /// For people; never holds a secret.
-    public var reason: String
+    /// For people; never holds a secret. Shown through `description`.
+    private var reason: String
+    /// Where in Coffer the error was raised (`#fileID`, `#line`), for bug
+    /// reports; not part of equality.
+    public var file: String
+    public var line: Int
 
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
+    /// The reason, for people.
+    public var description: String { reason }
+    public var debugDescription: String { "KeychainError(\(code), \"\(reason)\", at \(file):\(line))" }
     public static func == (lhs: KeychainError, rhs: KeychainError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

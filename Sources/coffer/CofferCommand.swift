@@ -35,10 +35,10 @@ struct CofferCommand: ParsableCommand {
             parsed = command
             try command.run()
         } catch let error as CofferError {
-            StandardError.report(error.reason, hint: ExitStatus.hint(for: error, in: parsed))
+            StandardError.report(error.description, hint: ExitStatus.hint(for: error, in: parsed))
             Foundation.exit(ExitStatus.of(error))
         } catch let error as KeychainError {
-            StandardError.report(error.reason, hint: ExitStatus.hint(for: error))
+            StandardError.report(error.description, hint: ExitStatus.hint(for: error))
             Foundation.exit(ExitStatus.of(error))
         } catch let failure as CLIFailure {
             StandardError.report(failure.message, hint: failure.hint)

@@ -51,7 +51,7 @@ import Testing
         {
             // P-192 keys: swift-crypto has no P-192.
             return .unsupported(
-                "key not loadable (\(vector.key_size_bits.map { "\($0)-bit" } ?? "?")): \(error.reason)")
+                "key not loadable (\(vector.key_size_bits.map { "\($0)-bit" } ?? "?")): \(error)")
         }
         do {
             let plaintext = try AppleSecKey.decrypt(
@@ -59,7 +59,7 @@ import Testing
             #expect(Array(plaintext) == hex(vector.plaintext_hex))
             return .passed
         } catch let error as CofferError where error.code == .unsupported {
-            return .unsupported(error.reason)
+            return .unsupported(error.description)
         }
     }
 

@@ -33,6 +33,22 @@ import Glibc
         }
     }
 
+    /// A KeychainError says where in Coffer it was raised, so that a bug
+    /// report carries it; equality still compares codes only.
+    @Test func errorsRecordTheirCallSite() throws {
+        let folder = try KeychainFolder()
+        let keychain = try makeKeychain(folder)
+        do {
+            _ = try keychain.copyData(.password(service: "svc", account: "nobody"))
+            Issue.record("a missing item was found")
+        } catch let error as KeychainError {
+            #expect(error.code == .itemNotFound)
+            #expect(error.file.hasPrefix("CofferKeychain/"), "raised at \(error.file):\(error.line)")
+            #expect(error.line > 0)
+            #expect(error == KeychainError(.itemNotFound, "another reason"))
+        }
+    }
+
     @Test func wrongSecretAndPasswordChange() throws {
         let folder = try KeychainFolder()
         let keychain = try makeKeychain(folder)

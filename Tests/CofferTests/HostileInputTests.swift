@@ -13,7 +13,7 @@ import Testing
             _ = try Age.decrypt(bytes, with: [identity])
             return nil
         } catch let error as CofferError {
-            #expect(!error.reason.isEmpty)
+            #expect(!error.description.isEmpty)
             return error.ageFailureClass
         } catch {
             Issue.record("unexpected error type \(error)")

@@ -91,7 +91,8 @@ func spki(_ key: AsymmetricPublicKey) throws -> [UInt8] { try KeyFiles.encode(ke
                 _ = try KeyFiles.privateKey(bytes)
                 Issue.record("accepted", sourceLocation: sourceLocation)
             } catch let error as CofferError {
-                #expect(error.code == code && error.reason.contains(text), "\(error)", sourceLocation: sourceLocation)
+                #expect(
+                    error.code == code && error.description.contains(text), "\(error)", sourceLocation: sourceLocation)
             } catch { Issue.record("\(error)", sourceLocation: sourceLocation) }
         }
         // An OpenSSH key whose inner length claims 4 GiB.
@@ -210,7 +211,7 @@ func spki(_ key: AsymmetricPublicKey) throws -> [UInt8] { try KeyFiles.encode(ke
             _ = try RSAEncryption.encrypt(pattern(191), to: key.publicKey)
             Issue.record("accepted")
         } catch let error as CofferError {
-            #expect(error.code == .invalidArgument && error.reason.contains("at most 190"))
+            #expect(error.code == .invalidArgument && error.description.contains("at most 190"))
         }
         #expect(throws: CofferError(.invalidArgument, "")) {
             try RSAEncryption.encrypt(pattern(1), to: .p256(P256.Signing.PrivateKey().publicKey))

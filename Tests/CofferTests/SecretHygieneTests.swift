@@ -28,7 +28,7 @@ import Testing
             Issue.record("a damaged identity was accepted")
         } catch let error as CofferError {
             #expect(error.code == .malformed)
-            #expect(error.reason.contains("line 4 of keys.txt"))
+            #expect(error.description.contains("line 4 of keys.txt"))
             #expect(!error.description.contains("GFPYYSJZ"))
         }
     }

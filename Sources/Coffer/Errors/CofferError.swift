@@ -9,9 +9,11 @@ import Foundation
 ///
 /// `Code` is an open set of static values rather than an enum, so adding a
 /// code in a later release breaks no caller's `switch`. Two errors are equal
-/// when their codes are equal; the reason and call site are for people.
-/// The reason never contains secret bytes (keys, passphrases, plaintext).
-public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
+/// when their codes are equal. Programs branch on `code`; the reason is for
+/// people and is shown only through `description` (`debugDescription` adds
+/// the code and the call site). It never contains secret bytes (keys,
+/// passphrases, plaintext).
+public struct CofferError: Error, Hashable, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
         private init(_ name: String) { self.name = name }
@@ -57,7 +59,8 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
 
     public var code: Code
     /// For people; never contains secret bytes.
-    public var reason: String
+    private var reason: String
+    /// Where in Coffer the error was raised (`#fileID`, `#line`).
     public var file: String
     public var line: Int
 
@@ -68,7 +71,17 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, Sendable {
         self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
+    /// The reason, for people: what failed and where.
+    public var description: String { reason }
+    public var debugDescription: String { "CofferError(\(code), \"\(reason)\", at \(file):\(line))" }
+
+    /// The same error (code and call site) with `context` put in front of
+    /// its reason, as in "keys.txt: line 4 is not …".
+    public func prefixed(_ context: String) -> CofferError {
+        var copy = self
+        copy.reason = "\(context): \(reason)"
+        return copy
+    }
 
     public static func == (lhs: CofferError, rhs: CofferError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }

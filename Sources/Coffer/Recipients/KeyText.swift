@@ -57,7 +57,7 @@ public enum AgeKeys {
             return try identities(fileContents: text, name: name)
         }
         do { return [try identity(privateKey: try KeyFiles.privateKey(bytes))] } catch let error as CofferError {
-            throw CofferError(error.code, "\(name): \(error.reason)")
+            throw error.prefixed(name)
         }
     }
 
@@ -69,7 +69,7 @@ public enum AgeKeys {
             do { return [try identity(privateKey: try KeyFiles.privateKey(Array(fileContents.utf8)))] } catch let error
                 as CofferError
             {
-                throw CofferError(error.code, "\(name): \(error.reason)")
+                throw error.prefixed(name)
             }
         }
         let identities = try parseLines(fileContents, name: name, what: "identity", identity)
@@ -95,7 +95,7 @@ public enum AgeKeys {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             do { result.append(try parse(trimmed)) } catch let error as CofferError {
-                throw CofferError(error.code, "line \(number + 1) of \(name) is not a valid \(what): \(error.reason)")
+                throw CofferError(error.code, "line \(number + 1) of \(name) is not a valid \(what): \(error)")
             }
         }
         return result

@@ -41,7 +41,7 @@ enum AppleKeyFile {
     static func load(_ path: String) throws -> AppleKey {
         let bytes = try Input.readAll(path: path, what: "the key file")
         do { return try AppleKey(fileBytes: bytes) } catch let error as CofferError {
-            throw CofferError(error.code, "\(path): \(error.reason)")
+            throw error.prefixed(path)
         }
     }
 }

@@ -70,7 +70,7 @@ struct Keygen: ParsableCommand {
             }
             let key: AsymmetricPrivateKey
             do { key = try KeyFiles.privateKey(bytes) } catch let error as CofferError {
-                throw CofferError(error.code, "\(identityFile): \(error.reason)")
+                throw error.prefixed(identityFile)
             }
             print(try Self.publicText(of: key), terminator: "")
             return

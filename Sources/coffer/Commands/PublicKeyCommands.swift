@@ -14,14 +14,14 @@ enum KeyFile {
     static func privateKey(_ path: String) throws -> AsymmetricPrivateKey {
         let bytes = try Input.readAll(path: path, what: "the private key file", secret: true)
         do { return try KeyFiles.privateKey(bytes) } catch let error as CofferError {
-            throw CofferError(error.code, "\(path): \(error.reason)")
+            throw error.prefixed(path)
         }
     }
 
     static func publicKey(_ path: String) throws -> AsymmetricPublicKey {
         let bytes = try Input.readAll(path: path, what: "the key file")
         do { return try KeyFiles.publicKey(bytes) } catch let error as CofferError {
-            throw CofferError(error.code, "\(path): \(error.reason)")
+            throw error.prefixed(path)
         }
     }
 

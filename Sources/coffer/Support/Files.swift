@@ -107,7 +107,7 @@ final class Output {
         } catch let error as CofferError where error.code == .refused {
             file?.abort()
             throw CLIFailure(
-                "\(error.reason); refusing to replace a file with a private key",
+                "\(error); refusing to replace a file with a private key",
                 hint: "choose another name, or delete the old file if you are sure nothing needs it",
                 status: CLIFailure.refusedStatus)
         } catch {

@@ -104,7 +104,7 @@ struct KeyRingDestroy: ParsableCommand {
             }
         } catch let error as CofferError where error.code == .refused {
             throw CLIFailure(
-                error.reason,
+                error.description,
                 hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
                 status: CLIFailure.refusedStatus)
         }
