@@ -41,8 +41,10 @@ public final class AtomicFile {
     private let temporary: String?
     private var finished = false
 
-    /// - Parameter mode: permissions of the new file (0600 unless the
-    ///   caller has a reason to share it).
+    /// - Parameters:
+    ///   - requested: the path to write; a symlink is followed to its target.
+    ///   - mode: permissions of the new file (0600 unless the caller has a
+    ///     reason to share it).
     public init(destination requested: String, mode: mode_t = 0o600) throws {
         let resolved = try Destination.resolve(requested)
         guard case .file(let path) = resolved else {

@@ -150,9 +150,14 @@ extension PrivateFile {
 /// file owned by this user (or root) and closed to others, as OpenSSH
 /// checks private keys.
 public enum PrivateFile {
-    /// - Parameter allowGroupRead: accept group and other read bits (for
-    ///   files whose integrity, not secrecy, matters); writes by others
-    ///   are always refused.
+    /// - Parameters:
+    ///   - descriptor: the open file to check (checked, not its path, so
+    ///     that it cannot be swapped between check and use).
+    ///   - path: the file's name, for the error message.
+    ///   - what: what the file is ("the identity file"), for the message.
+    ///   - allowGroupRead: accept group and other read bits (for files
+    ///     whose integrity, not secrecy, matters); writes by others are
+    ///     always refused.
     public static func check(descriptor: Int32, path: String, what: String, allowGroupRead: Bool = false) throws {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {

@@ -30,9 +30,12 @@ public struct KeyRingStore: Sendable {
     public let secret: KeyRingFile.Secret
     public let rollbackGuard: (any RollbackGuard)?
 
-    /// - Parameter rollbackGuard: where the high-water mark lives; the
-    ///   per-user state file by default (beside the KEK when the KEK is
-    ///   kept in a keychain: `KeychainRollbackGuard`), nil for none.
+    /// - Parameters:
+    ///   - path: the key ring file.
+    ///   - secret: the password or key-encryption key that unlocks it.
+    ///   - rollbackGuard: where the high-water mark lives; the per-user
+    ///     state file by default (beside the KEK when the KEK is kept in a
+    ///     keychain: `KeychainRollbackGuard`), nil for none.
     public init(
         path: String, secret: KeyRingFile.Secret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) {
