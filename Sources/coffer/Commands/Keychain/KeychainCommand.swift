@@ -33,6 +33,36 @@ struct KeychainOptions: ParsableArguments {
     @Option(name: .customLong("key-file"), help: "A 32-byte key file instead of a passphrase.")
     var keyFile: String?
 
+    /// What the options name, for the code that opens it.
+    var location: KeychainLocation {
+        KeychainLocation(name: name, backend: backend, passphraseFile: passphraseFile, keyFile: keyFile)
+    }
+
+    func validate() throws { try location.validate() }
+    func secret(confirm: Bool = false) throws -> FileKeychain.Secret { try location.secret(confirm: confirm) }
+    func open() throws -> any Keychain { try location.open() }
+    func openFile() throws -> FileKeychain { try location.openFile() }
+
+    /// The keychain that another command's options name (decrypt's
+    /// --keychain…, the key ring's --kek-keychain…), opened as
+    /// `coffer keychain` opens it.
+    static func open(name: String, backend: KeychainBackend, passphraseFile: String?, keyFile: String?) throws
+        -> any Keychain
+    {
+        let location = KeychainLocation(name: name, backend: backend, passphraseFile: passphraseFile, keyFile: keyFile)
+        try location.validate()
+        return try location.open()
+    }
+}
+
+/// A keychain as the command line names it: which one, on which backend,
+/// and how its secret is given. Resolved once, then opened.
+struct KeychainLocation {
+    var name: String
+    var backend: KeychainBackend
+    var passphraseFile: String?
+    var keyFile: String?
+
     func validate() throws {
         if passphraseFile != nil && keyFile != nil {
             throw ValidationError("give --passphrase-file or --key-file, not both")
@@ -47,18 +77,6 @@ struct KeychainOptions: ParsableArguments {
         if let keyFile { return .keyFile(try Input.readKey32(path: keyFile, what: "the keychain key file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Keychain passphrase", confirm: confirm))
-    }
-
-    /// The keychain that another command's options name (decrypt's
-    /// --keychain…, the key ring's --kek-keychain…), opened as
-    /// `coffer keychain` opens it.
-    static func open(name: String, backend: KeychainBackend, passphraseFile: String?, keyFile: String?) throws
-        -> any Keychain
-    {
-        var arguments = ["--keychain", name, "--backend", backend.rawValue]
-        if let passphraseFile { arguments += ["--passphrase-file", passphraseFile] }
-        if let keyFile { arguments += ["--key-file", keyFile] }
-        return try parse(arguments).open()
     }
 
     /// The keychain, on either backend.
