@@ -62,7 +62,7 @@ public final class FileKeychain: Keychain, Sendable {
                 loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
             )?
     }
-    let cache = Mutex(Cache())
+    let cache = Locked(Cache())
 
     static let magic = Array("CKC1".utf8)
     static let version: UInt8 = 1

@@ -219,7 +219,7 @@ extension Keychain {
 
 /// Keeps items in memory: for tests and previews.
 public final class InMemoryKeychain: Keychain, Sendable {
-    private let store = Mutex(ItemStore())
+    private let store = Locked(ItemStore())
 
     public init() {}
 

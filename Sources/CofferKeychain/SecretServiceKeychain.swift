@@ -27,7 +27,7 @@ import Glibc
 /// `flock` on `$XDG_RUNTIME_DIR/coffer/secret-service.lock` when that folder
 /// exists. Other programs editing the same items are not serialised.
 /// (That is also why it is `@unchecked Sendable`: every libsecret call
-/// goes through `Self.lock`, a `Mutex`, and that `flock`.)
+/// goes through `Self.lock` (a `Locked`, that is a `Mutex`) and that `flock`.)
 public final class SecretServiceKeychain: Keychain, @unchecked Sendable {
     /// The Coffer keychain's name: an attribute of every item it holds.
     public let name: String
@@ -36,7 +36,7 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {
     public let collection: String
     /// One lock for every instance: operations of different keychains share
     /// libsecret's connection and the daemon's collection.
-    static let lock = Mutex(())
+    static let lock = Locked(())
     let service: UnsafeMutablePointer<SecretService>
     let schema: UnsafeMutablePointer<SecretSchema>
     let crossProcessLockPath: String?

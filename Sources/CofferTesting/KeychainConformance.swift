@@ -169,7 +169,7 @@ public enum KeychainConformance {
 }
 
 final class LockedCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Locked(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }

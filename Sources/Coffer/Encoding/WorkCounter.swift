@@ -15,7 +15,7 @@ package final class WorkCounter: Sendable {
 
     @TaskLocal package static var current: WorkCounter?
 
-    private let counts = Mutex<[Kind: Int]>([:])
+    private let counts = Locked<[Kind: Int]>([:])
 
     package init() {}
 

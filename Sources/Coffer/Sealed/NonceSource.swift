@@ -25,7 +25,7 @@ final class NonceSource: Sendable {
         var owner: UInt64 = 0
     }
 
-    private let state = Mutex(Pool())
+    private let state = Locked(Pool())
 
     private init() {
         // In a forked child the generation moves on, so the pool inherited
