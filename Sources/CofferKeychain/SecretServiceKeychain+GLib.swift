@@ -81,7 +81,10 @@ extension SecretServiceKeychain {
     // MARK: libsecret and GLib plumbing
 
     func serialised<T: Sendable>(_ body: () throws -> T) throws -> T {
-        try Self.lock.withLock { _ in try crossProcessSerialised(body) }
+        try Self.lock.withLock { operations in
+            operations += 1
+            return try crossProcessSerialised(body)
+        }
     }
 
     func crossProcessSerialised<T>(_ body: () throws -> T) throws -> T {

@@ -35,8 +35,10 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {
     /// keyring), `session` (in memory until logout), or another alias.
     public let collection: String
     /// One lock for every instance: operations of different keychains share
-    /// libsecret's connection and the daemon's collection.
-    static let lock = Locked(())
+    /// libsecret's connection and the daemon's collection. It counts the
+    /// operations it has serialised (a lock around an empty value trips
+    /// ThreadSanitizer, which places the empty value on the lock's field).
+    static let lock = Locked(0)
     let service: UnsafeMutablePointer<SecretService>
     let schema: UnsafeMutablePointer<SecretSchema>
     let crossProcessLockPath: String?
