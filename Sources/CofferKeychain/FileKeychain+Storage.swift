@@ -107,16 +107,11 @@ extension FileKeychain {
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw KeychainError(.insecurePermissions, "\(path) is not a regular file")
         }
-        guard info.st_uid == geteuid() else {
-            throw KeychainError(
-                .insecurePermissions,
-                "the keychain file \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            throw KeychainError(
-                .insecurePermissions,
-                "the keychain file \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it"
-            )
+        // Owner and mode: the library's one check for files that hold secrets.
+        do {
+            try PrivateFile.check(descriptor: descriptor, path: path, what: "the keychain file")
+        } catch let error as CofferError {
+            throw KeychainError(error.code == .insecurePermissions ? .insecurePermissions : .io, error.description)
         }
         guard info.st_size <= 256 << 20 else {
             throw KeychainError(.corrupted, "\(path) is larger than a keychain can be (256 MiB)")
