@@ -113,7 +113,10 @@ import Glibc
         }
         let present = try setup.accounts()
         #expect(acknowledged.isSubset(of: present))
-        // The next write sweeps whatever a killed writer left.
+        // The next write sweeps whatever a killed writer left, once it is
+        // older than the two seconds that tell a dead writer from one
+        // between `open` and `flock` (AtomicFile.sweepStaleTemporaries).
+        sleep(3)
         #expect(
             try setup.coffer(["keychain", "add-password", "--service", "after", "--account", "x"], stdin: [1]).status
                 == 0)
