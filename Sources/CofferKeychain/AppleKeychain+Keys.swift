@@ -100,7 +100,7 @@ extension AppleKeychain {
             throw Self.error(error, doing: "read the peer's key")
         }
         let algorithm: SecKeyAlgorithm
-        switch kdf {
+        switch kdf.kind {
         case .x963SHA1: algorithm = .ecdhKeyExchangeCofactorX963SHA1
         case .x963SHA256: algorithm = .ecdhKeyExchangeCofactorX963SHA256
         case .x963SHA384: algorithm = .ecdhKeyExchangeCofactorX963SHA384

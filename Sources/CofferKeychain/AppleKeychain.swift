@@ -67,7 +67,7 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
     static func keyService(_ type: KeychainKeyType) -> String { "coffer.key." + type.rawValue }
 
     static func secKeyType(_ type: KeychainKeyType) -> (type: CFString, bits: Int) {
-        switch type {
+        switch type.kind {
         case .p256: (kSecAttrKeyTypeECSECPrimeRandom, 256)
         case .rsa2048: (kSecAttrKeyTypeRSA, 2048)
         case .rsa3072: (kSecAttrKeyTypeRSA, 3072)
@@ -77,7 +77,7 @@ public final class AppleKeychain: Keychain, @unchecked Sendable {  // immutable 
     }
 
     static func accessible(_ accessibility: Accessibility) -> CFString {
-        switch accessibility {
+        switch accessibility.kind {
         case .whenUnlocked: kSecAttrAccessibleWhenUnlocked
         case .afterFirstUnlock: kSecAttrAccessibleAfterFirstUnlock
         case .whenUnlockedThisDeviceOnly: kSecAttrAccessibleWhenUnlockedThisDeviceOnly

@@ -92,7 +92,7 @@ extension Keychain {
     public func generateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey? {
         let privateKey: AsymmetricPrivateKey?
         let bytes: [UInt8]
-        switch type {
+        switch type.kind {
         case .p256:
             let key = AsymmetricPrivateKey.p256(P256.Signing.PrivateKey())
             privateKey = key
@@ -102,7 +102,7 @@ extension Keychain {
             privateKey = key
             bytes = try KeyFiles.encode(key, as: .pkcs8, der: true)
         case .rsa2048, .rsa3072, .rsa4096:
-            let bits = type == .rsa2048 ? 2048 : type == .rsa3072 ? 3072 : 4096
+            let bits = type.kind == .rsa2048 ? 2048 : type.kind == .rsa3072 ? 3072 : 4096
             let key = AsymmetricPrivateKey.rsa(try _RSA.Signing.PrivateKey(keySize: .init(bitCount: bits)))
             privateKey = key
             bytes = try KeyFiles.encode(key, as: .pkcs8, der: true)

@@ -8,12 +8,37 @@ import Foundation
 /// cofactor variant is plain ECDH) or HKDF. The raw secret is only
 /// available through `insecureRawSharedSecret`.
 public enum KeyAgreement {
-    public enum KDF: String, CaseIterable, Sendable {
-        case x963SHA256 = "x963-sha256"
-        case x963SHA1 = "x963-sha1"
-        case x963SHA384 = "x963-sha384"
-        case x963SHA512 = "x963-sha512"
-        case hkdfSHA256 = "hkdf-sha256"
+    /// The KDF over the ECDH secret. A struct with static members, so that
+    /// a later release can add one without breaking switches; parsed and
+    /// printed by its raw value (`x963-sha256`, `hkdf-sha256`, …).
+    public struct KDF: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        package enum Kind: String, CaseIterable, Sendable {
+            case x963SHA256 = "x963-sha256"
+            case x963SHA1 = "x963-sha1"
+            case x963SHA384 = "x963-sha384"
+            case x963SHA512 = "x963-sha512"
+            case hkdfSHA256 = "hkdf-sha256"
+        }
+        /// For exhaustive switches inside the package.
+        package let kind: Kind
+
+        package init(_ kind: Kind) { self.kind = kind }
+        public init?(rawValue: String) {
+            guard let kind = Kind(rawValue: rawValue) else { return nil }
+            self.kind = kind
+        }
+        public var rawValue: String { kind.rawValue }
+        public var description: String { kind.rawValue }
+        public static var allCases: [KDF] { Kind.allCases.map(KDF.init) }
+
+        /// ANSI X9.63 with SHA-256 (Apple's ECDHKeyExchange…X963SHA256).
+        public static let x963SHA256 = KDF(.x963SHA256)
+        /// ANSI X9.63 with SHA-1, for peers that still use it.
+        public static let x963SHA1 = KDF(.x963SHA1)
+        public static let x963SHA384 = KDF(.x963SHA384)
+        public static let x963SHA512 = KDF(.x963SHA512)
+        /// HKDF-SHA-256 with an empty salt and `sharedInfo` as info.
+        public static let hkdfSHA256 = KDF(.hkdfSHA256)
     }
 
     /// Most a KDF is asked for: X9.63 and HKDF-SHA-256 both allow far
@@ -55,7 +80,7 @@ public enum KeyAgreement {
                 throw CofferError(.invalidArgument, "the derived size must be 1 to \(maximumSize) bytes, not \(size)")
             }
             let secret = try sharedSecret(with: peer)
-            return switch kdf {
+            return switch kdf.kind {
             case .x963SHA256:
                 secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: size)
             case .x963SHA1:

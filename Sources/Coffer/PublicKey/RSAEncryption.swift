@@ -6,12 +6,48 @@ import Foundation
 /// .rsaEncryptionOAEPSHA256 (or .rsaEncryptionOAEPSHA1): MGF1 with the
 /// same hash, empty label. swift-crypto's OAEP does the work.
 public enum RSAEncryption {
-    public enum Hash: String, CaseIterable, Sendable {
-        case sha256, sha1
+    /// OAEP's hash (and MGF1's). A struct with static members, so that a
+    /// later release can add one without breaking switches; parsed and
+    /// printed by its raw value (`sha256`, `sha1`).
+    public struct Hash: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        package enum Kind: String, CaseIterable, Sendable {
+            case sha256, sha1
+        }
+        /// For exhaustive switches inside the package.
+        package let kind: Kind
 
-        var padding: _RSA.Encryption.Padding { self == .sha256 ? .PKCS1_OAEP_SHA256 : .PKCS1_OAEP }
-        var byteCount: Int { self == .sha256 ? 32 : 20 }
-        var name: String { self == .sha256 ? "OAEP-SHA-256" : "OAEP-SHA-1" }
+        package init(_ kind: Kind) { self.kind = kind }
+        public init?(rawValue: String) {
+            guard let kind = Kind(rawValue: rawValue) else { return nil }
+            self.kind = kind
+        }
+        public var rawValue: String { kind.rawValue }
+        public var description: String { kind.rawValue }
+        public static var allCases: [Hash] { Kind.allCases.map(Hash.init) }
+
+        /// SHA-256 (SecKey's rsaEncryptionOAEPSHA256).
+        public static let sha256 = Hash(.sha256)
+        /// SHA-1 (SecKey's rsaEncryptionOAEPSHA1), for peers that still use it.
+        public static let sha1 = Hash(.sha1)
+
+        var padding: _RSA.Encryption.Padding {
+            switch kind {
+            case .sha256: .PKCS1_OAEP_SHA256
+            case .sha1: .PKCS1_OAEP
+            }
+        }
+        var byteCount: Int {
+            switch kind {
+            case .sha256: 32
+            case .sha1: 20
+            }
+        }
+        var name: String {
+            switch kind {
+            case .sha256: "OAEP-SHA-256"
+            case .sha1: "OAEP-SHA-1"
+            }
+        }
     }
 
     /// The largest message a key takes: k − 2h − 2 bytes.

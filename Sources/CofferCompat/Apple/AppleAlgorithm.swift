@@ -5,7 +5,10 @@ import Foundation
 /// spelling: Swift's (`eciesEncryptionCofactorVariableIVX963SHA256AESGCM`,
 /// with or without the leading dot) or the C constant
 /// (`kSecKeyAlgorithmECIESEncryptionCofactorVariableIVX963SHA256AESGCM`).
-public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
+///
+/// A struct with static members rather than an enum, so that a later
+/// release can add an algorithm without breaking code that switches.
+public struct AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
     public enum Hash: String, Sendable, CaseIterable {
         case sha1 = "SHA1"
         case sha224 = "SHA224"
@@ -14,12 +17,27 @@ public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
         case sha512 = "SHA512"
     }
 
+    package enum Kind: Sendable, Hashable {
+        case ecies(cofactor: Bool, variableIV: Bool, hash: Hash)
+        case rsaOAEPAESGCM(hash: Hash)
+        case ecdhKeyExchange(cofactor: Bool, hash: Hash?)
+    }
+    /// For exhaustive switches inside the package.
+    package let kind: Kind
+
+    package init(_ kind: Kind) { self.kind = kind }
+
     /// ECIES; `cofactor` names the Cofactor variant, which on the NIST
     /// curves (cofactor 1) computes exactly what Standard does.
-    case ecies(cofactor: Bool, variableIV: Bool, hash: Hash)
-    case rsaOAEPAESGCM(hash: Hash)
+    public static func ecies(cofactor: Bool, variableIV: Bool, hash: Hash) -> AppleAlgorithm {
+        AppleAlgorithm(.ecies(cofactor: cofactor, variableIV: variableIV, hash: hash))
+    }
+    /// RSA-OAEP wrapping an AES-GCM key (rsaEncryptionOAEP…AESGCM).
+    public static func rsaOAEPAESGCM(hash: Hash) -> AppleAlgorithm { AppleAlgorithm(.rsaOAEPAESGCM(hash: hash)) }
     /// ECDH key exchange; `hash` nil is the raw shared secret.
-    case ecdhKeyExchange(cofactor: Bool, hash: Hash?)
+    public static func ecdhKeyExchange(cofactor: Bool, hash: Hash?) -> AppleAlgorithm {
+        AppleAlgorithm(.ecdhKeyExchange(cofactor: cofactor, hash: hash))
+    }
 
     public init(_ name: String) throws {
         var text = name.trimmingCharacters(in: .whitespaces)
@@ -82,7 +100,7 @@ public enum AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
 
     /// The Swift spelling.
     public var description: String {
-        switch self {
+        switch kind {
         case let .ecies(cofactor, variableIV, hash):
             "eciesEncryption\(cofactor ? "Cofactor" : "Standard")\(variableIV ? "VariableIV" : "")X963\(hash.rawValue)AESGCM"
         case let .rsaOAEPAESGCM(hash): "rsaEncryptionOAEP\(hash.rawValue)AESGCM"

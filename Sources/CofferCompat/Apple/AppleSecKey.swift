@@ -28,7 +28,7 @@ public enum AppleSecKey {
     public static func encrypt(_ plaintext: some DataProtocol, to key: AppleKey, algorithm: AppleAlgorithm) throws
         -> Data
     {
-        switch (algorithm, key) {
+        switch (algorithm.kind, key) {
         case let (.ecies(_, variableIV, hash), .ecPublic(publicKey)):
             return try eciesEncrypt(Data(plaintext), to: publicKey, variableIV: variableIV, hash: hash)
         case let (.ecies(_, variableIV, hash), .ecPrivate(privateKey)):
@@ -47,7 +47,7 @@ public enum AppleSecKey {
     public static func decrypt(_ ciphertext: some DataProtocol, with key: AppleKey, algorithm: AppleAlgorithm) throws
         -> Data
     {
-        switch (algorithm, key) {
+        switch (algorithm.kind, key) {
         case let (.ecies(_, variableIV, hash), .ecPrivate(privateKey)):
             return try eciesDecrypt(Data(ciphertext), with: privateKey, variableIV: variableIV, hash: hash)
         case let (.rsaOAEPAESGCM(hash), .rsaPrivate(privateKey)):
@@ -67,7 +67,7 @@ public enum AppleSecKey {
         privateKey: AppleKey, publicKey: AppleKey, algorithm: AppleAlgorithm,
         size: Int, sharedInfo: [UInt8] = []
     ) throws -> [UInt8] {
-        guard case let .ecdhKeyExchange(_, hash) = algorithm else {
+        guard case let .ecdhKeyExchange(_, hash) = algorithm.kind else {
             throw CofferError(.invalidArgument, "\(algorithm) is not a key exchange algorithm")
         }
         guard case let .ecPrivate(mine) = privateKey else {
@@ -246,7 +246,7 @@ public enum AppleSecKey {
 
 extension AppleAlgorithm {
     var keyKind: String {
-        switch self {
+        switch kind {
         case .ecies: "an EC (P-256/384/521)"
         case .rsaOAEPAESGCM: "an RSA"
         case .ecdhKeyExchange: "an EC"
