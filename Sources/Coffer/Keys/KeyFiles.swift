@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import SwiftASN1
 
 /// Reading and writing key files. The format is detected from the bytes:
 /// PEM or DER PKCS#8 / SPKI, PKCS#1 (RSA), SEC 1 (EC), OpenSSH, and Apple's
@@ -16,17 +17,6 @@ public enum KeyFiles {
         "PEM or DER PKCS#8 (\"PRIVATE KEY\"), PKCS#1 (\"RSA PRIVATE KEY\"), SEC 1 (\"EC PRIVATE KEY\"), OpenSSH (\"OPENSSH PRIVATE KEY\"), or Apple's external representation (04 ‖ X ‖ Y ‖ D)"
     static let publicFormats =
         "PEM or DER SPKI (\"PUBLIC KEY\"), PKCS#1 (\"RSA PUBLIC KEY\"), an OpenSSH public key line, or Apple's external representation (04 ‖ X ‖ Y, or RSA PKCS#1 DER)"
-
-    // ML-DSA-65 (id-ml-dsa-65, 2.16.840.1.101.3.4.3.18), RFC 9881: the
-    // seed-only private key form and the SPKI, as fixed DER prefixes.
-    static let mldsa65PKCS8Prefix: [UInt8] = [
-        0x30, 0x34, 0x02, 0x01, 0x00, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12,
-        0x04, 0x22, 0x80, 0x20,
-    ]
-    static let mldsa65SPKIPrefix: [UInt8] = [
-        0x30, 0x82, 0x07, 0xb2, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, 0x12, 0x03,
-        0x82, 0x07, 0xa1, 0x00,
-    ]
 
     // MARK: reading
 
@@ -68,18 +58,22 @@ public enum KeyFiles {
 
     static func privateKey(der: [UInt8]) -> AsymmetricPrivateKey? {
         guard der.first == 0x30 else { return nil }
-        if der.count == mldsa65PKCS8Prefix.count + 32, der.starts(with: mldsa65PKCS8Prefix),
-            let key = try? MLDSA65.PrivateKey(seedRepresentation: der.suffix(32), publicKey: nil)
-        {
-            return .mldsa65(key)
-        }
         // swift-crypto's Curve25519 DER readers do not tell Ed25519 from
         // X25519 by the OID, so the OID decides here.
-        switch rfc8410Algorithm(der, isPrivate: true) {
-        case 0x70: return (try? Curve25519.Signing.PrivateKey(derRepresentation: der)).map { .ed25519($0) }
-        case 0x6e: return (try? Curve25519.KeyAgreement.PrivateKey(derRepresentation: der)).map { .x25519($0) }
-        case .some: return nil
-        case nil: break
+        if let outer = KeyStructures.pkcs8(der) {
+            switch outer.algorithm {
+            case KeyStructures.mldsa65:
+                return KeyStructures.mldsa65Seed(outer).flatMap {
+                    try? MLDSA65.PrivateKey(seedRepresentation: $0, publicKey: nil)
+                }.map { .mldsa65($0) }
+            case KeyStructures.ed25519:
+                return (try? Curve25519.Signing.PrivateKey(derRepresentation: der)).map { .ed25519($0) }
+            case KeyStructures.x25519:
+                return (try? Curve25519.KeyAgreement.PrivateKey(derRepresentation: der)).map { .x25519($0) }
+            case let oid where KeyStructures.isRFC8410(oid):
+                return nil
+            default: break
+            }
         }
         if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
@@ -139,35 +133,24 @@ public enum KeyFiles {
 
     static func publicKey(der: [UInt8]) -> AsymmetricPublicKey? {
         guard der.first == 0x30 else { return nil }
-        if der.count == mldsa65SPKIPrefix.count + 1952, der.starts(with: mldsa65SPKIPrefix),
-            let key = try? MLDSA65.PublicKey(rawRepresentation: der.suffix(1952))
-        {
-            return .mldsa65(key)
-        }
-        switch rfc8410Algorithm(der, isPrivate: false) {
-        case 0x70: return (try? Curve25519.Signing.PublicKey(derRepresentation: der)).map { .ed25519($0) }
-        case 0x6e: return (try? Curve25519.KeyAgreement.PublicKey(derRepresentation: der)).map { .x25519($0) }
-        case .some: return nil
-        case nil: break
+        if let outer = KeyStructures.spki(der) {
+            switch outer.algorithm {
+            case KeyStructures.mldsa65:
+                return (try? MLDSA65.PublicKey(rawRepresentation: outer.key)).map { .mldsa65($0) }
+            case KeyStructures.ed25519:
+                return (try? Curve25519.Signing.PublicKey(derRepresentation: der)).map { .ed25519($0) }
+            case KeyStructures.x25519:
+                return (try? Curve25519.KeyAgreement.PublicKey(derRepresentation: der)).map { .x25519($0) }
+            case let oid where KeyStructures.isRFC8410(oid):
+                return nil
+            default: break
+            }
         }
         if let key = try? P256.Signing.PublicKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PublicKey(derRepresentation: der) { return .p384(key) }
         if let key = try? P521.Signing.PublicKey(derRepresentation: der) { return .p521(key) }
         if let key = try? _RSA.Signing.PublicKey(derRepresentation: der) { return .rsa(key) }
         return nil
-    }
-
-    /// The last byte of an RFC 8410 algorithm OID 1.3.101.x (0x6e X25519,
-    /// 0x70 Ed25519, …) when `der` is a PKCS#8 / SPKI structure with one.
-    static func rfc8410Algorithm(_ der: [UInt8], isPrivate: Bool) -> UInt8? {
-        var reader = DERReader(der)
-        guard var outer = try? reader.element(tag: 0x30) else { return nil }
-        if isPrivate { guard (try? outer.element(tag: 0x02)) != nil else { return nil } }
-        guard var algorithm = try? outer.element(tag: 0x30), let oid = try? algorithm.element(tag: 0x06) else {
-            return nil
-        }
-        let bytes = oid.contents
-        return bytes.count == 3 && bytes[0] == 0x2b && bytes[1] == 0x65 ? bytes[2] : nil
     }
 
     // MARK: writing
@@ -187,26 +170,27 @@ public enum KeyFiles {
         case (.pkcs8, .p521(let key)):
             return der ? Array(key.derRepresentation) : Array(key.pemRepresentation.utf8) + [0x0a]
         case (.pkcs8, .rsa(let key)): return out("PRIVATE KEY", key.pkcs8DERRepresentation)
-        case (.pkcs8, .mldsa65(let key)): return out("PRIVATE KEY", mldsa65PKCS8Prefix + key.seedRepresentation)
+        case (.pkcs8, .mldsa65(let key)):
+            return out("PRIVATE KEY", try KeyStructures.mldsa65PKCS8(seed: key.seedRepresentation))
         case (.pkcs1, .rsa(let key)): return out("RSA PRIVATE KEY", key.derRepresentation)
         case (.apple, .rsa(let key)): return Array(key.derRepresentation)
         case (.sec1, .p256(let key)):
             return out(
                 "EC PRIVATE KEY",
-                sec1(
-                    scalar: key.rawRepresentation, curve: [0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07],
+                try KeyStructures.sec1(
+                    scalar: key.rawRepresentation, curve: .NamedCurves.secp256r1,
                     point: key.publicKey.x963Representation))
         case (.sec1, .p384(let key)):
             return out(
                 "EC PRIVATE KEY",
-                sec1(
-                    scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x22],
+                try KeyStructures.sec1(
+                    scalar: key.rawRepresentation, curve: .NamedCurves.secp384r1,
                     point: key.publicKey.x963Representation))
         case (.sec1, .p521(let key)):
             return out(
                 "EC PRIVATE KEY",
-                sec1(
-                    scalar: key.rawRepresentation, curve: [0x2b, 0x81, 0x04, 0x00, 0x23],
+                try KeyStructures.sec1(
+                    scalar: key.rawRepresentation, curve: .NamedCurves.secp521r1,
                     point: key.publicKey.x963Representation))
         case (.apple, .p256(let key)): return Array(key.x963Representation)
         case (.apple, .p384(let key)): return Array(key.x963Representation)
@@ -232,7 +216,8 @@ public enum KeyFiles {
         case (.spki, .p384(let key)): return out("PUBLIC KEY", key.derRepresentation)
         case (.spki, .p521(let key)): return out("PUBLIC KEY", key.derRepresentation)
         case (.spki, .rsa(let key)): return out("PUBLIC KEY", key.derRepresentation)
-        case (.spki, .mldsa65(let key)): return out("PUBLIC KEY", mldsa65SPKIPrefix + key.rawRepresentation)
+        case (.spki, .mldsa65(let key)):
+            return out("PUBLIC KEY", try KeyStructures.mldsa65SPKI(publicKey: key.rawRepresentation))
         case (.pkcs1, .rsa(let key)): return out("RSA PUBLIC KEY", key.pkcs1DERRepresentation)
         case (.apple, .rsa(let key)): return Array(key.pkcs1DERRepresentation)
         case (.apple, .p256(let key)): return Array(key.x963Representation)
@@ -245,53 +230,5 @@ public enum KeyFiles {
             throw CofferError(
                 .invalidArgument, "this \(key.algorithm) public key cannot be written as \(format.rawValue)")
         }
-    }
-
-    /// SEC 1 (RFC 5915) ECPrivateKey with the curve named and the public
-    /// key included, as `openssl ec` writes it.
-    static func sec1(scalar: Data, curve: [UInt8], point: Data) -> [UInt8] {
-        let body =
-            DERWriter.element(0x02, [0x01]) + DERWriter.element(0x04, Array(scalar))
-            + DERWriter.element(0xa0, DERWriter.element(0x06, curve))
-            + DERWriter.element(0xa1, DERWriter.element(0x03, [0x00] + Array(point)))
-        return DERWriter.element(0x30, body)
-    }
-}
-
-enum DERWriter {
-    static func element(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
-        let count = contents.count
-        let length: [UInt8] =
-            count < 0x80
-            ? [UInt8(count)]
-            : count < 0x100 ? [0x81, UInt8(count)] : [0x82, UInt8(count >> 8), UInt8(count & 0xff)]
-        return [tag] + length + contents
-    }
-}
-
-/// Definite-length DER elements, enough to walk a PKCS#8 structure.
-struct DERReader {
-    private var bytes: ArraySlice<UInt8>
-    var contents: [UInt8] { Array(bytes) }
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
-
-    mutating func element(tag: UInt8) throws -> DERReader {
-        guard bytes.count >= 2, bytes.first == tag else { throw CofferError(.malformed, "unexpected DER structure") }
-        var index = bytes.startIndex + 1
-        var length = Int(bytes[index])
-        index += 1
-        if length & 0x80 != 0 {
-            let count = length & 0x7f
-            guard count >= 1, count <= 3, bytes.endIndex - index >= count else {
-                throw CofferError(.malformed, "bad DER length")
-            }
-            length = bytes[index..<(index + count)].reduce(0) { $0 << 8 | Int($1) }
-            index += count
-        }
-        guard bytes.endIndex - index >= length else { throw CofferError(.malformed, "truncated DER element") }
-        let element = DERReader(Array(bytes[index..<(index + length)]))
-        bytes = bytes[(index + length)...]
-        return element
     }
 }
