@@ -134,11 +134,11 @@ extension FileKeychain {
     /// lock) reuse it only when the bytes are the same. The rollback mark
     /// is read before the file, so a concurrent writer raises no false alarm.
     func load(_ cache: inout Cache, trusting: Bool, checkRollback: Bool = true) throws
-        -> (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+        -> Loaded
     {
         let mark = checkRollback ? try guarded { try rollbackGuard?.highWaterMark(for: guardKey) } : nil
         let (read, identity) = try readFile(trusting: trusting, lastIdentity: cache.lastRead?.identity)
-        let loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+        let loaded: Loaded
         if let bytes = read {
             let digest = Array(SHA256.hash(data: bytes))
             if let lastRead = cache.lastRead, lastRead.digest == digest {
@@ -159,90 +159,14 @@ extension FileKeychain {
         return loaded
     }
 
-    func parse(_ bytes: [UInt8], _ cache: inout Cache) throws -> (
-        store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64
-    ) {
-        guard bytes.count >= 14, Array(bytes.prefix(4)) == FileKeychain.magic else {
-            throw KeychainError(.corrupted, "\(path) is not a Coffer keychain (or its first bytes are damaged)")
-        }
-        guard bytes[4] == FileKeychain.version else {
-            throw KeychainError(
-                .unsupportedVersion,
-                "keychain format version \(bytes[4]) is not supported (only \(FileKeychain.version))")
-        }
-        let generation = bytes[5..<13].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let slotCount = Int(bytes[13])
-        guard slotCount <= FileKeychain.maximumSlots else {
-            throw KeychainError(
-                .corrupted,
-                "\(path) declares \(slotCount) key slots; at most \(FileKeychain.maximumSlots) are read (refused before any work)"
-            )
-        }
-        let headerEnd = 14 + slotCount * FileKeychain.slotSize
-        guard slotCount >= 1, bytes.count >= headerEnd + 28 else {
-            throw KeychainError(.corrupted, "\(path) is truncated")
-        }
-        let slots = Array(bytes[14..<headerEnd])
-        let dataKey: SymmetricKey
-        if let cached = cache.cached, cached.slots == slots {
-            dataKey = cached.dataKey
-        } else {
-            dataKey = try unlock(slots: slots, count: slotCount)
-            cache.cached = (slots, dataKey)
-        }
-        let body: Data
-        do {
-            body = try AES.GCM._SIV.open(
-                AES.GCM._SIV.SealedBox(combined: bytes[headerEnd...]), using: dataKey,
-                authenticating: Array(bytes[..<headerEnd]))
-        } catch {
-            throw KeychainError(.corrupted, "\(path) does not authenticate: it was damaged or changed outside Coffer")
-        }
-        do {
-            return (try JSONDecoder().decode(ItemStore.self, from: body), slots, dataKey, generation)
-        } catch {
-            throw KeychainError(.corrupted, "\(path)'s items do not parse")
-        }
-    }
-
-    func unlock(slots: [UInt8], count: Int) throws -> SymmetricKey {
-        var lastError = KeychainError(.authenticationFailed, "no key slot of \(path) opens with this secret")
-        for index in 0..<count {
-            let slot = Array(slots[(index * FileKeychain.slotSize)..<((index + 1) * FileKeychain.slotSize)])
-            let kind = slot[0]
-            let params = Array(slot[1..<4])
-            let salt = Array(slot[4..<20])
-            let key: SymmetricKey
-            do { key = try FileKeychain.slotKey(secret, kind: kind, params: params, salt: salt) } catch let error
-                as KeychainError
-            {
-                lastError = error
-                continue
-            } catch let error as CofferError where error.code == .unsupported {
-                throw KeychainError(.corrupted, "\(path): \(error)")
-            } catch let error as CofferError {
-                throw KeychainError(.corrupted, "\(path): \(error)")
-            }
-            if let unwrapped = try? AES.GCM._SIV.open(
-                AES.GCM._SIV.SealedBox(combined: slot[20...]), using: key,
-                authenticating: FileKeychain.slotAAD(kind, params, salt))
-            {
-                return SymmetricKey(data: unwrapped)
-            }
-            lastError = KeychainError(
-                .authenticationFailed, "wrong passphrase or key file for \(path) (or its key slot is damaged)")
-        }
-        throw lastError
-    }
-
     func write(
-        _ store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64, replace: Bool,
+        _ store: ItemStore, slots: [KeySlot], dataKey: SymmetricKey, generation: UInt64, replace: Bool,
         _ cache: inout Cache
     ) throws {
-        var header = FileKeychain.magic + [FileKeychain.version]
-        header += withUnsafeBytes(of: generation.bigEndian, Array.init)
-        header.append(UInt8(slots.count / FileKeychain.slotSize))
-        header += slots
+        let slotBytes = slots.flatMap(\.serialized)
+        let header =
+            FileKeychain.magic + [FileKeychain.version] + withUnsafeBytes(of: generation.bigEndian, Array.init)
+            + [UInt8(slots.count)] + slotBytes
         let items = try JSONEncoder().encode(store)
         let body = try AES.GCM._SIV.seal(items, using: dataKey, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
             .combined
@@ -273,7 +197,7 @@ extension FileKeychain {
                 [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size)] + modified, digest,
                 (store, slots, dataKey, generation)
             )
-            cache.cached = (slots, dataKey)
+            cache.cached = (slotBytes, dataKey, slots)
         }
     }
 }

@@ -13,36 +13,22 @@ import Darwin
 /// The default keychain on Linux: one encrypted file per keychain
 /// (docs/keychain.md).
 ///
-///     "CKC1" ‖ version 1 ‖ generation (8) ‖ slot count (1)
-///     ‖ slots: kind (0 key file, 1 scrypt) ‖ log2 N, r, p ‖ salt 16 ‖ wrapped data key (12 + 32 + 16)
+///     "CKC1" ‖ version 2 ‖ generation (8) ‖ slot count (1) ‖ key slots
 ///     ‖ nonce 12 ‖ AES-256-GCM-SIV(items) ‖ tag 16          (AAD = the whole header)
 ///
-/// Each slot wraps the same random data key under a key from a passphrase
-/// (scrypt) or a key file (HKDF); the body is sealed with the data key and
-/// authenticates the header. Writes hold an exclusive `flock` on a separate
+/// Each `KeySlot` (Coffer; docs/key-slots.md, binding "CKC1" ‖ 2) wraps the same
+/// random data key for a passphrase (scrypt or PBKDF2) or a key; the body
+/// is sealed with the data key and authenticates the header. Version 1
+/// files (fixed-size slots of their own) are read and rewritten as
+/// version 2 by the next write (`FileKeychain+Format.swift`). Writes hold an exclusive `flock` on a separate
 /// lock file, re-read, apply, write a 0600 temporary file, fsync, rename,
 /// fsync the folder, all under the lock (`FileKeychain+Storage.swift`).
 /// Reads refuse files or folders open to others, symlinks, and KDF
 /// parameters above the cap, before any work.
 public final class FileKeychain: Keychain, Sendable {
-    /// What unlocks a file keychain; never printed.
-    public enum Secret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-        case password([UInt8])
-        case keyFile(SymmetricKey)
-
-        public var description: String {
-            switch self {
-            case .password: "FileKeychain.Secret.password(<redacted>)"
-            case .keyFile: "FileKeychain.Secret.keyFile(<redacted>)"
-            }
-        }
-        public var debugDescription: String { description }
-        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
-    }
-
     public let path: String
     let directory: String
-    let secret: Secret
+    let secret: UnlockSecret
     /// Where the highest generation written is kept (the per-user state
     /// file by default); an older file at `path` is `rolledBack`.
     public let rollbackGuard: (any RollbackGuard)?
@@ -51,7 +37,7 @@ public final class FileKeychain: Keychain, Sendable {
     /// What this object remembers between calls, behind one mutex.
     struct Cache: Sendable {
         /// The data key, and the slot bytes it came from (re-derived only when they change).
-        var cached: (slots: [UInt8], dataKey: SymmetricKey)?
+        var cached: (slotBytes: [UInt8], dataKey: SymmetricKey, slots: [KeySlot])?
         /// The last file read or written: its identity (device, inode, size,
         /// mtime) for lock-free reads, and the SHA-256 of its bytes, which a
         /// read-modify-write compares before reusing the decrypted items (an
@@ -59,14 +45,16 @@ public final class FileKeychain: Keychain, Sendable {
         var lastRead:
             (
                 identity: [Int64], digest: [UInt8],
-                loaded: (store: ItemStore, slots: [UInt8], dataKey: SymmetricKey, generation: UInt64)
+                loaded: Loaded
             )?
     }
     let cache = Locked(Cache())
 
+    /// A keychain's contents as read: the items, the key slots, the data key and the generation.
+    typealias Loaded = (store: ItemStore, slots: [KeySlot], dataKey: SymmetricKey, generation: UInt64)
+
     static let magic = Array("CKC1".utf8)
-    static let version: UInt8 = 1
-    static let slotSize = 1 + 3 + 16 + 60
+    static let version: UInt8 = 2
 
     /// `COFFER_KEYCHAIN_DIR`, else `$XDG_DATA_HOME/coffer/keychains`, else `~/.local/share/coffer/keychains`.
     public static var defaultDirectory: String {
@@ -85,7 +73,7 @@ public final class FileKeychain: Keychain, Sendable {
         return defaultDirectory + "/" + name + ".keychain"
     }
 
-    init(path: String, secret: Secret, rollbackGuard: (any RollbackGuard)?) {
+    init(path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)?) {
         self.path = path
         directory =
             (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
@@ -105,7 +93,7 @@ public final class FileKeychain: Keychain, Sendable {
 
     /// Creates a new, empty keychain file (its folder too, 0700); never overwrites.
     public static func create(
-        path: String, secret: Secret, kdf: PasswordKDF = .defaultScrypt,
+        path: String, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> FileKeychain {
         let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
@@ -114,9 +102,8 @@ public final class FileKeychain: Keychain, Sendable {
             var exists = stat()
             guard lstat(path, &exists) != 0 else { throw KeychainError(.duplicateItem, "\(path) already exists") }
             let dataKey = SymmetricKey(size: .bits256)
-            let slots = try FileKeychain.slot(for: secret, dataKey: dataKey, kdf: kdf)
+            let slots = [try FileKeychain.slot(for: secret, dataKey: dataKey, kdf: kdf)]
             try keychain.write(ItemStore(), slots: slots, dataKey: dataKey, generation: 1, replace: false, &cache)
-            cache.cached = (slots, dataKey)
             try keychain.guarded { try keychain.rollbackGuard?.reset(keychain.guardKey, to: 1) }
         }
         return keychain
@@ -124,7 +111,7 @@ public final class FileKeychain: Keychain, Sendable {
 
     /// Opens an existing keychain and checks that `secret` unlocks it.
     public static func open(
-        path: String, secret: Secret,
+        path: String, secret: UnlockSecret,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> FileKeychain {
         let keychain = FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard)
@@ -147,11 +134,11 @@ public final class FileKeychain: Keychain, Sendable {
     /// old copy of the file and the old secret therefore open nothing
     /// written after the change; what the old copy itself held stays
     /// exposed to whoever has both (docs/keychain.md, "Threat model").
-    public func changeSecret(to newSecret: Secret, kdf: PasswordKDF = .defaultScrypt) throws -> FileKeychain {
+    public func changeSecret(to newSecret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt) throws -> FileKeychain {
         try withWriteLock { cache in
             let (store, _, _, generation) = try load(&cache, trusting: false)
             let dataKey = SymmetricKey(size: .bits256)
-            let slots = try FileKeychain.slot(for: newSecret, dataKey: dataKey, kdf: kdf)
+            let slots = [try FileKeychain.slot(for: newSecret, dataKey: dataKey, kdf: kdf)]
             try write(store, slots: slots, dataKey: dataKey, generation: generation + 1, replace: true, &cache)
         }
         return try FileKeychain.open(path: path, secret: newSecret, rollbackGuard: rollbackGuard)
@@ -161,7 +148,7 @@ public final class FileKeychain: Keychain, Sendable {
     /// the rollback mark (a backup restored on purpose), after checking that
     /// `secret` opens it. Returns its generation.
     public static func acceptCurrentGeneration(
-        path: String, secret: Secret,
+        path: String, secret: UnlockSecret,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> UInt64 {
         try FileKeychain(path: path, secret: secret, rollbackGuard: rollbackGuard).acceptCurrentGeneration()
@@ -189,53 +176,5 @@ public final class FileKeychain: Keychain, Sendable {
     /// The generation counter: how many writes the file has seen.
     public func generation() throws -> UInt64 {
         try withLocked { cache in try load(&cache, trusting: true).generation }
-    }
-
-    // MARK: slots
-
-    static func slotKey(_ secret: Secret, kind: UInt8, params: [UInt8], salt: [UInt8]) throws -> SymmetricKey {
-        switch (secret, kind) {
-        case let (.password(password), 1):
-            return try PasswordKDF.scrypt(logN: params[0], r: params[1], p: params[2]).derive(
-                password: password, salt: salt)
-        case let (.keyFile(key), 0):
-            return HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: key, salt: salt, info: Array("coffer keychain v1 key file slot".utf8),
-                outputByteCount: 32)
-        case (.password, 0):
-            throw KeychainError(.authenticationFailed, "this keychain is locked with a key file, not a passphrase")
-        case (.keyFile, 1):
-            throw KeychainError(.authenticationFailed, "this keychain is locked with a passphrase, not a key file")
-        default:
-            throw KeychainError(.unsupportedVersion, "key slot kind \(kind) is not supported")
-        }
-    }
-
-    static func slot(for secret: Secret, dataKey: SymmetricKey, kdf: PasswordKDF) throws -> [UInt8] {
-        let salt = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-        let kind: UInt8
-        let params: [UInt8]
-        switch (secret, kdf) {
-        case (.keyFile, _):
-            kind = 0
-            params = [0, 0, 0]
-        case let (.password(password), .scrypt(logN, r, p)):
-            guard !password.isEmpty else { throw KeychainError(.invalidArgument, "the passphrase is empty") }
-            kind = 1
-            params = [logN, r, p]
-        case (.password, .pbkdf2SHA256):
-            throw KeychainError(.invalidArgument, "keychain passphrases use scrypt")
-        }
-        let key = try slotKey(secret, kind: kind, params: params, salt: salt)
-        let wrapped = try dataKey.withUnsafeBytes {
-            try AES.GCM._SIV.seal(
-                Array($0), using: key, nonce: AES.GCM._SIV.Nonce(), authenticating: slotAAD(kind, params, salt)
-            ).combined
-        }
-        return [kind] + params + salt + Array(wrapped)
-    }
-
-    static func slotAAD(_ kind: UInt8, _ params: [UInt8], _ salt: [UInt8]) -> [UInt8] {
-        Array("CKC1 slot".utf8) + [kind] + params + salt
     }
 }

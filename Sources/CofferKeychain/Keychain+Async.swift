@@ -5,7 +5,7 @@ import Coffer
 /// the Secret Service and Apple's keychain make blocking IPC calls).
 ///
 /// ```swift
-/// let keychain = try FileKeychain.open(path: path, secret: .keyFile(key))
+/// let keychain = try FileKeychain.open(path: path, secret: .key(key))
 /// let token = try await keychain.copyData(.password(service: "api", account: "me"))
 /// ```
 extension Keychain {

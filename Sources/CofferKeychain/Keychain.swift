@@ -57,66 +57,6 @@ public enum ItemClass: String, Codable, Sendable, CaseIterable {
     case key
 }
 
-/// The key types a keychain generates and stores.
-///
-/// A struct with static members rather than an enum, so that a later
-/// release can add a type without breaking code that switches over them.
-/// Stored and parsed by its raw value (`p256`, `rsa2048`, …).
-public struct KeychainKeyType: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible {
-    package enum Kind: String, CaseIterable, Sendable {
-        case p256, x25519, rsa2048, rsa3072, rsa4096, symmetric256
-    }
-    /// For exhaustive switches inside the package.
-    package let kind: Kind
-
-    package init(_ kind: Kind) { self.kind = kind }
-    public init?(rawValue: String) {
-        guard let kind = Kind(rawValue: rawValue) else { return nil }
-        self.kind = kind
-    }
-    public var rawValue: String { kind.rawValue }
-    public var description: String { kind.rawValue }
-    public static var allCases: [KeychainKeyType] { Kind.allCases.map(KeychainKeyType.init) }
-
-    /// A P-256 key-agreement key (the Secure Enclave's curve).
-    public static let p256 = KeychainKeyType(.p256)
-    /// An X25519 key-agreement key.
-    public static let x25519 = KeychainKeyType(.x25519)
-    /// RSA keys for OAEP, of 2048, 3072 and 4096 bits.
-    public static let rsa2048 = KeychainKeyType(.rsa2048)
-    public static let rsa3072 = KeychainKeyType(.rsa3072)
-    public static let rsa4096 = KeychainKeyType(.rsa4096)
-    /// A 256-bit symmetric key.
-    public static let symmetric256 = KeychainKeyType(.symmetric256)
-}
-
-/// When an item may be read (kSecAttrAccessible…): stored everywhere,
-/// enforced only by the Apple backend. A struct with static members, so
-/// that Apple's next class can be added without breaking switches.
-public struct Accessibility: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible {
-    package enum Kind: String, CaseIterable, Sendable {
-        case whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly,
-            whenPasscodeSetThisDeviceOnly
-    }
-    /// For exhaustive switches inside the package.
-    package let kind: Kind
-
-    package init(_ kind: Kind) { self.kind = kind }
-    public init?(rawValue: String) {
-        guard let kind = Kind(rawValue: rawValue) else { return nil }
-        self.kind = kind
-    }
-    public var rawValue: String { kind.rawValue }
-    public var description: String { kind.rawValue }
-    public static var allCases: [Accessibility] { Kind.allCases.map(Accessibility.init) }
-
-    public static let whenUnlocked = Accessibility(.whenUnlocked)
-    public static let afterFirstUnlock = Accessibility(.afterFirstUnlock)
-    public static let whenUnlockedThisDeviceOnly = Accessibility(.whenUnlockedThisDeviceOnly)
-    public static let afterFirstUnlockThisDeviceOnly = Accessibility(.afterFirstUnlockThisDeviceOnly)
-    public static let whenPasscodeSetThisDeviceOnly = Accessibility(.whenPasscodeSetThisDeviceOnly)
-}
-
 /// An item's attributes (never its secret).
 public struct KeychainItem: Codable, Sendable, Equatable {
     public var itemClass: ItemClass
@@ -256,23 +196,6 @@ public struct KeychainChanges: Sendable {
         changed.modified = now
         return changed
     }
-}
-
-/// Secret bytes: printed as `<redacted>`, compared in constant time.
-public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable
-{
-    private let storage: [UInt8]
-    public init(_ bytes: some Sequence<UInt8>) { storage = Array(bytes) }
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try storage.withUnsafeBytes(body)
-    }
-    public var count: Int { storage.count }
-    /// The bytes themselves: an explicit act.
-    public func revealed() -> [UInt8] { storage }
-    public var description: String { "SecretBytes(\(storage.count) bytes, <redacted>)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: ["count": storage.count]) }
-    public static func == (lhs: SecretBytes, rhs: SecretBytes) -> Bool { ConstantTime.equal(lhs.storage, rhs.storage) }
 }
 
 /// Apple's keychain model, on every platform (docs/keychain.md).

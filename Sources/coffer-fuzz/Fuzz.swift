@@ -97,7 +97,7 @@ enum FuzzTarget {
         let path = keychainFolder + "/fuzz.keychain"
         if FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) {
             do {
-                _ = try FileKeychain.open(path: path, secret: .keyFile(keychainKey)).copyMatching(.password())
+                _ = try FileKeychain.open(path: path, secret: .key(keychainKey)).copyMatching(.password())
             } catch is KeychainError {} catch {
                 fatalError("FileKeychain threw a non-keychain error: \(error)")
             }

@@ -30,7 +30,7 @@ extension ConformanceTests {
         try KeychainConformance.run {
             index += 1
             return try FileKeychain.create(
-                path: folder.path + "/k\(index).keychain", secret: .keyFile(SymmetricKey(size: .bits256)))
+                path: folder.path + "/k\(index).keychain", secret: .key(SymmetricKey(size: .bits256)))
         }
     }
 

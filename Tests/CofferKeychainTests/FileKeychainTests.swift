@@ -12,7 +12,7 @@ import Glibc
 /// leaves the previous contents intact.
 @Suite struct FileKeychainTests {
     static let fast = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
-    let password = FileKeychain.Secret.password(Array("correct password".utf8))
+    let password = UnlockSecret.password(Array("correct password".utf8))
 
     func makeKeychain(_ folder: KeychainFolder) throws -> FileKeychain {
         let keychain = try FileKeychain.create(path: folder.keychain, secret: password, kdf: Self.fast)
@@ -56,7 +56,7 @@ import Glibc
             _ = try FileKeychain.open(path: folder.keychain, secret: .password(Array("wrong".utf8)))
         }
         expectCode(.authenticationFailed) {
-            _ = try FileKeychain.open(path: folder.keychain, secret: .keyFile(SymmetricKey(size: .bits256)))
+            _ = try FileKeychain.open(path: folder.keychain, secret: .key(SymmetricKey(size: .bits256)))
         }
         let before = try keychain.generation()
         let changed = try keychain.changeSecret(to: .password(Array("new password".utf8)), kdf: Self.fast)

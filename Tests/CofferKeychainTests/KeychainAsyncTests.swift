@@ -1,3 +1,4 @@
+import Coffer
 import CofferKeychain
 import Testing
 

@@ -25,7 +25,7 @@ import Glibc
     /// open the new body (the library side of the reviewer's kcattack.py).
     @Test func F1_changeSecretUsesANewDataKey() throws {
         let folder = try KeychainFolder()
-        let old = FileKeychain.Secret.password(Array("old".utf8))
+        let old = UnlockSecret.password(Array("old".utf8))
         let keychain = try FileKeychain.create(
             path: folder.keychain, secret: old, kdf: Self.fast, rollbackGuard: marks(folder))
         try keychain.add(.password(service: "s", account: "before"), data: SecretBytes(Array("one".utf8)))
@@ -33,19 +33,24 @@ import Glibc
         let changed = try keychain.changeSecret(to: .password(Array("new".utf8)), kdf: Self.fast)
         try changed.add(.password(service: "s", account: "after"), data: SecretBytes(Array("two".utf8)))
         let newBytes = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
-        // Unwrap the old slot with the old passphrase, as an attacker would.
-        let slot = Array(oldCopy[14..<(14 + 80)])
-        let slotKey = try PasswordKDF.scrypt(logN: slot[1], r: slot[2], p: slot[3]).derive(
-            password: Array("old".utf8), salt: Array(slot[4..<20]))
-        let oldDataKey = try AES.GCM._SIV.open(
-            AES.GCM._SIV.SealedBox(combined: slot[20...]), using: slotKey,
-            authenticating: Array("CKC1 slot".utf8) + Array(slot[0..<4]) + Array(slot[4..<20]))
-        let headerEnd = 14 + Int(newBytes[13]) * 80
+        // Unwrap the old slot with the old passphrase, as an attacker would
+        // (version 2: key slots from byte 14, bound to "CKC1" ‖ 2).
+        var oldSlots = oldCopy[14...]
+        let oldDataKey = try KeySlot.read(from: &oldSlots).unwrap(with: old, binding: Array("CKC1".utf8) + [2])
+        var newSlots = newBytes[14...]
+        for _ in 0..<newBytes[13] { _ = try KeySlot.read(from: &newSlots) }
+        let headerEnd = newSlots.startIndex
         #expect(throws: (any Error).self) {
             _ = try AES.GCM._SIV.open(
-                AES.GCM._SIV.SealedBox(combined: newBytes[headerEnd...]), using: SymmetricKey(data: oldDataKey),
+                AES.GCM._SIV.SealedBox(combined: newBytes[headerEnd...]), using: oldDataKey,
                 authenticating: Array(newBytes[..<headerEnd]))
         }
+        // The old data key still opens the old copy: the attack is real, and the test can fail.
+        let oldHeaderEnd = 14 + 80
+        #expect(
+            (try? AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: oldCopy[oldHeaderEnd...]), using: oldDataKey,
+                authenticating: Array(oldCopy[..<oldHeaderEnd]))) != nil)
         #expect(try changed.copyData(.password(service: "s", account: "before")) == SecretBytes(Array("one".utf8)))
     }
 
@@ -53,7 +58,7 @@ import Glibc
     /// purpose makes it current again.
     @Test func F4_keychainRollbackIsRefused() throws {
         let folder = try KeychainFolder()
-        let secret = FileKeychain.Secret.keyFile(SymmetricKey(size: .bits256))
+        let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
         let keychain = try FileKeychain.create(path: folder.keychain, secret: secret, rollbackGuard: marks(folder))
         try keychain.add(.password(service: "s", account: "a"), data: SecretBytes([1]))
         let snapshot = try Data(contentsOf: URL(fileURLWithPath: folder.keychain))
@@ -78,7 +83,7 @@ import Glibc
     /// cached items and drop B's update.
     @Test func F10_cacheIsNotReusedWhenTheBytesChanged() throws {
         let folder = try KeychainFolder()
-        let secret = FileKeychain.Secret.keyFile(SymmetricKey(size: .bits256))
+        let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
         let a = try FileKeychain.create(path: folder.keychain, secret: secret, rollbackGuard: nil)
         try a.add(.password(service: "s", account: "x"), data: SecretBytes([1]))
         _ = try a.copyMatching(.password())  // A caches this version (inode I)
@@ -121,7 +126,7 @@ import Glibc
     /// a legitimate one runs the KDF once.
     @Test func F11_slotCountIsCappedBeforeAnyKDF() throws {
         let folder = try KeychainFolder()
-        let secret = FileKeychain.Secret.password(Array("pw".utf8))
+        let secret = UnlockSecret.password(Array("pw".utf8))
         _ = try FileKeychain.create(path: folder.keychain, secret: secret, kdf: Self.fast, rollbackGuard: nil)
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
         let slot = Array(bytes[14..<94])
@@ -222,7 +227,7 @@ final class SpyKeychain: Keychain, @unchecked Sendable {
         try memory.add(.password(service: "s", account: "a"), data: SecretBytes(stored))
         let key = SymmetricKey(size: .bits256)
         for value in [
-            fileKeychain, memory, FileKeychain.Secret.password(passphrase), FileKeychain.Secret.keyFile(key),
+            fileKeychain, memory, UnlockSecret.password(passphrase), UnlockSecret.key(key),
             SecretBytes(stored),
         ] as [Any] {
             var dumped = ""

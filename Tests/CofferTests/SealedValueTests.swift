@@ -237,7 +237,7 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
     @Test func capsAreCheckedBeforeWork() throws {
         let file = try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: Self.fast)
         var contents = Array(try file.contents())
-        contents[5] = 40  // log2 N = 40
+        contents[30] = 40  // log2 N = 40 (the slot's kind is byte 29, its parameters follow)
         let start = Date()
         #expect(throws: CofferError(.unsupported, "")) {
             try KeyRingFile(contents: contents, secret: .password(self.password))
@@ -246,7 +246,7 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         var pbkdf2 = Array(
             try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: .pbkdf2SHA256(rounds: 1000))
                 .contents())
-        pbkdf2[5...8] = [0xff, 0xff, 0xff, 0xff][...]
+        pbkdf2[30...33] = [0xff, 0xff, 0xff, 0xff][...]
         #expect(throws: CofferError(.unsupported, "")) {
             try KeyRingFile(contents: pbkdf2, secret: .password(self.password))
         }
@@ -256,7 +256,7 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         let weak = try KeyRingFile(keyRing: KeyRing(), secret: .password(password), kdf: .pbkdf2SHA256(rounds: 1000))
         var opened = try KeyRingFile(contents: try weak.contents(), secret: .password(password))
         #expect(opened.upgradeDue && opened.kdf == .pbkdf2SHA256(rounds: 1000))
-        try opened.upgrade(password: password)
+        try opened.upgrade(.password(password))
         let upgraded = try KeyRingFile(contents: try opened.contents(), secret: .password(password))
         #expect(!upgraded.upgradeDue && upgraded.kdf == .defaultPBKDF2)
         #expect(upgraded.keyRing.primaryID == weak.keyRing.primaryID)

@@ -102,8 +102,8 @@ import Testing
         Self.expectRedacted(try RSAEncryption.Decryptor(privateKey: .rsa(_RSA.Signing.PrivateKey(keySize: .bits2048))))
         let kek = SymmetricKey(size: .bits256)
         let kekBytes = kek.withUnsafeBytes { Array($0) }
-        Self.expectRedacted(KeyRingFile.Secret.password(passphrase), secrets: [passphrase])
-        Self.expectRedacted(KeyRingFile.Secret.key(kek), secrets: [kekBytes])
+        Self.expectRedacted(UnlockSecret.password(passphrase), secrets: [passphrase])
+        Self.expectRedacted(UnlockSecret.key(kek), secrets: [kekBytes])
         Self.expectRedacted(
             KeyRingStore(path: "/tmp/x.ckr", secret: .password(passphrase), rollbackGuard: nil), secrets: [passphrase])
         let ring = KeyRing()

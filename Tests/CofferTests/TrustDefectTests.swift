@@ -123,12 +123,12 @@ import Glibc
         #expect(file.keyRing.keys.count == 1)
     }
 
-    /// Version 1 rings still open (as generation 0) and are written back as version 2.
+    /// Version 1 rings still open (as generation 0) and are written back as version 3.
     @Test func F4_versionOneRingsMigrateOnWrite() throws {
         let kek = SymmetricKey(size: .bits256)
         let ring = KeyRing()
         // A version 1 file, built as 0e8880c wrote it.
-        let keys = KeyRingFile.keys(base: kek, version: 1)
+        let keys = KeyRingFile.LegacyLayout.keys(base: kek, version: 1)
         let header = Array("CKR1".utf8) + [0] + keys.check
         let box = try AES.GCM._SIV.seal(
             ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
@@ -136,22 +136,23 @@ import Glibc
         let opened = try KeyRingFile(contents: v1, secret: .key(kek))
         #expect(opened.generation == 0 && opened.keyRing.primaryID == ring.primaryID)
         let rewritten = try opened.contents()
-        #expect(rewritten.prefix(4) == Data("CKR2".utf8))
+        #expect(rewritten.prefix(4) == Data("CKR3".utf8))
         #expect(try KeyRingFile(contents: rewritten, secret: .key(kek)).ringID == opened.ringID)
-        // Two rings under one KEK no longer share a check value (F15, linkable KEK rings).
+        // Two rings under one KEK share no salt (F15, linkable KEK rings):
+        // the KEK slot (kind 0 at byte 29) has its own.
         let other = try KeyRingFile(keyRing: KeyRing(), secret: .key(kek)).contents()
-        #expect(rewritten[5..<37] != other[5..<37])
+        #expect(rewritten[29] == 0 && other[29] == 0 && rewritten[30..<46] != other[30..<46])
     }
 
-    /// A version 1 password ring opens with one KDF run, and its version 2
+    /// A version 1 password ring opens with one KDF run, and its version 3
     /// rewrite opens with the same password.
     @Test func F4_versionOnePasswordRingsMigrateWithOneKDFRun() throws {
         let password = Array("old ring".utf8)
         let kdf = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
         let salt = [UInt8](repeating: 7, count: 16)
         let ring = KeyRing()
-        let keys = KeyRingFile.keys(base: try kdf.derive(password: password, salt: salt), version: 1)
-        let header = Array("CKR1".utf8) + KeyRingFile.parameters(kdf) + salt + keys.check
+        let keys = KeyRingFile.LegacyLayout.keys(base: try kdf.derive(password: password, salt: salt), version: 1)
+        let header = Array("CKR1".utf8) + [1] + KeySlot.parameters(kdf) + salt + keys.check
         let box = try AES.GCM._SIV.seal(
             ring.serialized(), using: keys.wrap, nonce: AES.GCM._SIV.Nonce(), authenticating: header)
         let counter = WorkCounter()
@@ -159,7 +160,7 @@ import Glibc
             try KeyRingFile(contents: Data(header) + box.combined, secret: .password(password)).contents()
         }
         #expect(counter.count(.kdf) == 1)
-        #expect(rewritten.prefix(4) == Data("CKR2".utf8))
+        #expect(rewritten.prefix(4) == Data("CKR3".utf8))
         #expect(try KeyRingFile(contents: rewritten, secret: .password(password)).keyRing.primaryID == ring.primaryID)
     }
 

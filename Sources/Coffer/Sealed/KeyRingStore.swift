@@ -27,7 +27,7 @@ import Darwin
 ///   one written, and a read of an older copy fails with `rolledBack`.
 public struct KeyRingStore: Sendable {
     public let path: String
-    public let secret: KeyRingFile.Secret
+    public let secret: UnlockSecret
     public let rollbackGuard: (any RollbackGuard)?
 
     /// - Parameters:
@@ -37,7 +37,7 @@ public struct KeyRingStore: Sendable {
     ///     state file by default (beside the KEK when the KEK is kept in a
     ///     keychain: `KeychainRollbackGuard`), nil for none.
     public init(
-        path: String, secret: KeyRingFile.Secret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) {
         self.path = path
         self.secret = secret

@@ -136,9 +136,9 @@ struct KeyRingUpgrade: ParsableCommand {
     func run() throws {
         // One store, so a passphrase typed at the prompt is asked once.
         let store = try unlock.store()
-        guard case .password(let password) = store.secret else {
+        guard store.secret.isPassword else {
             throw CLIFailure("a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
         }
-        try store.modify { file in try file.upgrade(password: password) }
+        try store.modify { file in try file.upgrade(store.secret) }
     }
 }

@@ -44,7 +44,7 @@ struct KeyRingPasswd: ParsableCommand {
     }
 
     func run() throws {
-        let secret: KeyRingFile.Secret
+        let secret: UnlockSecret
         if let newKEKKeychain, let newKEKTag {
             let keychain = try KeychainOptions.open(
                 name: newKEKKeychain, backend: newKEKKeychainBackend,

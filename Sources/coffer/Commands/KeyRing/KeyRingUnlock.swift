@@ -64,19 +64,24 @@ struct KeyRingUnlock: ParsableArguments {
     /// The key-encryption key kept in a keychain under `tag`, made first when
     /// `creating` and missing (keyring new, passwd --new-kek-keychain).
     static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws
-        -> KeyRingFile.Secret
+        -> UnlockSecret
     {
-        if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer key ring KEK") }
-        do { return .key(try keychain.exportSymmetricKey(tag: tag)) } catch let error as KeychainError
-            where error.code == .itemNotFound
-        {
-            throw KeychainError(.itemNotFound, "the keychain \(name) holds no symmetric256 key tagged \(tag)")
+        if creating {
+            _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer key ring KEK")
+        } else {
+            // Said now, with the keychain's name, rather than at the unlock.
+            do { _ = try keychain.copyMatching(.key(tag: tag, type: .symmetric256)) } catch let error as KeychainError
+                where error.code == .itemNotFound
+            {
+                throw KeychainError(.itemNotFound, "the keychain \(name) holds no symmetric256 key tagged \(tag)")
+            }
         }
+        return .keychainKEK(in: keychain, tag: tag)
     }
 
     /// The passphrase or KEK file (a KEK kept in a keychain comes with its
     /// store: ``store(confirm:creating:)``).
-    private func secret(confirm: Bool) throws -> KeyRingFile.Secret {
+    private func secret(confirm: Bool) throws -> UnlockSecret {
         if let kekFile { return .key(try Input.readKey32(path: kekFile, what: "the KEK file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))

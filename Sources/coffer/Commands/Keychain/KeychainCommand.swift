@@ -39,7 +39,7 @@ struct KeychainOptions: ParsableArguments {
     }
 
     func validate() throws { try location.validate() }
-    func secret(confirm: Bool = false) throws -> FileKeychain.Secret { try location.secret(confirm: confirm) }
+    func secret(confirm: Bool = false) throws -> UnlockSecret { try location.secret(confirm: confirm) }
     func open() throws -> any Keychain { try location.open() }
     func openFile() throws -> FileKeychain { try location.openFile() }
 
@@ -73,8 +73,8 @@ struct KeychainLocation {
         }
     }
 
-    func secret(confirm: Bool = false) throws -> FileKeychain.Secret {
-        if let keyFile { return .keyFile(try Input.readKey32(path: keyFile, what: "the keychain key file")) }
+    func secret(confirm: Bool = false) throws -> UnlockSecret {
+        if let keyFile { return .key(try Input.readKey32(path: keyFile, what: "the keychain key file")) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Keychain passphrase", confirm: confirm))
     }

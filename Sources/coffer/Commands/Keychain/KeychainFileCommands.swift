@@ -80,9 +80,9 @@ struct KeychainPasswd: ParsableCommand {
     var newKeyFile: String?
 
     func run() throws {
-        let secret: FileKeychain.Secret
+        let secret: UnlockSecret
         if let newKeyFile {
-            secret = .keyFile(try Input.readKey32(path: newKeyFile, what: "the new keychain key file"))
+            secret = .key(try Input.readKey32(path: newKeyFile, what: "the new keychain key file"))
         } else if let newPassphraseFile {
             secret = .password(try Passphrase.read(file: newPassphraseFile))
         } else {
