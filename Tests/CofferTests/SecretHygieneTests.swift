@@ -104,6 +104,7 @@ import Testing
         let kekBytes = kek.withUnsafeBytes { Array($0) }
         Self.expectRedacted(UnlockSecret.password(passphrase), secrets: [passphrase])
         Self.expectRedacted(UnlockSecret.key(kek), secrets: [kekBytes])
+        Self.expectRedacted(UnlockSecret.keyProvider(named: "a vault") { kek }, secrets: [kekBytes])
         Self.expectRedacted(
             KeyRingStore(path: "/tmp/x.ckr", secret: .password(passphrase), rollbackGuard: nil), secrets: [passphrase])
         let ring = KeyRing()

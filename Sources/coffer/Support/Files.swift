@@ -116,3 +116,17 @@ final class Output {
         }
     }
 }
+
+/// The CLI's one resolver from "which secret" options to an `UnlockSecret`:
+/// a 32-byte key file, else a passphrase file, else a prompt on the
+/// terminal (never argv). Keychains, key rings and their `passwd` commands
+/// all come through here.
+enum SecretSource {
+    static func unlock(keyFile: String?, passphraseFile: String?, keyWhat: String, prompt: String, confirm: Bool)
+        throws -> UnlockSecret
+    {
+        if let keyFile { return .key(try Input.readKey32(path: keyFile, what: keyWhat)) }
+        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
+        return .password(try Passphrase.prompt(prompt, confirm: confirm))
+    }
+}

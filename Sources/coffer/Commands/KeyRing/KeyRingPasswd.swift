@@ -50,12 +50,10 @@ struct KeyRingPasswd: ParsableCommand {
                 name: newKEKKeychain, backend: newKEKKeychainBackend,
                 passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
             secret = try KeyRingUnlock.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
-        } else if let newKEKFile {
-            secret = .key(try Input.readKey32(path: newKEKFile, what: "the new KEK file"))
-        } else if let newPassphraseFile {
-            secret = .password(try Passphrase.read(file: newPassphraseFile))
         } else {
-            secret = .password(try Passphrase.prompt("New key ring passphrase", confirm: true))
+            secret = try SecretSource.unlock(
+                keyFile: newKEKFile, passphraseFile: newPassphraseFile, keyWhat: "the new KEK file",
+                prompt: "New key ring passphrase", confirm: true)
         }
         let kdf = try PasswordKDF.named(kdf)
         let primary = try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }

@@ -82,9 +82,9 @@ struct KeyRingUnlock: ParsableArguments {
     /// The passphrase or KEK file (a KEK kept in a keychain comes with its
     /// store: ``store(confirm:creating:)``).
     private func secret(confirm: Bool) throws -> UnlockSecret {
-        if let kekFile { return .key(try Input.readKey32(path: kekFile, what: "the KEK file")) }
-        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
-        return .password(try Passphrase.prompt("Key ring passphrase", confirm: confirm))
+        try SecretSource.unlock(
+            keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Key ring passphrase",
+            confirm: confirm)
     }
 
     /// The store for this key ring, its secret resolved once. With a KEK

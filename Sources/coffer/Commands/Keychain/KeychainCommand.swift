@@ -74,9 +74,9 @@ struct KeychainLocation {
     }
 
     func secret(confirm: Bool = false) throws -> UnlockSecret {
-        if let keyFile { return .key(try Input.readKey32(path: keyFile, what: "the keychain key file")) }
-        if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
-        return .password(try Passphrase.prompt("Keychain passphrase", confirm: confirm))
+        try SecretSource.unlock(
+            keyFile: keyFile, passphraseFile: passphraseFile, keyWhat: "the keychain key file",
+            prompt: "Keychain passphrase", confirm: confirm)
     }
 
     /// The keychain, on either backend.

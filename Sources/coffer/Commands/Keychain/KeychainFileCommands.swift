@@ -80,14 +80,9 @@ struct KeychainPasswd: ParsableCommand {
     var newKeyFile: String?
 
     func run() throws {
-        let secret: UnlockSecret
-        if let newKeyFile {
-            secret = .key(try Input.readKey32(path: newKeyFile, what: "the new keychain key file"))
-        } else if let newPassphraseFile {
-            secret = .password(try Passphrase.read(file: newPassphraseFile))
-        } else {
-            secret = .password(try Passphrase.prompt("New keychain passphrase", confirm: true))
-        }
+        let secret = try SecretSource.unlock(
+            keyFile: newKeyFile, passphraseFile: newPassphraseFile, keyWhat: "the new keychain key file",
+            prompt: "New keychain passphrase", confirm: true)
         _ = try keychain.openFile().changeSecret(to: secret)
     }
 }
