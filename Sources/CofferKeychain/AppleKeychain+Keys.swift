@@ -11,7 +11,7 @@ extension AppleKeychain {
 
     @discardableResult
     public func generateKey(_ type: KeychainKeyType, tag: String, label: String?) throws -> AsymmetricPublicKey? {
-        guard Self.isSecKey(type) else {
+        guard SecItemLayout.isSecKey(type) else {
             // X25519 and symmetric keys: swift-crypto makes them, a generic password keeps them.
             let bytes: [UInt8]
             let publicKey: AsymmetricPublicKey?
@@ -26,16 +26,18 @@ extension AppleKeychain {
             try add(.key(tag: tag, type: type, label: label), data: SecretBytes(bytes))
             return publicKey
         }
-        if (try? records(.key(tag: tag, type: type)))?.isEmpty == false {
+        if (try? core.records(.key(tag: tag, type: type)))?.isEmpty == false {
             throw KeychainError(.duplicateItem, "an item with the same tag and key type exists")
         }
-        let (secType, bits) = Self.secKeyType(type)
+        let (secType, bits) = SecItemLayout.secKeyType(type)
         var privateAttributes: [CFString: Any] = [
             kSecAttrIsPermanent: true,
-            kSecAttrApplicationTag: Data(stored(tag, group: nil).utf8),
+            kSecAttrApplicationTag: Data(layout.stored(tag, group: nil).utf8),
         ]
         if let label { privateAttributes[kSecAttrLabel] = label }
-        var attributes: [CFString: Any] = [kSecAttrKeyType: secType, kSecAttrKeySizeInBits: bits]
+        var attributes: [CFString: Any] = [
+            kSecAttrKeyType: SecurityFrameworkItems.value(secType), kSecAttrKeySizeInBits: bits,
+        ]
         if useDataProtectionKeychain { attributes[kSecUseDataProtectionKeychain] = true }
         if secureEnclave && type == .p256 {
             var error: Unmanaged<CFError>?
@@ -43,7 +45,7 @@ extension AppleKeychain {
                 let access = SecAccessControlCreateWithFlags(
                     nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, &error)
             else {
-                throw Self.error(error, doing: "make the Secure Enclave access control")
+                throw SecurityFrameworkItems.error(error, doing: "make the Secure Enclave access control")
             }
             attributes[kSecAttrTokenID] = kSecAttrTokenIDSecureEnclave
             privateAttributes[kSecAttrAccessControl] = access
@@ -53,20 +55,14 @@ extension AppleKeychain {
         attributes[kSecPrivateKeyAttrs] = privateAttributes
         var error: Unmanaged<CFError>?
         guard let privateKey = SecKeyCreateRandomKey(attributes as CFDictionary, &error) else {
-            throw Self.error(error, doing: "generate the \(type.rawValue) key")
+            throw SecurityFrameworkItems.error(error, doing: "generate the \(type.rawValue) key")
         }
-        return try Self.publicKey(of: privateKey)
+        return try SecurityFrameworkItems.publicKey(of: privateKey)
     }
 
     public func publicKey(tag: String, type: KeychainKeyType) throws -> AsymmetricPublicKey {
-        guard Self.isSecKey(type) else { return try exportPrivateKey(tag: tag, type: type).publicKey }
-        let found = try records(.key(tag: tag, type: type))
-        guard found.count == 1 else {
-            throw KeychainError(
-                found.isEmpty ? .itemNotFound : .invalidArgument,
-                found.isEmpty ? "no item matches" : "\(found.count) items match")
-        }
-        return try Self.publicKey(of: try secKey(found[0]))
+        guard SecItemLayout.isSecKey(type) else { return try exportPrivateKey(tag: tag, type: type).publicKey }
+        return try SecurityFrameworkItems.publicKey(of: try secKey(.key(tag: tag, type: type)))
     }
 
     public func agree(
@@ -84,11 +80,7 @@ extension AppleKeychain {
         guard case .p256(let peerKey) = peer else {
             throw KeychainError(.invalidArgument, "a P-256 key agrees with a P-256 peer, not \(peer.algorithm)")
         }
-        let found = try records(.key(tag: tag, type: .p256))
-        guard found.count == 1 else {
-            throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match")
-        }
-        let privateKey = try secKey(found[0])
+        let privateKey = try secKey(.key(tag: tag, type: .p256))
         var error: Unmanaged<CFError>?
         let peerAttributes: [CFString: Any] = [
             kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic,
@@ -97,7 +89,7 @@ extension AppleKeychain {
             let peerSecKey = SecKeyCreateWithData(
                 peerKey.x963Representation as CFData, peerAttributes as CFDictionary, &error)
         else {
-            throw Self.error(error, doing: "read the peer's key")
+            throw SecurityFrameworkItems.error(error, doing: "read the peer's key")
         }
         let algorithm: SecKeyAlgorithm
         switch kdf.kind {
@@ -118,7 +110,7 @@ extension AppleKeychain {
             let result = SecKeyCopyKeyExchangeResult(
                 privateKey, algorithm, peerSecKey, parameters as CFDictionary, &error) as Data?
         else {
-            throw Self.error(error, doing: "agree on a key")
+            throw SecurityFrameworkItems.error(error, doing: "agree on a key")
         }
         guard kdf == .hkdfSHA256 else { return SymmetricKey(data: result) }
         // The cofactor ECDH secret of P-256 is the plain one; HKDF as KeyAgreement does it.
@@ -134,17 +126,14 @@ extension AppleKeychain {
             throw KeychainError(
                 .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
         }
-        let found = try records(.key(tag: tag, type: type))
-        guard found.count == 1 else {
-            throw KeychainError(found.isEmpty ? .itemNotFound : .invalidArgument, "\(found.count) items match")
-        }
+        let privateKey = try secKey(.key(tag: tag, type: type))
         let algorithm: SecKeyAlgorithm = hash == .sha256 ? .rsaEncryptionOAEPSHA256 : .rsaEncryptionOAEPSHA1
         var error: Unmanaged<CFError>?
         guard
             let plaintext = SecKeyCreateDecryptedData(
-                try secKey(found[0]), algorithm, Data(ciphertext) as CFData, &error) as Data?
+                privateKey, algorithm, Data(ciphertext) as CFData, &error) as Data?
         else {
-            throw Self.error(error, doing: "decrypt")
+            throw SecurityFrameworkItems.error(error, doing: "decrypt")
         }
         return SecretBytes(plaintext)
     }

@@ -4,99 +4,199 @@ import Crypto
 import Foundation
 import Security
 
-// AppleKeychain, continued: reading items back from SecItemCopyMatching's
-// attribute dictionaries, and mapping Security's status codes onto
-// KeychainError.
-extension AppleKeychain {
-    // MARK: Reading items back
+/// The Security framework as a `SecItemBackend`: each `SecItemAttribute`
+/// and `SecItemValue` becomes its kSec… constant, and Security's answers
+/// come back the same way. Security is thread-safe; this holds one flag.
+struct SecurityFrameworkItems: SecItemBackend {
+    let useDataProtectionKeychain: Bool
 
-    struct Record {
-        var item: KeychainItem
-        /// Names exactly this item (by its persistent reference).
-        var persistentQuery: [CFString: Any]
-    }
-
-    func records(_ query: KeychainQuery) throws -> [Record] {
-        var found: [Record] = []
-        for (type, dictionary) in places(query) {
-            var search = dictionary
-            search[kSecReturnAttributes] = true
-            search[kSecReturnPersistentRef] = true
-            search[kSecMatchLimit] = kSecMatchLimitAll
-            if dictionary[kSecAttrSynchronizable] == nil { search[kSecAttrSynchronizable] = kSecAttrSynchronizableAny }
-            var result: CFTypeRef?
-            let status = SecItemCopyMatching(search as CFDictionary, &result)
-            if status == errSecItemNotFound { continue }
-            try Self.check(status, doing: "search the keychain")
-            for attributes in (result as? [[String: Any]]) ?? [] {
-                guard let item = item(from: attributes, query: query, keyType: type), query.matches(item),
-                    let reference = attributes[kSecValuePersistentRef as String] as? Data
-                else { continue }
-                var exact = base(item.itemClass, keyType: item.keyType)
-                exact[kSecValuePersistentRef] = reference
-                exact[kSecAttrSynchronizable] = kSecAttrSynchronizableAny
-                found.append(Record(item: item, persistentQuery: exact))
-            }
-        }
-        return found
-    }
-
-    func item(from attributes: [String: Any], query: KeychainQuery, keyType: KeychainKeyType?) -> KeychainItem? {
-        func string(_ key: CFString) -> String? { attributes[key as String] as? String }
-        let group = useDataProtectionKeychain ? string(kSecAttrAccessGroup) : nil
-        let created = attributes[kSecAttrCreationDate as String] as? Date ?? Date(timeIntervalSinceReferenceDate: 0)
-        let modified = attributes[kSecAttrModificationDate as String] as? Date ?? created
-        let accessibility = Self.accessibility(attributes[kSecAttrAccessible as String])
-        let synchronizable = (attributes[kSecAttrSynchronizable as String] as? Bool) ?? false
-        switch query.itemClass {
-        case .genericPassword:
-            // Keys kept as generic passwords (service coffer.key.…) are not password items.
-            guard let service = string(kSecAttrService), let account = string(kSecAttrAccount),
-                let name = unstored(service),
-                !(namespace == nil && useDataProtectionKeychain && name.name.hasPrefix("coffer.key."))
-            else { return nil }
-            return KeychainItem(
-                itemClass: .genericPassword, service: name.name, account: account, applicationTag: nil, keyType: nil,
-                label: string(kSecAttrLabel), comment: string(kSecAttrComment), accessGroup: group ?? name.group,
-                accessibility: accessibility, synchronizable: synchronizable, created: created, modified: modified)
-        case .key:
-            let tagValue: String?
-            var type = keyType
-            if let keyType, !Self.isSecKey(keyType) {
-                tagValue = string(kSecAttrAccount)
-            } else {
-                tagValue = (attributes[kSecAttrApplicationTag as String] as? Data).map {
-                    String(decoding: $0, as: UTF8.self)
-                }
-                if type == nil {
-                    // kSecAttrKeyType comes back as a string ("73") or a number (73).
-                    let secType = attributes[kSecAttrKeyType as String].map { "\($0)" }
-                    let bits = (attributes[kSecAttrKeySizeInBits as String] as? Int) ?? 0
-                    type = [KeychainKeyType.p256, .rsa2048, .rsa3072, .rsa4096].first {
-                        Self.secKeyType($0).type as String == secType && Self.secKeyType($0).bits == bits
-                    }
-                }
-            }
-            guard let tagValue, let type, let tag = unstored(tagValue) else { return nil }
-            return KeychainItem(
-                itemClass: .key, service: nil, account: nil, applicationTag: tag.name, keyType: type,
-                label: string(kSecAttrLabel),
-                comment: string(kSecAttrComment), accessGroup: group ?? tag.group, accessibility: accessibility,
-                synchronizable: synchronizable, created: created, modified: modified)
+    static func constant(_ attribute: SecItemAttribute) -> CFString {
+        switch attribute {
+        case .itemClass: kSecClass
+        case .service: kSecAttrService
+        case .account: kSecAttrAccount
+        case .applicationTag: kSecAttrApplicationTag
+        case .keyType: kSecAttrKeyType
+        case .keySizeInBits: kSecAttrKeySizeInBits
+        case .keyClass: kSecAttrKeyClass
+        case .label: kSecAttrLabel
+        case .comment: kSecAttrComment
+        case .accessGroup: kSecAttrAccessGroup
+        case .accessible: kSecAttrAccessible
+        case .synchronizable: kSecAttrSynchronizable
+        case .creationDate: kSecAttrCreationDate
+        case .modificationDate: kSecAttrModificationDate
         }
     }
 
-    func secKey(_ record: Record) throws -> SecKey {
-        var exact = record.persistentQuery
-        exact[kSecReturnRef] = true
+    static func accessible(_ accessibility: Accessibility) -> CFString {
+        switch accessibility.kind {
+        case .whenUnlocked: kSecAttrAccessibleWhenUnlocked
+        case .afterFirstUnlock: kSecAttrAccessibleAfterFirstUnlock
+        case .whenUnlockedThisDeviceOnly: kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+        case .afterFirstUnlockThisDeviceOnly: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+        case .whenPasscodeSetThisDeviceOnly: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly
+        }
+    }
+
+    static func value(_ value: SecItemValue) -> Any {
+        switch value {
+        case .string(let string): string
+        case .data(let bytes): Data(bytes)
+        case .int(let number): number
+        case .bool(let flag): flag
+        case .date(let date): date
+        case .genericPasswordClass: kSecClassGenericPassword
+        case .keyClass: kSecClassKey
+        case .privateKeyClass: kSecAttrKeyClassPrivate
+        case .ecPrimeRandom: kSecAttrKeyTypeECSECPrimeRandom
+        case .rsa: kSecAttrKeyTypeRSA
+        case .accessibility(let accessibility): accessible(accessibility)
+        case .synchronizableAny: kSecAttrSynchronizableAny
+        }
+    }
+
+    /// A query or attribute dictionary for Security.
+    func dictionary(_ attributes: SecItemAttributes, query: Bool = true) -> [CFString: Any] {
+        var dictionary: [CFString: Any] = [:]
+        if query && useDataProtectionKeychain { dictionary[kSecUseDataProtectionKeychain] = true }
+        for (attribute, value) in attributes { dictionary[Self.constant(attribute)] = Self.value(value) }
+        return dictionary
+    }
+
+    /// Security's attribute dictionary as `SecItemAttributes`.
+    static func attributes(_ result: [String: Any]) -> SecItemAttributes {
+        var attributes: SecItemAttributes = [:]
+        func raw(_ attribute: SecItemAttribute) -> Any? { result[constant(attribute) as String] }
+        for attribute in [SecItemAttribute.service, .account, .label, .comment, .accessGroup] {
+            if let string = raw(attribute) as? String { attributes[attribute] = .string(string) }
+        }
+        if let tag = raw(.applicationTag) as? Data { attributes[.applicationTag] = .data(Array(tag)) }
+        // kSecAttrKeyType comes back as a string ("73") or a number (73).
+        if let type = raw(.keyType).map({ "\($0)" }) {
+            if type == kSecAttrKeyTypeECSECPrimeRandom as String { attributes[.keyType] = .ecPrimeRandom }
+            if type == kSecAttrKeyTypeRSA as String { attributes[.keyType] = .rsa }
+        }
+        if let bits = raw(.keySizeInBits) as? Int { attributes[.keySizeInBits] = .int(bits) }
+        if let value = raw(.accessible) as? String,
+            let accessibility = Accessibility.allCases.first(where: { accessible($0) as String == value })
+        {
+            attributes[.accessible] = .accessibility(accessibility)
+        }
+        if let flag = raw(.synchronizable) as? Bool { attributes[.synchronizable] = .bool(flag) }
+        if let date = raw(.creationDate) as? Date { attributes[.creationDate] = .date(date) }
+        if let date = raw(.modificationDate) as? Date { attributes[.modificationDate] = .date(date) }
+        return attributes
+    }
+
+    /// Names exactly the item `reference` points at.
+    func exact(_ reference: [UInt8], base: SecItemAttributes) -> [CFString: Any] {
+        var query = dictionary(base)
+        query[kSecValuePersistentRef] = Data(reference)
+        query[kSecAttrSynchronizable] = kSecAttrSynchronizableAny
+        return query
+    }
+
+    // MARK: SecItemBackend
+
+    func add(_ attributes: SecItemAttributes, value: [UInt8]) throws {
+        var item = dictionary(attributes)
+        if attributes[.itemClass] == .keyClass {
+            // The keychain keeps SecKeys: PKCS#8 in, SecKey's external representation to make one.
+            let external: [UInt8]
+            do { external = try KeyFiles.encode(try KeyFiles.privateKey(value), as: .apple) } catch {
+                throw KeychainError(.invalidArgument, "a key item holds a PKCS#8 private key")
+            }
+            var error: Unmanaged<CFError>?
+            let options: [CFString: Any] = [
+                kSecAttrKeyType: Self.value(attributes[.keyType] ?? .ecPrimeRandom),
+                kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                kSecAttrKeySizeInBits: Self.value(attributes[.keySizeInBits] ?? .int(256)),
+            ]
+            guard let key = SecKeyCreateWithData(Data(external) as CFData, options as CFDictionary, &error) else {
+                throw Self.error(error, doing: "make a SecKey from the key")
+            }
+            item[kSecValueRef] = key
+        } else {
+            item[kSecValueData] = Data(value)
+        }
+        try Self.check(SecItemAdd(item as CFDictionary, nil), doing: "add the item")
+    }
+
+    func search(_ query: SecItemAttributes) throws -> [SecItemMatch] {
+        var search = dictionary(query)
+        search[kSecReturnAttributes] = true
+        search[kSecReturnPersistentRef] = true
+        search[kSecMatchLimit] = kSecMatchLimitAll
         var result: CFTypeRef?
-        try Self.check(SecItemCopyMatching(exact as CFDictionary, &result), doing: "fetch the key")
+        let status = SecItemCopyMatching(search as CFDictionary, &result)
+        if status == errSecItemNotFound { return [] }
+        try Self.check(status, doing: "search the keychain")
+        return ((result as? [[String: Any]]) ?? []).compactMap { found in
+            guard let reference = found[kSecValuePersistentRef as String] as? Data else { return nil }
+            return SecItemMatch(attributes: Self.attributes(found), reference: Array(reference))
+        }
+    }
+
+    func data(_ reference: [UInt8], base: SecItemAttributes) throws -> [UInt8] {
+        var query = exact(reference, base: base)
+        query[kSecReturnData] = true
+        query[kSecMatchLimit] = kSecMatchLimitOne
+        var result: CFTypeRef?
+        try Self.check(SecItemCopyMatching(query as CFDictionary, &result), doing: "read the item")
+        guard let data = result as? Data else { throw KeychainError(.corrupted, "the keychain returned no data") }
+        return Array(data)
+    }
+
+    func secKey(_ reference: [UInt8], base: SecItemAttributes) throws -> SecKey {
+        var query = exact(reference, base: base)
+        query[kSecReturnRef] = true
+        var result: CFTypeRef?
+        try Self.check(SecItemCopyMatching(query as CFDictionary, &result), doing: "fetch the key")
         guard let result, CFGetTypeID(result) == SecKeyGetTypeID() else {
             throw KeychainError(.corrupted, "the keychain returned no key")
         }
-        return result as! SecKey  // swiftlint:disable:this force_cast (checked by type ID above)
+        return result as! SecKey  // checked by type ID above
     }
 
+    func exportPrivateKey(_ reference: [UInt8], base: SecItemAttributes) throws -> [UInt8] {
+        var error: Unmanaged<CFError>?
+        guard let external = SecKeyCopyExternalRepresentation(try secKey(reference, base: base), &error) as Data?
+        else {
+            throw Self.error(error, doing: "export the key (a Secure Enclave key never leaves it)")
+        }
+        return try KeyFiles.encode(try KeyFiles.privateKey(Array(external)), as: .pkcs8, der: true)
+    }
+
+    func update(_ reference: [UInt8], base: SecItemAttributes, with attributes: SecItemAttributes, value: [UInt8]?)
+        throws
+    {
+        var changes = dictionary(attributes, query: false)
+        if let value { changes[kSecValueData] = Data(value) }
+        try Self.check(
+            SecItemUpdate(exact(reference, base: base) as CFDictionary, changes as CFDictionary),
+            doing: "update the item")
+    }
+
+    func delete(_ reference: [UInt8], base: SecItemAttributes) throws {
+        try Self.check(SecItemDelete(exact(reference, base: base) as CFDictionary), doing: "delete the item")
+    }
+
+    // MARK: Errors
+
+    static func check(_ status: OSStatus, doing what: String) throws {
+        let message = (SecCopyErrorMessageString(status, nil) as String?) ?? "OSStatus \(status)"
+        if let error = KeychainError(secStatus: status, doing: what, message: message) { throw error }
+    }
+
+    static func error(_ error: Unmanaged<CFError>?, doing what: String) -> KeychainError {
+        guard let error = error?.takeRetainedValue() else { return KeychainError(.io, "could not \(what)") }
+        let code = OSStatus(CFErrorGetCode(error))
+        if let mapped = KeychainError(secStatus: code, doing: what, message: ""), mapped.code != .io { return mapped }
+        return KeychainError(.io, "could not \(what): \(CFErrorCopyDescription(error) as String? ?? "no reason given")")
+    }
+
+    /// The public key of a SecKey private key.
     static func publicKey(of privateKey: SecKey) throws -> AsymmetricPublicKey {
         var error: Unmanaged<CFError>?
         guard let publicKey = SecKeyCopyPublicKey(privateKey),
@@ -107,33 +207,6 @@ extension AppleKeychain {
         do { return try KeyFiles.publicKey(Array(external)) } catch {
             throw KeychainError(.corrupted, "the keychain's public key does not parse")
         }
-    }
-
-    // MARK: Errors
-
-    static func check(_ status: OSStatus, doing what: String) throws {
-        guard status != errSecSuccess else { return }
-        let message = (SecCopyErrorMessageString(status, nil) as String?) ?? "OSStatus \(status)"
-        switch status {
-        case errSecItemNotFound: throw KeychainError(.itemNotFound, "no item matches")
-        case errSecDuplicateItem:
-            throw KeychainError(.duplicateItem, "could not \(what): an item with the same primary key exists")
-        case errSecInteractionNotAllowed:
-            throw KeychainError(.interactionNotAllowed, "could not \(what): the keychain is locked (\(message))")
-        case errSecAuthFailed, errSecUserCanceled:
-            throw KeychainError(.authenticationFailed, "could not \(what): \(message)")
-        case errSecDecode: throw KeychainError(.corrupted, "could not \(what): \(message)")
-        default: throw KeychainError(.io, "could not \(what): \(message) (OSStatus \(status))")
-        }
-    }
-
-    static func error(_ error: Unmanaged<CFError>?, doing what: String) -> KeychainError {
-        guard let error = error?.takeRetainedValue() else { return KeychainError(.io, "could not \(what)") }
-        let code = OSStatus(CFErrorGetCode(error))
-        do { try check(code, doing: what) } catch let mapped as KeychainError where mapped.code != .io {
-            return mapped
-        } catch {}
-        return KeychainError(.io, "could not \(what): \(CFErrorCopyDescription(error) as String? ?? "no reason given")")
     }
 }
 #endif
