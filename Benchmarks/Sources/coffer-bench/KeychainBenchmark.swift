@@ -15,7 +15,7 @@ enum KeychainBenchmark {
             atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/bench.keychain"
-        let password = FileKeychain.Secret.password(Array("benchmark passphrase".utf8))
+        let password = UnlockSecret.password(Array("benchmark passphrase".utf8))
         _ = try FileKeychain.create(path: path, secret: password)
         let start = Date()
         let keychain = try FileKeychain.open(path: path, secret: password)
