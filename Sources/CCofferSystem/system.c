@@ -1,6 +1,10 @@
+#if defined(__linux__)
+#define _GNU_SOURCE  /* sync_file_range */
+#endif
 #include "CCofferSystem.h"
 #include <sys/resource.h>
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/prctl.h>
 #endif
 
@@ -18,5 +22,14 @@ int coffer_is_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 #else
     return -1;
+#endif
+}
+
+int coffer_start_writeback(int descriptor, long long offset, long long count) {
+#if defined(__linux__)
+    return sync_file_range(descriptor, offset, count, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)descriptor; (void)offset; (void)count;
+    return 0;
 #endif
 }

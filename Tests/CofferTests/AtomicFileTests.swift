@@ -41,6 +41,26 @@ import Glibc
         #expect(mode == 0o600)
     }
 
+    /// The sink starts writeback every 8 MiB (sync_file_range); what is
+    /// committed is every byte, in order, whether or not a write crosses
+    /// the interval, and the file left open keeps its offset.
+    @Test func writebackKeepsEveryByte() throws {
+        let folder = try directory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("big").path
+        let file = try AtomicFile(destination: path)
+        var sink = file.sink
+        var expected: [UInt8] = []
+        for (index, size) in [1, 3 << 20, 9 << 20, 65536, 7 << 20, 12345].enumerated() {
+            var piece = [UInt8](repeating: UInt8(index + 1), count: size)
+            piece[size / 2] = 0xEE
+            try sink.write(piece)
+            expected += piece
+        }
+        try file.commit()
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == expected)
+    }
+
     @Test func noReplaceRefusesAnExistingFileAndKeepsIt() throws {
         let folder = try directory()
         defer { try? FileManager.default.removeItem(at: folder) }

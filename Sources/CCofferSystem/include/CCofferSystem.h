@@ -10,6 +10,12 @@ int coffer_disable_core_dumps(void);
 /// platform cannot tell.
 int coffer_is_dumpable(void);
 
+/// Asks the kernel to start writing `count` bytes at `offset` of a file
+/// to disk without waiting (Linux's sync_file_range with
+/// SYNC_FILE_RANGE_WRITE), so that a later fsync finds little left to do.
+/// A no-op returning 0 elsewhere.
+int coffer_start_writeback(int descriptor, long long offset, long long count);
+
 #include "coffer_chacha.h"
 
 #endif

@@ -78,8 +78,9 @@ public final class AtomicFile {
 
     deinit { if !finished { abort() } }
 
-    /// Where to write the new contents.
-    public var sink: FileDescriptorSink { FileDescriptorSink(fileDescriptor: descriptor) }
+    /// Where to write the new contents; writeback starts every 8 MiB, so
+    /// that `commit`'s fsync finds little left to do.
+    public var sink: FileDescriptorSink { FileDescriptorSink(fileDescriptor: descriptor, writebackInterval: 8 << 20) }
 
     /// Makes the new contents the destination's, durably.
     /// With `replace == false`, fails with `.refused` if the destination
