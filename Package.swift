@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "CofferCompat", targets: ["CofferCompat"]),
         .library(name: "CofferKeychain", targets: ["CofferKeychain"]),
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
+        .library(name: "CofferStore", targets: ["CofferStore"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     traits: [
@@ -61,6 +62,12 @@ let package = Package(
             ]
         ),
         .target(name: "CofferTesting", dependencies: ["Coffer", "CofferKeychain"]),
+        // Records whose private fields are sealed and whose other fields
+        // stay clear and searchable (docs/store.md).
+        .target(
+            name: "CofferStore",
+            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -110,6 +117,11 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["Coffer", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "CofferStoreTests",
+            dependencies: ["Coffer", "CofferStore", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Resources")]
         ),
         .testTarget(
             name: "CofferKeychainTests",

@@ -1,0 +1,120 @@
+import Coffer
+import Crypto
+import Foundation
+
+/// The keys of one store and the two things they do (docs/store.md):
+///
+/// - **Sealed cells** are Coffer sealed values under the key ring (its
+///   primary seals; every value names its key id), with the context
+///   `SealingContext("coffer store v1", store id, table, column, primary
+///   key, then each bound field's name and value)`. A cell copied to
+///   another row, column, table or store, or a bound clear field
+///   changed, no longer opens.
+/// - **Blind indexes** are HMAC-SHA-256 over the transformed value(s)
+///   under a key derived per table and index from an *index root* — never
+///   from a field key — truncated to the index's bits, and stored after
+///   the root's 2-byte version, so a query can cover every active version.
+public struct StoreKeys: Sendable, CustomStringConvertible {
+    /// 16 random bytes naming the store; bound into every cell and index key.
+    public let storeID: [UInt8]
+    /// Seals and opens cells.
+    public let keyRing: KeyRing
+    /// Index roots by version (32 bytes each).
+    let indexRoots: [UInt16: SymmetricKey]
+    /// The version new index values are written under.
+    public let currentIndexVersion: UInt16
+
+    public init(storeID: [UInt8], keyRing: KeyRing, indexRoots: [UInt16: SymmetricKey], current: UInt16) throws {
+        guard storeID.count == 16 else { throw CofferError(.invalidArgument, "a store id is 16 bytes") }
+        guard indexRoots[current] != nil, indexRoots.values.allSatisfy({ $0.bitCount == 256 }) else {
+            throw CofferError(.invalidArgument, "the current index root is missing, or a root is not 32 bytes")
+        }
+        self.storeID = storeID
+        self.keyRing = keyRing
+        self.indexRoots = indexRoots
+        currentIndexVersion = current
+    }
+
+    /// The versions a query computes index values for.
+    public var indexVersions: [UInt16] { indexRoots.keys.sorted() }
+
+    public var description: String {
+        "StoreKeys(\(keyRing.keys.count) cell keys, index versions \(indexVersions))"
+    }
+
+    // MARK: Cells
+
+    /// The context a cell is sealed with.
+    public func context(
+        table: String, column: String, primaryKey: StoreValue, bound: [(name: String, value: StoreValue)]
+    ) throws -> SealingContext {
+        var parts: [[UInt8]] = [
+            Array("coffer store v1".utf8), storeID, Array(table.utf8), Array(column.utf8), primaryKey.encoded,
+        ]
+        for (name, value) in bound { parts += [Array(name.utf8), value.encoded] }
+        return try SealingContext(parts: parts)
+    }
+
+    public func sealCell(_ value: StoreValue, context: SealingContext) throws -> [UInt8] {
+        Array(try keyRing.seal(value.encoded, context: context))
+    }
+
+    /// The value of a sealed cell: a cell that does not open here (moved,
+    /// a bound field changed, damaged) is `payloadAuthenticationFailed`,
+    /// naming the table and column but never the value.
+    public func openCell(_ sealed: [UInt8], context: SealingContext, table: String, column: String) throws
+        -> StoreValue
+    {
+        let opened: Data
+        do { opened = try keyRing.open(sealed, context: context) } catch let error as CofferError {
+            throw error.prefixed("the sealed \(table).\(column) of this row does not open")
+        }
+        return try StoreValue(encoded: opened)
+    }
+
+    // MARK: Blind indexes
+
+    /// The HMAC key of index `index` of `table` at `version`:
+    /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer store v1 index key", table, index)).
+    public func indexKey(table: String, index: String, version: UInt16) throws -> SymmetricKey {
+        guard let root = indexRoots[version] else {
+            throw CofferError(.keyNotFound, "the store has no index root version \(version)")
+        }
+        let info = try SealingContext("coffer store v1 index key", table, index).bytes
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: root, salt: storeID, info: info, outputByteCount: 32)
+    }
+
+    /// The transformed texts of an index over `values` (the indexed field's
+    /// value, then the `with` fields'), or nil when one is null, bytes, or
+    /// transformed to nothing: such a row has no entry in this index.
+    public static func indexInput(_ values: [StoreValue], transforms: [IndexTransform]) -> [String]? {
+        var texts: [String] = []
+        for value in values {
+            guard var text = value.indexText else { return nil }
+            for transform in transforms {
+                guard let next = transform.apply(text) else { return nil }
+                text = next
+            }
+            texts.append(text)
+        }
+        return texts
+    }
+
+    /// The stored index value: version (2 bytes, big-endian) ‖ the first
+    /// ⌈bits/8⌉ bytes of HMAC-SHA-256(key, SealingContext(texts as text
+    /// values)), with the bits past `bits` cleared.
+    public func indexValue(_ texts: [String], table: String, index: String, bits: Int, version: UInt16) throws
+        -> [UInt8]
+    {
+        guard StoreSchema.indexBits.contains(bits) else {
+            throw CofferError(.invalidArgument, "an index keeps 1 to 64 bits, not \(bits)")
+        }
+        let message = try SealingContext(parts: texts.map { StoreValue.text($0).encoded }).bytes
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: message, using: try indexKey(table: table, index: index, version: version))
+        var truncated = Array(Array(mac).prefix((bits + 7) / 8))
+        let spare = truncated.count * 8 - bits
+        if spare > 0 { truncated[truncated.count - 1] &= UInt8(0xFF) << spare }
+        return withUnsafeBytes(of: version.bigEndian, Array.init) + truncated
+    }
+}
