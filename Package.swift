@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         // `swift package generate-documentation` (a plugin; apps never build it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        // CofferStore's embedded backend (SQLite through the system's libsqlite3).
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // prctl and setrlimit, which Swift cannot call directly (variadic).
@@ -66,7 +68,9 @@ let package = Package(
         // stay clear and searchable (docs/store.md).
         .target(
             name: "CofferStore",
-            dependencies: ["Coffer", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "Coffer", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .executableTarget(
             name: "coffer",
@@ -120,7 +124,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["Coffer", "CofferStore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "Coffer", "CofferStore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             resources: [.copy("Resources")]
         ),
         .testTarget(

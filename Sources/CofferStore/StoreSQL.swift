@@ -1,0 +1,85 @@
+import Coffer
+import Foundation
+import GRDB
+
+/// How a schema becomes SQLite tables, and values become column values.
+/// Every name is a validated plain identifier, and still quoted.
+enum StoreSQL {
+    static func quoted(_ name: String) -> String { "\"" + name + "\"" }
+
+    /// The metadata table: format, store id, the sealed key ring, the
+    /// sealed index roots, the current index version and the schema.
+    static let metaTable = "coffer_meta"
+
+    static func createMeta() -> String {
+        "CREATE TABLE \(metaTable) (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT"
+    }
+
+    /// One table per schema table: clear fields in typed columns, sealed
+    /// fields and index values as BLOBs, an SQL index on each blind index.
+    static func create(_ table: StoreSchema.Table) -> [String] {
+        var columns: [String] = []
+        for field in table.fields {
+            let type: String
+            if field.sealed {
+                type = "BLOB"
+            } else {
+                switch field.type {
+                case .text: type = "TEXT"
+                case .integer: type = "INTEGER"
+                case .bytes: type = "BLOB"
+                }
+            }
+            let key = field.name == table.primaryKey ? " PRIMARY KEY NOT NULL" : ""
+            columns.append(quoted(field.name) + " " + type + key)
+            for index in field.indexes { columns.append(quoted(index.name) + " BLOB") }
+        }
+        var statements = ["CREATE TABLE \(quoted(table.name)) (\(columns.joined(separator: ", "))) STRICT"]
+        for field in table.fields {
+            for index in field.indexes {
+                statements.append(
+                    "CREATE INDEX \(quoted("coffer_\(table.name)_\(index.name)")) ON \(quoted(table.name)) (\(quoted(index.name)))"
+                )
+            }
+        }
+        return statements
+    }
+
+    /// A clear value as the column's value; its kind must be the field's.
+    static func databaseValue(_ value: StoreValue, for field: StoreSchema.Field, table: String) throws -> DatabaseValue
+    {
+        switch (value, field.type) {
+        case (.null, _): return .null
+        case (.text(let text), .text): return text.databaseValue
+        case (.integer(let number), .integer): return number.databaseValue
+        case (.bytes(let bytes), .bytes): return Data(bytes).databaseValue
+        default:
+            throw CofferError(
+                .invalidArgument, "\(table).\(field.name) holds \(field.type.rawValue), not \(value.kindName)")
+        }
+    }
+
+    /// A clear column's value back; anything the field cannot hold is `malformed`.
+    static func storeValue(_ value: DatabaseValue, for field: StoreSchema.Field, table: String) throws -> StoreValue {
+        switch (value.storage, field.type) {
+        case (.null, _): return .null
+        case (.string(let text), .text): return .text(text)
+        case (.int64(let number), .integer): return .integer(number)
+        case (.blob(let data), .bytes): return .bytes(Array(data))
+        default:
+            throw CofferError(
+                .malformed, "\(table).\(field.name) holds a value of the wrong kind for \(field.type.rawValue)")
+        }
+    }
+}
+
+extension StoreValue {
+    var kindName: String {
+        switch self {
+        case .text: "text"
+        case .integer: "integer"
+        case .bytes: "bytes"
+        case .null: "null"
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Coffer
+import CofferStore
+import Foundation
+import GRDB
+import Testing
+
+/// The SQLite record store: the seed's presents, exact finds through
+/// colliding blind indexes, no plaintext on disk, and cells that refuse to
+/// open anywhere but their own row.
+@Suite struct RecordStoreTests {
+    static let fast = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
+    static let passphrase = UnlockSecret.password(Array("presents passphrase".utf8))
+
+    static func schema(bits: Int = 16) throws -> StoreSchema {
+        try StoreSchema(tables: [
+            .init(
+                name: "presents", primaryKey: "id",
+                fields: [
+                    .init(name: "id", type: .integer),
+                    .init(name: "to", type: .text),
+                    .init(name: "description", type: .text, sealed: true, bind: ["to"]),
+                    .init(
+                        name: "email", type: .text, sealed: true,
+                        indexes: [.init(name: "email_exact", transforms: [.trim, .lowercase], bits: bits)]),
+                ])
+        ])
+    }
+
+    final class Folder {
+        let path: String
+        init() throws {
+            path = NSTemporaryDirectory() + "coffer-store-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+        var database: String { path + "/store.sqlite" }
+    }
+
+    @Test func theSeedsPresents() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase, kdf: Self.fast)
+        let scarf = try store.put(
+            ["to": .text("Grandma"), "description": .text("a knitted scarf"), "email": .text("Gran@Example.com")],
+            into: "presents")
+        try store.put(["to": .text("Grandma"), "description": .text("tea")], into: "presents")
+        try store.put(["id": .integer(10), "to": .text("Sam"), "description": .text("a kite")], into: "presents")
+        #expect(scarf == .integer(1))
+        #expect(try store.find("presents", where: "to", equals: .text("Grandma")).count == 2)
+        let found = try store.find("presents", where: "email", equals: .text("  gran@example.COM"))
+        #expect(found.count == 1 && found.first?["description"] == .text("a knitted scarf"))
+        #expect(try store.get("presents", id: .integer(10))?["description"] == .text("a kite"))
+        #expect(try store.get("presents", id: .integer(11)) == nil)
+        #expect(throws: CofferError(.refused, "")) {
+            try store.put(["id": .integer(10), "to": .text("again")], into: "presents")
+        }
+        #expect(throws: CofferError(.invalidArgument, "")) {
+            try store.find("presents", where: "description", equals: .text("tea"))
+        }
+        #expect(throws: CofferError(.invalidArgument, "")) { try store.put(["colour": .text("red")], into: "presents") }
+        #expect(throws: CofferError(.invalidArgument, "")) { try store.put(["to": .integer(3)], into: "presents") }
+        // Opened again only with the passphrase.
+        let reopened = try RecordStore.open(sqlite: folder.database, secret: Self.passphrase)
+        #expect(try reopened.get("presents", id: scarf)?["email"] == .text("Gran@Example.com"))
+        #expect(throws: CofferError(.wrongPassword, "")) {
+            try RecordStore.open(sqlite: folder.database, secret: .password(Array("guess".utf8)))
+        }
+        #expect(
+            try reopened.delete("presents", id: .integer(10)) && !(try reopened.delete("presents", id: .integer(10))))
+        #expect(throws: CofferError(.refused, "")) {
+            try RecordStore.create(sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase)
+        }
+    }
+
+    /// With a 2-bit index most values collide; every find still returns
+    /// exactly what a scan of the plaintext would.
+    @Test func findsAreExactWhateverTheCollisions() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(bits: 2), secret: Self.passphrase, kdf: Self.fast)
+        var plain: [(id: StoreValue, email: String)] = []
+        for index in 0..<120 {
+            let email = "user\(index % 17)@example.org"
+            let id = try store.put(
+                ["to": .text("t\(index)"), "description": .text("d"), "email": .text(email)], into: "presents")
+            plain.append((id, email))
+        }
+        for wanted in 0..<20 {
+            let email = "User\(wanted)@Example.org "
+            let expected = Set(
+                plain.filter { $0.email == email.trimmingCharacters(in: .whitespaces).lowercased() }.map(\.id))
+            let found = try store.find("presents", where: "email", equals: .text(email))
+            #expect(Set(found.compactMap { $0["id"] }) == expected, "\(email)")
+        }
+        // Null sealed values are found too (no index entry).
+        try store.put(["to": .text("nobody")], into: "presents")
+        #expect(try store.find("presents", where: "email", equals: .null).map { $0["to"] } == [.text("nobody")])
+    }
+
+    /// No byte string of a sealed value is anywhere in the database files,
+    /// before or after deletes, a checkpoint and a vacuum.
+    @Test func noSealedPlaintextOnDisk() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase, kdf: Self.fast)
+        var secrets: [String] = []
+        for index in 0..<50 {
+            let secret = "sealed-secret-\(index)-\(UUID().uuidString)"
+            secrets.append(secret)
+            try store.put(
+                ["to": .text("r\(index)"), "description": .text(secret), "email": .text(secret + "@x.org")],
+                into: "presents")
+        }
+        func scan(_ moment: String) throws {
+            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(files.contains("store.sqlite"))
+            for file in files {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + file))
+                for secret in secrets {
+                    #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(moment): \(file) holds a sealed value")
+                    #expect(bytes.range(of: Data(secret.lowercased().utf8)) == nil)
+                }
+            }
+        }
+        try scan("after puts")
+        // The clear fields are there: the scan can find what it looks for.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: folder.database + "-wal"))
+        #expect(whole.range(of: Data("r49".utf8)) != nil)
+        for index in 0..<25 { try store.delete("presents", id: .integer(Int64(index + 1))) }
+        let queue = try DatabaseQueue(path: folder.database)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "VACUUM")
+        }
+        try scan("after delete, checkpoint and vacuum")
+    }
+
+    /// A cell moved to another row, a changed bound field, or garbage in a
+    /// sealed or index column: a clear error, never a wrong value or a crash.
+    @Test func cellsOpenOnlyInTheirOwnRow() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase, kdf: Self.fast)
+        try store.put(["to": .text("Ann"), "description": .text("book")], into: "presents")
+        try store.put(["to": .text("Ann"), "description": .text("lamp")], into: "presents")
+        try store.put(["to": .text("Bob"), "description": .text("fountain-pen-7f")], into: "presents")
+        let queue = try DatabaseQueue(path: folder.database)
+        // Swap the descriptions of rows 1 and 2 (same "to"): the primary key is bound.
+        try queue.write { db in
+            let one = try Data.fetchOne(db, sql: "SELECT description FROM presents WHERE id = 1")!
+            let two = try Data.fetchOne(db, sql: "SELECT description FROM presents WHERE id = 2")!
+            try db.execute(sql: "UPDATE presents SET description = ? WHERE id = 1", arguments: [two])
+            try db.execute(sql: "UPDATE presents SET description = ? WHERE id = 2", arguments: [one])
+        }
+        #expect(throws: CofferError(.payloadAuthenticationFailed, "")) { try store.get("presents", id: .integer(1)) }
+        // Change a bound clear field: "to" is bound to the description.
+        try queue.write { db in try db.execute(sql: "UPDATE presents SET \"to\" = 'Eve' WHERE id = 3") }
+        do {
+            _ = try store.get("presents", id: .integer(3))
+            Issue.record("a row whose bound field changed still opened")
+        } catch let error as CofferError {
+            #expect(error.code == .payloadAuthenticationFailed)
+            #expect(error.description.contains("presents.description") && !error.description.contains("fountain"))
+        }
+        // STRICT tables keep text and integers out of sealed columns; bytes and null get in.
+        #expect(throws: DatabaseError.self) {
+            try queue.write { db in try db.execute(sql: "UPDATE presents SET description = 'text' WHERE id = 3") }
+        }
+        for garbage: DatabaseValue in [Data([1, 2, 3]).databaseValue, Data(count: 64).databaseValue, .null] {
+            try queue.write { db in
+                try db.execute(
+                    sql: "UPDATE presents SET description = ?, email_exact = ? WHERE id = 3",
+                    arguments: [garbage, garbage])
+            }
+            #expect(throws: CofferError.self) { try store.get("presents", id: .integer(3)) }
+        }
+        // Garbage in an index column is no candidate; a damaged candidate row is an error, not a skipped row.
+        #expect(try store.find("presents", where: "email", equals: .text("x")).isEmpty)
+        #expect(throws: CofferError.self) { try store.find("presents", where: "email", equals: .null) }
+    }
+}
