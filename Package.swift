@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "Coffer", "CofferCompat", "CofferKeychain",
+                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -13,27 +13,38 @@ extension RecordStore {
     /// A primary key that exists is `refused`.
     @discardableResult
     public func put(_ record: StoreRecord, into tableName: String) throws -> StoreValue {
+        try put(contentsOf: [record], into: tableName)[0]
+    }
+
+    /// Inserts every record in one transaction (all or none) and returns
+    /// their primary keys in order: the way to load many.
+    @discardableResult
+    public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
         let table = try schema.table(tableName)
-        for name in record.keys where table.field(name) == nil {
-            throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-        }
-        return try write { db in
-            let clear = table.fields.filter { !$0.sealed && record[$0.name] != nil && record[$0.name] != .null }
-            var key = record[table.primaryKey] ?? .null
-            if key == .null && table.field(table.primaryKey)?.type != .integer {
-                throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
+        for record in records {
+            for name in record.keys where table.field(name) == nil {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
             }
-            let names = clear.map { StoreSQL.quoted($0.name) }.joined(separator: ", ")
-            let sql =
-                clear.isEmpty
-                ? "INSERT INTO \(StoreSQL.quoted(table.name)) DEFAULT VALUES"
-                : "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names)) VALUES (\(clear.map { _ in "?" }.joined(separator: ", ")))"
-            let values = try clear.map { try StoreSQL.databaseValue(record[$0.name]!, for: $0, table: table.name) }
-            try db.execute(sql: sql, arguments: StatementArguments(values))
-            if key == .null { key = .integer(db.lastInsertedRowID) }
-            try writeSealed(record, key: key, table: table, db)
-            return key
         }
+        return try write { db in try records.map { try insert($0, table: table, db) } }
+    }
+
+    func insert(_ record: StoreRecord, table: StoreSchema.Table, _ db: Database) throws -> StoreValue {
+        let clear = table.fields.filter { !$0.sealed && record[$0.name] != nil && record[$0.name] != .null }
+        var key = record[table.primaryKey] ?? .null
+        if key == .null && table.field(table.primaryKey)?.type != .integer {
+            throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
+        }
+        let names = clear.map { StoreSQL.quoted($0.name) }.joined(separator: ", ")
+        let sql =
+            clear.isEmpty
+            ? "INSERT INTO \(StoreSQL.quoted(table.name)) DEFAULT VALUES"
+            : "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names)) VALUES (\(clear.map { _ in "?" }.joined(separator: ", ")))"
+        let values = try clear.map { try StoreSQL.databaseValue(record[$0.name]!, for: $0, table: table.name) }
+        try db.execute(sql: sql, arguments: StatementArguments(values))
+        if key == .null { key = .integer(db.lastInsertedRowID) }
+        try writeSealed(record, key: key, table: table, db)
+        return key
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.

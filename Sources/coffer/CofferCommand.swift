@@ -20,7 +20,7 @@ struct CofferCommand: ParsableCommand {
             Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
             RSA.self, Agree.self, Sign.self, Verify.self, Key.self,
             Apple.self, RNCryptorCommand.self, Legacy.self, CryptoKitCommand.self, Convert.self,
-            KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, KeychainCommand.self,
+            KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, KeychainCommand.self, StoreCommand.self,
         ]
     )
 

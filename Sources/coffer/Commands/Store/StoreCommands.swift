@@ -1,0 +1,174 @@
+import ArgumentParser
+import Coffer
+import CofferKeychain
+import CofferStore
+import Foundation
+
+/// `coffer store`: records with sealed and clear fields (docs/store.md).
+struct StoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Keep records whose private fields are sealed and whose other fields stay clear and searchable.",
+        discussion: """
+            The store is one SQLite file. Its key ring is sealed inside it under the passphrase, KEK file or \
+            keychain KEK you give (never on the command line). Records are JSON objects: text fields as strings, \
+            integers as numbers, bytes as base64 strings. See docs/store.md.
+            """,
+        subcommands: [StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreDelete.self]
+    )
+}
+
+/// Where the store is and what unlocks it: the key ring options, as for `coffer keyring`.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .customLong("db"), help: "The store's SQLite file.")
+    var database: String
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the store's passphrase from this file.")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
+    var kekFile: String?
+
+    @Option(name: .customLong("kek-keychain"), help: "Use the symmetric256 key under --kek-tag in this keychain.")
+    var kekKeychain: String?
+
+    @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
+    var kekTag: String?
+
+    @Option(name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase.")
+    var kekKeychainPassphraseFile: String?
+
+    @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file.")
+    var kekKeychainKeyFile: String?
+
+    func validate() throws {
+        if [passphraseFile, kekFile, kekKeychain].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
+        }
+        if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
+        if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
+            throw CLIFailure("PostgreSQL stores are not available yet; --db takes a SQLite file", status: 5)
+        }
+    }
+
+    func secret(confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
+        if let kekKeychain, let kekTag {
+            let keychain = try KeychainOptions.open(
+                name: kekKeychain, backend: .file, passphraseFile: kekKeychainPassphraseFile,
+                keyFile: kekKeychainKeyFile)
+            return try KeyRingUnlock.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
+        }
+        return try SecretSource.unlock(
+            keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Store passphrase",
+            confirm: confirm)
+    }
+
+    func open() throws -> RecordStore { try RecordStore.open(sqlite: database, secret: try secret(confirm: false)) }
+}
+
+struct StoreInit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init", abstract: "Make a new store from a schema file (never overwrites).")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("schema"), help: "The schema, JSON (docs/store.md).")
+    var schema: String
+    @Option(name: .customLong("kdf"), help: "scrypt (default) or pbkdf2, for a passphrase.")
+    var kdf = "scrypt"
+
+    func run() throws {
+        let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
+        _ = try RecordStore.create(
+            sqlite: store.database, schema: schema, secret: try store.secret(confirm: true, creating: true),
+            kdf: try PasswordKDF.named(kdf))
+    }
+}
+
+struct StorePut: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "put",
+        abstract: "Add records (a JSON object, or JSON lines in one transaction); prints each primary key.")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Argument(help: "The records file (standard input when absent).")
+    var file: String = "-"
+
+    func run() throws {
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let records = try StoreJSON.records(try Input.readAll(path: file, what: "the records"), table: table)
+        for key in try opened.put(contentsOf: records, into: table.name) {
+            print(StoreJSON.line([table.primaryKey: key], table: table.keyOnly))
+        }
+    }
+}
+
+struct StoreGet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Print one record as JSON, its sealed fields opened (exit 1 when missing).")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("id"), help: "The primary key.")
+    var id: String
+
+    func run() throws {
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        guard let record = try opened.get(table.name, id: key) else {
+            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
+        }
+        print(StoreJSON.line(record, table: table))
+    }
+}
+
+struct StoreFind: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find", abstract: "Print the records whose FIELD equals VALUE, as JSON lines (exact matches only)."
+    )
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("where"), help: "FIELD=VALUE; a sealed field needs a blind index.")
+    var condition: String
+
+    func run() throws {
+        guard let equals = condition.firstIndex(of: "=") else { throw ValidationError("--where is FIELD=VALUE") }
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let name = String(condition[..<equals])
+        guard let field = table.field(name) else { throw CLIFailure("\(table.name) has no field \(name)", status: 64) }
+        let value = try StoreJSON.argument(
+            String(condition[condition.index(after: equals)...]), field: field, table: table.name)
+        for record in try opened.find(table.name, where: name, equals: value) {
+            print(StoreJSON.line(record, table: table))
+        }
+    }
+}
+
+struct StoreDelete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete one record (exit 1 when missing).")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("id"), help: "The primary key.")
+    var id: String
+
+    func run() throws {
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        guard try opened.delete(table.name, id: key) else {
+            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
+        }
+    }
+}
+
+extension StoreSchema.Table {
+    /// This table with its primary key only, to print a key as a record.
+    var keyOnly: StoreSchema.Table {
+        StoreSchema.Table(name: name, primaryKey: primaryKey, fields: fields.filter { $0.name == primaryKey })
+    }
+}
