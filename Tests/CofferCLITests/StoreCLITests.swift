@@ -83,6 +83,18 @@ import Glibc
         #expect(wrong.status == 2 && !wrong.stdoutText.contains("scarf"))
     }
 
+    /// `coffer tour` ends with the seed's presents list, with no server and no configuration.
+    @Test func tourShowsThePresents() throws {
+        let tour = try CLI.coffer(["tour"])
+        Self.ok(tour, "tour")
+        for line in [
+            "listed the presents to Grandma", "a knitted scarf, jasmine tea", "through the shop's blind index",
+            "a wrong passphrase opens nothing",
+        ] {
+            #expect(tour.stdoutText.contains(line), "\(tour.stdoutText)")
+        }
+    }
+
     /// Four processes add 60 records each at once: all 240 are there.
     @Test func fourWritersLoseNothing() throws {
         let directory = try Self.setUp()

@@ -4,7 +4,8 @@ import Foundation
 
 struct Tour: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random.",
+        abstract:
+            "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random, keep sealed records.",
         discussion:
             "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given."
     )
@@ -82,16 +83,19 @@ struct Tour: ParsableCommand {
             "armored a short message for bob",
             String(decoding: armored, as: UTF8.self).split(separator: "\n").first.map(String.init))
 
+        // 9. The seed's presents list: sealed fields, clear fields, a blind index.
+        try presents(in: path("presents.sqlite"))
+
         if keep { print("\nThe tour's files are in \(directory.path)") }
         print("\nTour complete. Try: coffer keygen -o key.txt; coffer encrypt -r age1… -o file.age file")
     }
 
-    private func step(_ title: String, _ detail: String?) {
+    func step(_ title: String, _ detail: String?) {
         print("✓ \(title)")
         if let detail { print("  \(detail)") }
     }
 
-    private func check(_ condition: Bool, _ message: String) throws {
+    func check(_ condition: Bool, _ message: String) throws {
         guard condition else { throw CLIFailure("tour failed: \(message)") }
     }
 
