@@ -69,7 +69,9 @@ let package = Package(
         .target(
             name: "CofferStore",
             dependencies: [
-                "Coffer", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+                "Coffer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .executableTarget(
