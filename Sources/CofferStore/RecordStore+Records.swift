@@ -140,6 +140,45 @@ extension RecordStore {
         }
     }
 
+    /// Changes fields of the record `key` (a field set to `.null` becomes
+    /// null; fields left out keep their value) and returns the record as it
+    /// now is, or nil when there is none. Every sealed field is sealed again
+    /// and every index recomputed, so a changed bound field keeps the row
+    /// opening. The primary key does not change.
+    @discardableResult
+    public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
+        let table = try schema.table(tableName)
+        for name in changes.keys where table.field(name) == nil {
+            throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+        }
+        if let changed = changes[table.primaryKey], changed != key {
+            throw CofferError(.invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
+        }
+        let keyField = table.field(table.primaryKey)!
+        return try write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                    arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+            else { return nil }
+            var record = try self.record(from: row, table: table)
+            record.merge(changes) { $1 }
+            let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
+            if !clear.isEmpty {
+                try db.execute(
+                    sql:
+                        "UPDATE \(StoreSQL.quoted(table.name)) SET \(clear.map { StoreSQL.quoted($0.name) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                    arguments: StatementArguments(
+                        try clear.map {
+                            try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name)
+                        }
+                            + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
+            }
+            try writeSealed(record, key: key, table: table, db)
+            return record
+        }
+    }
+
     /// Deletes the record `key`; false when there was none.
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {

@@ -64,6 +64,12 @@ import Glibc
         #expect(byEmail.stdoutText.contains("a knitted scarf") && byEmail.stdoutText.split(separator: "\n").count == 1)
         #expect(try Self.store(["get", "--table", "presents", "--id", "2"], directory).stdoutText.contains("\"kite\""))
         #expect(try Self.store(["get", "--table", "presents", "--id", "99"], directory).status == 1)
+        let update = try Self.store(
+            ["update", "--table", "presents", "--id", "2"], directory, stdin: Array(#"{"to": "Samira"}"#.utf8))
+        #expect(
+            update.stdoutText == #"{"id":2,"to":"Samira","description":"kite","email":null}"# + "\n", "\(update.stderr)"
+        )
+        #expect(try Self.descriptions(directory, to: "Samira").count == 1)
         // Bad input: a clear error and a usage status, nothing written.
         for bad in [#"{"to": 5}"#, #"{"colour": "red"}"#, "not json", #"[1, 2]"#, #"{"id": 1.5}"#, #"{"id": true}"#] {
             let result = try Self.store(["put", "--table", "presents"], directory, stdin: Array(bad.utf8))

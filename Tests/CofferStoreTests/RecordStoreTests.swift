@@ -72,6 +72,27 @@ import Testing
         }
     }
 
+    /// An update seals every sealed field again and recomputes the indexes,
+    /// so a changed bound field and a changed indexed value both hold.
+    @Test func updatesSealAgain() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase, kdf: Self.fast)
+        let id = try store.put(
+            ["to": .text("Ann"), "description": .text("book"), "email": .text("ann@old.org")], into: "presents")
+        let updated = try store.update("presents", id: id, set: ["to": .text("Bea"), "email": .text("bea@new.org")])
+        #expect(updated?["description"] == .text("book") && updated?["to"] == .text("Bea"))
+        #expect(try store.get("presents", id: id)?["to"] == .text("Bea"))
+        #expect(try store.find("presents", where: "email", equals: .text("ann@old.org")).isEmpty)
+        #expect(try store.find("presents", where: "email", equals: .text("BEA@new.org")).count == 1)
+        #expect(try store.update("presents", id: id, set: ["email": .null])?["email"] == .null)
+        #expect(try store.update("presents", id: .integer(99), set: ["to": .text("x")]) == nil)
+        #expect(throws: CofferError(.invalidArgument, "")) {
+            try store.update("presents", id: id, set: ["id": .integer(5)])
+        }
+        #expect(throws: CofferError(.invalidArgument, "")) { try store.update("presents", id: id, set: ["x": .null]) }
+    }
+
     /// With a 2-bit index most values collide; every find still returns
     /// exactly what a scan of the plaintext would.
     @Test func findsAreExactWhateverTheCollisions() throws {

@@ -14,7 +14,9 @@ struct StoreCommand: ParsableCommand {
             keychain KEK you give (never on the command line). Records are JSON objects: text fields as strings, \
             integers as numbers, bytes as base64 strings. See docs/store.md.
             """,
-        subcommands: [StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreDelete.self]
+        subcommands: [
+            StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
+        ]
     )
 }
 
@@ -144,6 +146,31 @@ struct StoreFind: ParsableCommand {
         for record in try opened.find(table.name, where: name, equals: value) {
             print(StoreJSON.line(record, table: table))
         }
+    }
+}
+
+struct StoreUpdate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update",
+        abstract: "Change fields of one record (a JSON object of the fields to change); prints the record.")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("id"), help: "The primary key.")
+    var id: String
+    @Argument(help: "The changes file (standard input when absent).")
+    var file: String = "-"
+
+    func run() throws {
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        let text = String(decoding: try Input.readAll(path: file, what: "the changes"), as: UTF8.self)
+        let changes = try StoreJSON.record(Substring(text), table: table)
+        guard let record = try opened.update(table.name, id: key, set: changes) else {
+            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
+        }
+        print(StoreJSON.line(record, table: table))
     }
 }
 
