@@ -199,13 +199,24 @@ extension RecordStore {
     /// A row as a record: clear columns read, sealed cells opened with the
     /// row's own primary key and bound fields.
     func record(from row: Row, table: StoreSchema.Table) throws -> StoreRecord {
+        try record(from: Self.columns(row), table: table)
+    }
+
+    /// A row's columns by name (Sendable, unlike GRDB's `Row`).
+    static func columns(_ row: Row) -> [String: DatabaseValue] {
+        var columns: [String: DatabaseValue] = [:]
+        for (name, value) in row { columns[name] = value }
+        return columns
+    }
+
+    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table) throws -> StoreRecord {
         var record: StoreRecord = [:]
         for field in table.fields where !field.sealed {
-            record[field.name] = try StoreSQL.storeValue(row[field.name], for: field, table: table.name)
+            record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
         }
         let key = record[table.primaryKey] ?? .null
         for field in table.fields where field.sealed {
-            guard case .blob(let sealed) = (row[field.name] as DatabaseValue).storage else {
+            guard case .blob(let sealed) = (columns[field.name] ?? .null).storage else {
                 throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
             }
             let context = try keys.context(

@@ -16,7 +16,7 @@ import Testing
         "keychain add-password", "keychain get-password", "keychain update-password", "keychain delete",
         "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
         "keychain decrypt-from", "keychain passwd", "keychain accept-rollback",
-        "store", "store init", "store put", "store get", "store find", "store update", "store delete",
+        "store", "store init", "store put", "store get", "store find", "store update", "store delete", "store verify",
     ]
 
     @Test(arguments: commands)

@@ -93,6 +93,37 @@ import Testing
         #expect(throws: CofferError(.invalidArgument, "")) { try store.update("presents", id: id, set: ["x": .null]) }
     }
 
+    /// `verify` opens every cell and recomputes every index entry, and
+    /// names the rows where either fails.
+    @Test func verifyFindsWhatWasChanged() throws {
+        let folder = try Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try Self.schema(), secret: Self.passphrase, kdf: Self.fast)
+        for index in 0..<30 {
+            try store.put(
+                ["to": .text("p\(index)"), "description": .text("d\(index)"), "email": .text("e\(index)@x.org")],
+                into: "presents")
+        }
+        try store.put(["to": .text("no email")], into: "presents")
+        var seen: [Int] = []
+        let intact = try store.verify(batchSize: 7) { seen.append($0) }
+        #expect(intact.isIntact && intact.rows == 31 && intact.cells == 62 && intact.indexEntries == 30, "\(intact)")
+        #expect(seen == [7, 14, 21, 28, 31])
+        let queue = try DatabaseQueue(path: folder.database)
+        try queue.write { db in
+            let five = try Data.fetchOne(db, sql: "SELECT email_exact FROM presents WHERE id = 5")!
+            try db.execute(sql: "UPDATE presents SET email_exact = ? WHERE id = 6", arguments: [five])
+            try db.execute(sql: "UPDATE presents SET \"to\" = 'changed' WHERE id = 9")
+            try db.execute(sql: "UPDATE presents SET email_exact = NULL WHERE id = 12")
+        }
+        let damaged = try store.verify()
+        #expect(damaged.problemCount == 3, "\(damaged.problems)")
+        #expect(damaged.problems.contains { $0.contains("id=6") && $0.contains("email_exact") })
+        #expect(damaged.problems.contains { $0.contains("id=9") && $0.contains("does not open") })
+        #expect(damaged.problems.contains { $0.contains("id=12") })
+        #expect(!damaged.problems.joined().contains("d9") && !damaged.problems.joined().contains("e6@"))
+    }
+
     /// With a 2-bit index most values collide; every find still returns
     /// exactly what a scan of the plaintext would.
     @Test func findsAreExactWhateverTheCollisions() throws {

@@ -16,6 +16,7 @@ struct StoreCommand: ParsableCommand {
             """,
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
+            StoreVerify.self,
         ]
     )
 }
@@ -190,6 +191,28 @@ struct StoreDelete: ParsableCommand {
         guard try opened.delete(table.name, id: key) else {
             throw CLIFailure("\(table.name) has no record \(id)", status: 1)
         }
+    }
+}
+
+struct StoreVerify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Open every sealed cell and recompute every index entry (exit 3 naming the rows that fail).")
+    @OptionGroup var store: StoreOptions
+
+    func run() throws {
+        let opened = try store.open()
+        let terminal = isatty(STDERR_FILENO) == 1
+        let result = try opened.verify { rows in
+            if terminal { StandardError.write("\rcoffer: verified \(rows) rows") }
+        }
+        if terminal { StandardError.write("\n") }
+        print(result.description)
+        for problem in result.problems { print("  " + problem) }
+        if result.problemCount > result.problems.count {
+            print("  … and \(result.problemCount - result.problems.count) more")
+        }
+        guard result.isIntact else { throw CLIFailure("the store has \(result.problemCount) problems", status: 3) }
     }
 }
 

@@ -1,0 +1,101 @@
+import Coffer
+import Foundation
+import GRDB
+
+/// What `verify` found.
+public struct StoreVerification: Sendable, CustomStringConvertible {
+    public var rows = 0
+    public var cells = 0
+    public var indexEntries = 0
+    /// The first problems (at most 50), each naming table, primary key and
+    /// column, never a value.
+    public var problems: [String] = []
+    /// How many problems there were in all.
+    public var problemCount = 0
+
+    public var isIntact: Bool { problemCount == 0 }
+
+    public var description: String {
+        "\(rows) rows, \(cells) sealed cells, \(indexEntries) index entries: "
+            + (isIntact ? "all open and match" : "\(problemCount) problems")
+    }
+
+    mutating func note(_ problem: String) {
+        problemCount += 1
+        if problems.count < 50 { problems.append(problem) }
+    }
+}
+
+extension RecordStore {
+    /// Opens every sealed cell and recomputes every blind index entry (at
+    /// the version it names), in batches of `batchSize` rows read in one
+    /// transaction each, the opening spread over every core. Read-only: run
+    /// again after an interruption. `progress` gets the rows done so far.
+    public func verify(batchSize: Int = 2000, progress: (Int) -> Void = { _ in }) throws -> StoreVerification {
+        var result = StoreVerification()
+        for table in schema.tables {
+            var after: DatabaseValue = .null
+            while true {
+                let rows: [[String: DatabaseValue]] = try read { db in
+                    let order = StoreSQL.quoted(table.primaryKey)
+                    let columns = table.fields.flatMap { field in [field.name] + field.indexes.map(\.name) }
+                    let condition = after.isNull ? "" : " WHERE \(order) > ?"
+                    return try Row.fetchAll(
+                        db,
+                        sql:
+                            "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
+                        arguments: after.isNull ? [] : [after]
+                    ).map(Self.columns)
+                }
+                guard let last = rows.last else { break }
+                after = last[table.primaryKey] ?? .null
+                let outcomes = Locked([StoreVerification](repeating: StoreVerification(), count: rows.count))
+                DispatchQueue.concurrentPerform(iterations: rows.count) { index in
+                    let outcome = check(rows[index], table: table)
+                    outcomes.withLock { $0[index] = outcome }
+                }
+                for outcome in outcomes.withLock({ $0 }) {
+                    result.rows += outcome.rows
+                    result.cells += outcome.cells
+                    result.indexEntries += outcome.indexEntries
+                    for problem in outcome.problems { result.note(problem) }
+                }
+                progress(result.rows)
+            }
+        }
+        return result
+    }
+
+    /// One row: its cells open, its index entries are what its values give.
+    func check(_ row: [String: DatabaseValue], table: StoreSchema.Table) -> StoreVerification {
+        var outcome = StoreVerification(rows: 1)
+        let key = (row[table.primaryKey] ?? .null).description
+        let record: StoreRecord
+        do { record = try self.record(from: row, table: table) } catch {
+            outcome.note("\(table.name) \(table.primaryKey)=\(key): a sealed cell does not open (\(error))")
+            return outcome
+        }
+        for field in table.fields where field.sealed {
+            outcome.cells += 1
+            for index in field.indexes {
+                let stored = row[index.name] ?? .null
+                let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
+                let texts = StoreKeys.indexInput(inputs, transforms: index.transforms)
+                switch (stored.storage, texts) {
+                case (.null, nil): continue
+                case (.blob(let data), let texts?) where data.count >= 2:
+                    let version = UInt16(data[data.startIndex]) << 8 | UInt16(data[data.startIndex + 1])
+                    let expected = try? keys.indexValue(
+                        texts, table: table.name, index: index.name, bits: index.bits, version: version)
+                    if expected == Array(data) {
+                        outcome.indexEntries += 1
+                        continue
+                    }
+                default: break
+                }
+                outcome.note("\(table.name) \(table.primaryKey)=\(key): index \(index.name) does not match its value")
+            }
+        }
+        return outcome
+    }
+}
