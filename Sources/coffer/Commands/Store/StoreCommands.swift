@@ -110,18 +110,12 @@ struct StoreGet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get", abstract: "Print one record as JSON, its sealed fields opened (exit 1 when missing).")
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("id"), help: "The primary key.")
-    var id: String
+    @OptionGroup var row: StoreRow
 
     func run() throws {
         let opened = try store.open()
-        let table = try opened.schema.table(table)
-        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
-        guard let record = try opened.get(table.name, id: key) else {
-            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
-        }
+        let (table, key) = try row.resolve(in: opened)
+        guard let record = try opened.get(table.name, id: key) else { throw row.missing(table) }
         print(StoreJSON.line(record, table: table))
     }
 }
@@ -155,22 +149,16 @@ struct StoreUpdate: ParsableCommand {
         commandName: "update",
         abstract: "Change fields of one record (a JSON object of the fields to change); prints the record.")
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("id"), help: "The primary key.")
-    var id: String
+    @OptionGroup var row: StoreRow
     @Argument(help: "The changes file (standard input when absent).")
     var file: String = "-"
 
     func run() throws {
         let opened = try store.open()
-        let table = try opened.schema.table(table)
-        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        let (table, key) = try row.resolve(in: opened)
         let text = String(decoding: try Input.readAll(path: file, what: "the changes"), as: UTF8.self)
         let changes = try StoreJSON.record(Substring(text), table: table)
-        guard let record = try opened.update(table.name, id: key, set: changes) else {
-            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
-        }
+        guard let record = try opened.update(table.name, id: key, set: changes) else { throw row.missing(table) }
         print(StoreJSON.line(record, table: table))
     }
 }
@@ -179,18 +167,29 @@ struct StoreDelete: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete one record (exit 1 when missing).")
     @OptionGroup var store: StoreOptions
+    @OptionGroup var row: StoreRow
+
+    func run() throws {
+        let opened = try store.open()
+        let (table, key) = try row.resolve(in: opened)
+        guard try opened.delete(table.name, id: key) else { throw row.missing(table) }
+    }
+}
+
+/// The record a command acts on: `--table T --id ID`, the id read as the primary key's type.
+struct StoreRow: ParsableArguments {
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
     @Option(name: .customLong("id"), help: "The primary key.")
     var id: String
 
-    func run() throws {
-        let opened = try store.open()
-        let table = try opened.schema.table(table)
-        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
-        guard try opened.delete(table.name, id: key) else {
-            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
-        }
+    func resolve(in store: RecordStore) throws -> (StoreSchema.Table, StoreValue) {
+        let table = try store.schema.table(table)
+        return (table, try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name))
+    }
+
+    func missing(_ table: StoreSchema.Table) -> CLIFailure {
+        CLIFailure("\(table.name) has no record \(id)", status: 1)
     }
 }
 
