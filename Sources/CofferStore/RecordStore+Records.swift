@@ -20,15 +20,19 @@ extension RecordStore {
     /// their primary keys in order: the way to load many.
     @discardableResult
     public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
-        let table = try schema.table(tableName)
-        for record in records {
-            for name in record.keys where table.field(name) == nil {
-                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+        try write { db, state in
+            let table = try state.schema.table(tableName)
+            for record in records {
+                for name in record.keys where table.field(name) == nil {
+                    throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+                }
             }
+            return try records.map { try state.insert($0, table: table, db) }
         }
-        return try write { db in try records.map { try insert($0, table: table, db) } }
     }
+}
 
+extension StoreState {
     func insert(_ record: StoreRecord, table: StoreSchema.Table, _ db: Database) throws -> StoreValue {
         let clear = table.fields.filter { !$0.sealed && record[$0.name] != nil && record[$0.name] != .null }
         var key = record[table.primaryKey] ?? .null
@@ -49,44 +53,79 @@ extension RecordStore {
 
     /// Seals the sealed fields and computes the index values of the row `key`.
     func writeSealed(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, _ db: Database) throws {
-        var assignments: [String] = []
-        var values: [DatabaseValue] = []
-        for field in table.fields where field.sealed {
-            let context = try keys.context(
-                table: table.name, column: field.name, primaryKey: key,
-                bound: field.bind.map { ($0, record[$0] ?? .null) })
-            assignments.append(StoreSQL.quoted(field.name) + " = ?")
-            values.append(Data(try keys.sealCell(record[field.name] ?? .null, context: context)).databaseValue)
-            for index in field.indexes {
-                let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
-                assignments.append(StoreSQL.quoted(index.name) + " = ?")
-                if let texts = StoreKeys.indexInput(inputs, transforms: index.transforms) {
-                    let value = try keys.indexValue(
-                        texts, table: table.name, index: index.name, bits: index.bits, version: keys.currentIndexVersion
-                    )
-                    values.append(Data(value).databaseValue)
-                } else {
-                    values.append(.null)
-                }
-            }
-        }
-        guard !assignments.isEmpty else { return }
+        let columns = try sealedColumns(record, key: key, table: table, fields: table.fields.filter(\.sealed))
+        guard !columns.isEmpty else { return }
+        let names = columns.keys.sorted()
         let keyField = table.field(table.primaryKey)!
         try db.execute(
             sql:
-                "UPDATE \(StoreSQL.quoted(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-            arguments: StatementArguments(values + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
+                "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+            arguments: StatementArguments(
+                names.map { columns[$0]! } + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
     }
 
+    /// The sealed cells of `fields` for `record` (row `key`) and their
+    /// index values under the current version, by column.
+    func sealedColumns(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, fields: [StoreSchema.Field])
+        throws -> [String: DatabaseValue]
+    {
+        var columns: [String: DatabaseValue] = [:]
+        for field in fields {
+            let context = try keys.context(
+                table: table.name, column: field.name, primaryKey: key,
+                bound: field.bind.map { ($0, record[$0] ?? .null) })
+            columns[field.name] = Data(try keys.sealCell(record[field.name] ?? .null, context: context)).databaseValue
+            for index in field.indexes {
+                columns[index.name] = try indexValue(
+                    index, of: field, in: record, table: table, version: keys.currentIndexVersion)
+            }
+        }
+        return columns
+    }
+
+    /// A row as a record: clear columns read, sealed cells opened with the
+    /// row's own primary key and bound fields. A field being migrated may
+    /// still hold its clear value.
+    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table) throws -> StoreRecord {
+        var record: StoreRecord = [:]
+        let migrating = migrating(table.name)
+        for field in table.fields where !field.sealed {
+            record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
+        }
+        let key = record[table.primaryKey] ?? .null
+        for field in table.fields where field.sealed {
+            let stored = columns[field.name] ?? .null
+            guard case .blob(let sealed) = stored.storage else {
+                if field.name == migrating {
+                    record[field.name] = try StoreSQL.storeValue(stored, for: field, table: table.name)
+                    continue
+                }
+                throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
+            }
+            let context = try keys.context(
+                table: table.name, column: field.name, primaryKey: key,
+                bound: field.bind.map { ($0, record[$0] ?? .null) })
+            record[field.name] = try keys.openCell(
+                Array(sealed), context: context, table: table.name, column: field.name)
+        }
+        return record
+    }
+
+    func record(from row: Row, table: StoreSchema.Table) throws -> StoreRecord {
+        try record(from: RecordStore.columns(row), table: table)
+    }
+}
+
+extension RecordStore {
     /// The record whose primary key is `key`, its sealed fields opened, or nil.
     public func get(_ tableName: String, id key: StoreValue) throws -> StoreRecord? {
-        let table = try schema.table(tableName)
-        let keyField = table.field(table.primaryKey)!
-        return try read { db in
+        try read { db, state in
+            let table = try state.schema.table(tableName)
+            let keyField = table.field(table.primaryKey)!
             let row = try Row.fetchOne(
                 db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
                 arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
-            return try row.map { try record(from: $0, table: table) }
+            return try row.map { try state.record(from: $0, table: table) }
         }
     }
 
@@ -95,35 +134,34 @@ extension RecordStore {
     /// value for every active version picks candidates, which are opened;
     /// only records whose value equals `value` under the index's
     /// transforms are returned (exact equality when it has none), so index
-    /// collisions never reach the caller.
+    /// collisions never reach the caller. While a field is being migrated,
+    /// the rows not yet sealed are searched in the clear as well.
     public func find(_ tableName: String, where fieldName: String, equals value: StoreValue) throws -> [StoreRecord] {
-        let table = try schema.table(tableName)
-        guard let field = table.field(fieldName) else {
-            throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
-        }
-        guard field.sealed else {
-            return try read { db in
-                try Row.fetchAll(
+        try read { db, state in
+            let table = try state.schema.table(tableName)
+            guard let field = table.field(fieldName) else {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
+            }
+            guard field.sealed else {
+                return try Row.fetchAll(
                     db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(field.name)) IS ?",
                     arguments: [try StoreSQL.databaseValue(value, for: field, table: table.name)]
-                ).map { try record(from: $0, table: table) }
+                ).map { try state.record(from: $0, table: table) }
             }
-        }
-        guard let index = field.indexes.first(where: { $0.with.isEmpty }) else {
-            throw CofferError(
-                .invalidArgument,
-                "\(table.name).\(field.name) is sealed and has no single-field blind index: finding it would open every row; add an index to the schema"
-            )
-        }
-        let wanted = StoreKeys.indexInput([value], transforms: index.transforms)
-        let column = StoreSQL.quoted(index.name)
-        return try read { db in
-            let rows: [Row]
+            guard let index = field.indexes.first(where: { $0.with.isEmpty }) else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table.name).\(field.name) is sealed and has no single-field blind index: finding it would open every row; add an index to the schema"
+                )
+            }
+            let wanted = StoreKeys.indexInput([value], transforms: index.transforms)
+            let column = StoreSQL.quoted(index.name)
+            var rows: [Row]
             if let wanted {
-                let entries = try keys.indexVersions.map {
+                let entries = try state.keys.indexVersions.map {
                     Data(
-                        try keys.indexValue(wanted, table: table.name, index: index.name, bits: index.bits, version: $0)
-                    )
+                        try state.keys.indexValue(
+                            wanted, table: table.name, index: index.name, bits: index.bits, version: $0))
                 }
                 rows = try Row.fetchAll(
                     db,
@@ -132,7 +170,19 @@ extension RecordStore {
             } else {
                 rows = try Row.fetchAll(db, sql: "\(select(table)) WHERE \(column) IS NULL")
             }
-            return try rows.map { try record(from: $0, table: table) }.filter { candidate in
+            if state.migrating(table.name) == field.name {
+                let cell = StoreSQL.quoted(field.name)
+                let clear = "\(select(table)) WHERE typeof(\(cell)) NOT IN ('blob', 'null')"
+                rows +=
+                    index.transforms.isEmpty && value != .null
+                    ? try Row.fetchAll(
+                        db, sql: clear + " AND \(cell) = ?",
+                        arguments: [try StoreSQL.databaseValue(value, for: field, table: table.name)])
+                    : try Row.fetchAll(db, sql: clear)
+            }
+            var seen = Set<DatabaseValue>()
+            rows = rows.filter { seen.insert($0[table.primaryKey] as DatabaseValue).inserted }
+            return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
                 let stored = candidate[field.name] ?? .null
                 guard let wanted else { return stored == value }
                 return StoreKeys.indexInput([stored], transforms: index.transforms) == wanted
@@ -147,21 +197,22 @@ extension RecordStore {
     /// opening. The primary key does not change.
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
-        let table = try schema.table(tableName)
-        for name in changes.keys where table.field(name) == nil {
-            throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-        }
-        if let changed = changes[table.primaryKey], changed != key {
-            throw CofferError(.invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
-        }
-        let keyField = table.field(table.primaryKey)!
-        return try write { db in
+        try write { db, state in
+            let table = try state.schema.table(tableName)
+            for name in changes.keys where table.field(name) == nil {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+            }
+            if let changed = changes[table.primaryKey], changed != key {
+                throw CofferError(
+                    .invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
+            }
+            let keyField = table.field(table.primaryKey)!
             guard
                 let row = try Row.fetchOne(
                     db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
                     arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
             else { return nil }
-            var record = try self.record(from: row, table: table)
+            var record = try state.record(from: row, table: table)
             record.merge(changes) { $1 }
             let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
             if !clear.isEmpty {
@@ -174,7 +225,7 @@ extension RecordStore {
                         }
                             + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
             }
-            try writeSealed(record, key: key, table: table, db)
+            try state.writeSealed(record, key: key, table: table, db)
             return record
         }
     }
@@ -182,9 +233,9 @@ extension RecordStore {
     /// Deletes the record `key`; false when there was none.
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
-        let table = try schema.table(tableName)
-        let keyField = table.field(table.primaryKey)!
-        return try write { db in
+        try write { db, state in
+            let table = try state.schema.table(tableName)
+            let keyField = table.field(table.primaryKey)!
             try db.execute(
                 sql: "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
                 arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
@@ -196,58 +247,10 @@ extension RecordStore {
         "SELECT \(table.fields.map { StoreSQL.quoted($0.name) }.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
     }
 
-    /// A row as a record: clear columns read, sealed cells opened with the
-    /// row's own primary key and bound fields.
-    func record(from row: Row, table: StoreSchema.Table) throws -> StoreRecord {
-        try record(from: Self.columns(row), table: table)
-    }
-
     /// A row's columns by name (Sendable, unlike GRDB's `Row`).
     static func columns(_ row: Row) -> [String: DatabaseValue] {
         var columns: [String: DatabaseValue] = [:]
         for (name, value) in row { columns[name] = value }
         return columns
-    }
-
-    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table) throws -> StoreRecord {
-        var record: StoreRecord = [:]
-        for field in table.fields where !field.sealed {
-            record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
-        }
-        let key = record[table.primaryKey] ?? .null
-        for field in table.fields where field.sealed {
-            guard case .blob(let sealed) = (columns[field.name] ?? .null).storage else {
-                throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
-            }
-            let context = try keys.context(
-                table: table.name, column: field.name, primaryKey: key,
-                bound: field.bind.map { ($0, record[$0] ?? .null) })
-            record[field.name] = try keys.openCell(
-                Array(sealed), context: context, table: table.name, column: field.name)
-        }
-        return record
-    }
-
-    // MARK: Transactions
-
-    /// A write transaction; SQLite's errors become Coffer errors (a
-    /// duplicate primary key is `refused`).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.write { try body($0) } } catch let error as DatabaseError {
-            throw Self.coffer(error)
-        }
-    }
-
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try pool.read { try body($0) } } catch let error as DatabaseError {
-            throw Self.coffer(error)
-        }
-    }
-
-    static func coffer(_ error: DatabaseError) -> CofferError {
-        if error.resultCode == .SQLITE_CONSTRAINT {
-            return CofferError(.refused, "a record with this primary key exists (\(error.message ?? "constraint"))")
-        }
-        return CofferError(.io, "the store's database failed: \(error.message ?? "SQLite error \(error.resultCode)")")
     }
 }

@@ -36,22 +36,23 @@ extension RecordStore {
         for table in schema.tables {
             var after: DatabaseValue = .null
             while true {
-                let rows: [[String: DatabaseValue]] = try read { db in
+                let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { db, state in
                     let order = StoreSQL.quoted(table.primaryKey)
                     let columns = table.fields.flatMap { field in [field.name] + field.indexes.map(\.name) }
                     let condition = after.isNull ? "" : " WHERE \(order) > ?"
-                    return try Row.fetchAll(
+                    let rows = try Row.fetchAll(
                         db,
                         sql:
                             "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
                         arguments: after.isNull ? [] : [after]
                     ).map(Self.columns)
+                    return (rows, state)
                 }
                 guard let last = rows.last else { break }
                 after = last[table.primaryKey] ?? .null
                 let outcomes = Locked([StoreVerification](repeating: StoreVerification(), count: rows.count))
                 DispatchQueue.concurrentPerform(iterations: rows.count) { index in
-                    let outcome = check(rows[index], table: table)
+                    let outcome = state.check(rows[index], table: table)
                     outcomes.withLock { $0[index] = outcome }
                 }
                 for outcome in outcomes.withLock({ $0 }) {
@@ -66,6 +67,9 @@ extension RecordStore {
         return result
     }
 
+}
+
+extension StoreState {
     /// One row: its cells open, its index entries are what its values give.
     func check(_ row: [String: DatabaseValue], table: StoreSchema.Table) -> StoreVerification {
         var outcome = StoreVerification(rows: 1)

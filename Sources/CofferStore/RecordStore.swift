@@ -18,11 +18,18 @@ import GRDB
 /// table, so the file is the whole store. SQLite's `secure_delete` is on,
 /// so deleted plaintext-free pages are zeroed too.
 public final class RecordStore: Sendable {
-    public let schema: StoreSchema
-    let keys: StoreKeys
+    let state: Locked<StoreState>
     let pool: DatabasePool
+    let path: String
 
     static let format = "coffer store v1"
+
+    /// The tables and fields, as of the last transaction (a migration
+    /// changes them).
+    public var schema: StoreSchema { state.withLock { $0.schema } }
+
+    /// The job begun and not finished (rotate, reindex or migrate), if any.
+    public func pendingJob() throws -> StoreJob? { try read { db, _ in try StoreJob.fetch(db) } }
 
     static func configuration() -> Configuration {
         var configuration = Configuration()
@@ -33,10 +40,10 @@ public final class RecordStore: Sendable {
         return configuration
     }
 
-    init(schema: StoreSchema, keys: StoreKeys, pool: DatabasePool) {
-        self.schema = schema
-        self.keys = keys
+    init(state: StoreState, pool: DatabasePool, path: String) {
+        self.state = Locked(state)
         self.pool = pool
+        self.path = path
     }
 
     /// Makes a new store at `path` (which must not exist): its tables, a
@@ -48,28 +55,36 @@ public final class RecordStore: Sendable {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.refused, "\(path) already exists; a new store needs a new file")
         }
-        let storeID = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
-        let ringFile = try KeyRingFile(keyRing: KeyRing(), secret: secret, kdf: kdf)
-        let root = SymmetricKey(size: .bits256)
-        let keys = try StoreKeys(storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [1: root], current: 1)
         let pool = try openPool(path)
-        try pool.write { db in
-            try db.execute(sql: StoreSQL.createMeta())
-            let meta: [(String, [UInt8])] = [
-                ("format", Array(format.utf8)), ("store_id", storeID), ("key_ring", Array(try ringFile.contents())),
-                ("index_root.1", try sealRoot(root, version: 1, keys: keys)), ("index_version", [0, 1]),
-                ("schema", Array(try JSONEncoder().encode(schema))),
-            ]
-            for (name, value) in meta {
-                try db.execute(
-                    sql: "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",
-                    arguments: [name, Data(value)])
-            }
+        let state = try pool.write { db in
             for table in schema.tables {
                 for statement in StoreSQL.create(table) { try db.execute(sql: statement) }
             }
+            return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
-        return RecordStore(schema: schema, keys: keys, pool: pool)
+        return RecordStore(state: state, pool: pool, path: path)
+    }
+
+    /// Writes the metadata of a new store into `db`: store id, key ring,
+    /// index root 1, schema, epoch 1.
+    static func initialise(_ db: Database, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF) throws
+        -> StoreState
+    {
+        let storeID = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
+        let ringFile = try KeyRingFile(keyRing: KeyRing(), secret: secret, kdf: kdf)
+        let keys = try StoreKeys(
+            storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [1: SymmetricKey(size: .bits256)], current: 1)
+        try db.execute(sql: StoreSQL.createMeta())
+        let meta: [(String, [UInt8])] = [
+            ("format", Array(format.utf8)), ("store_id", storeID),
+        ]
+        for (name, value) in meta {
+            try db.execute(
+                sql: "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)", arguments: [name, Data(value)])
+        }
+        var state = StoreState(epoch: 0, schema: schema, keys: keys, ringFile: ringFile, job: nil)
+        try state.save(db, over: nil)
+        return state
     }
 
     /// Opens an existing store with `secret`. A wrong secret is
@@ -83,29 +98,10 @@ public final class RecordStore: Sendable {
             guard try db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(.malformed, "\(path) is not a Coffer store (no \(StoreSQL.metaTable) table)")
             }
-            var meta: [String: [UInt8]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM \(StoreSQL.metaTable)") {
-                guard let name = row["name"] as String?, let value = row["value"] as Data? else { continue }
-                meta[name] = Array(value)
-            }
-            return meta
+            return try StoreState.meta(db)
         }
-        guard meta["format"] == Array(format.utf8), let storeID = meta["store_id"], let ring = meta["key_ring"],
-            let schemaJSON = meta["schema"], let versionBytes = meta["index_version"], versionBytes.count == 2
-        else {
-            throw CofferError(.malformed, "\(path) is not a Coffer store of format \"\(format)\"")
-        }
-        let keyRing = try KeyRingFile(contents: ring, secret: secret).keyRing
-        let current = UInt16(versionBytes[0]) << 8 | UInt16(versionBytes[1])
-        let unsealing = try StoreKeys(
-            storeID: storeID, keyRing: keyRing, indexRoots: [0: SymmetricKey(size: .bits256)], current: 0)
-        var roots: [UInt16: SymmetricKey] = [:]
-        for (name, sealed) in meta where name.hasPrefix("index_root.") {
-            guard let version = UInt16(name.dropFirst("index_root.".count)) else { continue }
-            roots[version] = try openRoot(sealed, version: version, keys: unsealing)
-        }
-        let keys = try StoreKeys(storeID: storeID, keyRing: keyRing, indexRoots: roots, current: current)
-        return RecordStore(schema: try StoreSchema(json: schemaJSON), keys: keys, pool: pool)
+        let state = try StoreState.load(meta, where: path) { try KeyRingFile(contents: $0, secret: secret) }
+        return RecordStore(state: state, pool: pool, path: path)
     }
 
     static func openPool(_ path: String) throws -> DatabasePool {

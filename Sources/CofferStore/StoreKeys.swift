@@ -42,6 +42,23 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
         "StoreKeys(\(keyRing.keys.count) cell keys, index versions \(indexVersions))"
     }
 
+    func root(_ version: UInt16) throws -> SymmetricKey {
+        guard let root = indexRoots[version] else {
+            throw CofferError(.keyNotFound, "the store has no index root version \(version)")
+        }
+        return root
+    }
+
+    /// The same store's keys with another key ring, another set of index
+    /// roots, or another current version.
+    func with(
+        keyRing: KeyRing? = nil, indexRoots: [UInt16: SymmetricKey]? = nil, current: UInt16? = nil
+    ) throws -> StoreKeys {
+        try StoreKeys(
+            storeID: storeID, keyRing: keyRing ?? self.keyRing, indexRoots: indexRoots ?? self.indexRoots,
+            current: current ?? currentIndexVersion)
+    }
+
     // MARK: Cells
 
     /// The context a cell is sealed with.
@@ -77,9 +94,7 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     /// The HMAC key of index `index` of `table` at `version`:
     /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer store v1 index key", table, index)).
     public func indexKey(table: String, index: String, version: UInt16) throws -> SymmetricKey {
-        guard let root = indexRoots[version] else {
-            throw CofferError(.keyNotFound, "the store has no index root version \(version)")
-        }
+        let root = try root(version)
         let info = try SealingContext("coffer store v1 index key", table, index).bytes
         return HKDF<SHA256>.deriveKey(inputKeyMaterial: root, salt: storeID, info: info, outputByteCount: 32)
     }

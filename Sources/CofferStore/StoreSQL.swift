@@ -18,10 +18,18 @@ enum StoreSQL {
     /// One table per schema table: clear fields in typed columns, sealed
     /// fields and index values as BLOBs, an SQL index on each blind index.
     static func create(_ table: StoreSchema.Table) -> [String] {
+        ["CREATE TABLE \(quoted(table.name)) (\(columns(table))) STRICT"] + indexes(table)
+    }
+
+    /// The column definitions of `table`; those named in `any` take any
+    /// value (a field being migrated holds clear and sealed values).
+    static func columns(_ table: StoreSchema.Table, any: Set<String> = []) -> String {
         var columns: [String] = []
         for field in table.fields {
             let type: String
-            if field.sealed {
+            if any.contains(field.name) {
+                type = "ANY"
+            } else if field.sealed {
                 type = "BLOB"
             } else {
                 switch field.type {
@@ -34,15 +42,14 @@ enum StoreSQL {
             columns.append(quoted(field.name) + " " + type + key)
             for index in field.indexes { columns.append(quoted(index.name) + " BLOB") }
         }
-        var statements = ["CREATE TABLE \(quoted(table.name)) (\(columns.joined(separator: ", "))) STRICT"]
-        for field in table.fields {
-            for index in field.indexes {
-                statements.append(
-                    "CREATE INDEX \(quoted("coffer_\(table.name)_\(index.name)")) ON \(quoted(table.name)) (\(quoted(index.name)))"
-                )
-            }
+        return columns.joined(separator: ", ")
+    }
+
+    /// An SQL index on each blind index column of `table`.
+    static func indexes(_ table: StoreSchema.Table, only names: Set<String>? = nil) -> [String] {
+        table.fields.flatMap(\.indexes).filter { names?.contains($0.name) ?? true }.map { index in
+            "CREATE INDEX \(quoted("coffer_\(table.name)_\(index.name)")) ON \(quoted(table.name)) (\(quoted(index.name)))"
         }
-        return statements
     }
 
     /// A clear value as the column's value; its kind must be the field's.

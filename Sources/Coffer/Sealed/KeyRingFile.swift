@@ -29,7 +29,7 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
     /// password changes): the key of its rollback high-water mark.
     public let ringID: [UInt8]
     /// How many times the file has been written; authenticated.
-    public internal(set) var generation: UInt64
+    public package(set) var generation: UInt64
     /// The ways in, each wrapping the same data key.
     public private(set) var slots: [KeySlot]
     private var dataKey: SymmetricKey
@@ -116,6 +116,43 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
                 "the key ring file was changed: its sealed body does not open under the right secret")
         }
         self.init(
+            keyRing: try KeyRing.deserialize(Array(body)), ringID: ringID, generation: generation, slots: slots,
+            dataKey: dataKey)
+    }
+
+    /// A newer copy of this same ring (another process rotated it), read
+    /// with the data key this one already holds: no secret and no KDF run.
+    /// A file of another ring, an older generation, or one whose secret was
+    /// changed since (a new data key) is refused; open that one with its
+    /// secret.
+    public func reopened(_ contents: some DataProtocol) throws -> KeyRingFile {
+        let bytes = Array(contents)
+        guard bytes.count >= 29 + 28, bytes.count <= 1 << 20, Array(bytes.prefix(4)) == KeyRingFile.magic,
+            Array(bytes[4..<20]) == ringID
+        else { throw CofferError(.malformed, "the copy is not a version 3 file of the same key ring") }
+        let generation = bytes[20..<28].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard generation >= self.generation else {
+            throw CofferError(
+                .refused,
+                "the copy of the key ring is older (generation \(generation)) than the one open (\(self.generation))")
+        }
+        let count = Int(bytes[28])
+        guard (1...KeyRingFile.maximumSlots).contains(count) else {
+            throw CofferError(.malformed, "the key ring file declares \(count) key slots")
+        }
+        var rest = bytes[29...]
+        var slots: [KeySlot] = []
+        for _ in 0..<count { slots.append(try KeySlot.read(from: &rest)) }
+        guard rest.count >= 12 + 16 else { throw CofferError(.malformed, "the key ring file is truncated") }
+        let body: Data
+        do {
+            body = try AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: rest), using: dataKey, authenticating: bytes[..<rest.startIndex])
+        } catch {
+            throw CofferError(
+                .refused, "the key ring's secret was changed since it was opened; open it again with the new secret")
+        }
+        return KeyRingFile(
             keyRing: try KeyRing.deserialize(Array(body)), ringID: ringID, generation: generation, slots: slots,
             dataKey: dataKey)
     }

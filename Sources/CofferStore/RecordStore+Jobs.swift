@@ -1,0 +1,252 @@
+import Coffer
+import Crypto
+import Foundation
+import GRDB
+
+/// How far a job is: rows gone through and rows in all (the total counted
+/// when the run began; writers may add more meanwhile). A job calls its
+/// `progress` after each batch it has committed; throwing from it stops
+/// the job there, and the next call of the same job resumes it.
+public struct StoreProgress: Sendable {
+    public var done: Int
+    public var total: Int
+}
+
+extension RecordStore {
+    /// Re-seals every sealed cell under a new primary key, then disables
+    /// every older key, so a copy of the key ring made before the rotation
+    /// opens nothing written from now on and no cell needs an old key.
+    /// Writers keep writing throughout (they seal under the new primary
+    /// from the moment the job begins); a run stopped anywhere resumes
+    /// where it stopped when called again.
+    @discardableResult
+    public func rotateKeys(batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }) throws
+        -> StoreJobReport
+    {
+        let (job, resumed) = try begin(.rotate, same: { _ in true }) { _, state in
+            let id = try state.ringFile.update { try $0.rotate() }
+            state.ringFile.generation += 1
+            state.keys = try state.keys.with(keyRing: state.ringFile.keyRing)
+            return StoreJob(kind: .rotate, tables: state.schema.tables.map(\.name), target: id)
+        }
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+            var changes: [String: DatabaseValue] = [:]
+            for field in table.fields where field.sealed {
+                guard case .blob(let sealed) = (row[field.name] ?? .null).storage,
+                    try SealedValue.keyID(of: sealed) != job.target
+                else { continue }
+                let context = try state.cellContext(field, table: table, row: row)
+                changes[field.name] = try state.keys.keyRing.rewrap(sealed, context: context).databaseValue
+            }
+            return changes
+        } finish: { state in
+            for key in state.ringFile.keyRing.keys where key.state == .active {
+                try state.ringFile.update { try $0.disable(key.id) }
+            }
+            state.ringFile.generation += 1
+            state.keys = try state.keys.with(keyRing: state.ringFile.keyRing)
+        }
+    }
+
+    /// Moves every blind index to a new index root version. Queries cover
+    /// the old and the new version until the job ends, writers write the
+    /// new one from the start, and the old roots are dropped at the end.
+    @discardableResult
+    public func reindex(batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }) throws -> StoreJobReport {
+        let (job, resumed) = try begin(.reindex, same: { _ in true }) { _, state in
+            let old = state.keys.indexVersions
+            guard let next = old.last.flatMap({ $0 < UInt16.max ? $0 + 1 : nil }) else {
+                throw CofferError(.refused, "the store has used every index version")
+            }
+            var roots = Dictionary(uniqueKeysWithValues: try old.map { ($0, try state.keys.root($0)) })
+            roots[next] = SymmetricKey(size: .bits256)
+            state.keys = try state.keys.with(indexRoots: roots, current: next)
+            return StoreJob(
+                kind: .reindex, tables: state.schema.tables.map(\.name), target: UInt32(next), retiring: old)
+        }
+        let target = UInt16(job.target)
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+            let stale = table.fields.flatMap(\.indexes).filter { index in
+                guard case .blob(let stored) = (row[index.name] ?? .null).storage else { return false }
+                return stored.count < 2 || UInt16(stored[stored.startIndex]) << 8 | UInt16(stored[stored.startIndex + 1]) != target
+            }
+            guard !stale.isEmpty else { return [:] }
+            let record = try state.record(from: row, table: table)
+            var changes: [String: DatabaseValue] = [:]
+            for field in table.fields {
+                for index in field.indexes where stale.contains(where: { $0.name == index.name }) {
+                    changes[index.name] = try state.indexValue(index, of: field, in: record, table: table, version: target)
+                }
+            }
+            return changes
+        } finish: { state in
+            var roots: [UInt16: SymmetricKey] = [:]
+            for version in state.keys.indexVersions where !job.retiring.contains(version) {
+                roots[version] = try state.keys.root(version)
+            }
+            state.keys = try state.keys.with(indexRoots: roots)
+        }
+    }
+
+    /// Starts `kind`, or picks up the job of that kind an earlier run left
+    /// (when `same` accepts it). Another kind of job under way is `refused`.
+    func begin(
+        _ kind: StoreJob.Kind, same: (StoreJob) -> Bool,
+        make: (Database, inout StoreState) throws -> StoreJob
+    ) throws -> (StoreJob, resumed: Bool) {
+        try change { db, state in
+            if let pending = try StoreJob.fetch(db) {
+                guard pending.kind == kind, same(pending) else {
+                    throw CofferError(
+                        .refused,
+                        "a \(pending) is under way; finish it first (run coffer store \(pending.kind.rawValue) again)")
+                }
+                state.job = pending
+                return (pending, true)
+            }
+            let job = try make(db, &state)
+            state.job = job
+            return (job, false)
+        }
+    }
+
+    /// Goes through the job's tables in primary key order, `batchSize`
+    /// rows at a time: reads a batch, works out each row's new columns on
+    /// every core (`rewrite`), then in one write transaction stores them
+    /// and moves the job's cursor. A row whose sealed cells a writer
+    /// changed in between is left as the writer wrote it (it wrote under
+    /// the job's new state already). At the end `finish` changes the state
+    /// and the job goes.
+    func run(
+        _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
+        rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> [String: DatabaseValue],
+        finish: (inout StoreState) throws -> Void
+    ) throws -> StoreJobReport {
+        guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
+        let total = try read { db, _ in
+            try started.tables.reduce(started.rowsDone) {
+                $0 + (try Int.fetchOne(db, sql: "SELECT count(*) FROM \(StoreSQL.quoted($1))") ?? 0)
+            }
+        }
+        var last = started
+        while true {
+            let batch = try read { db, state -> (StoreJob, StoreState, [[String: DatabaseValue]])? in
+                guard let job = try StoreJob.fetch(db), job.kind == started.kind else { return nil }
+                guard let name = job.tables.first else { return (job, state, []) }
+                return (job, state, try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize))
+            }
+            guard let (job, state, rows) = batch else { break }
+            last = job
+            if job.tables.isEmpty {
+                try change { db, state in
+                    guard try StoreJob.fetch(db) == job else { return }
+                    try finish(&state)
+                    state.job = nil
+                }
+                break
+            }
+            let table = try state.schema.table(job.tables[0])
+            let changes = try Self.parallelMap(rows) { try rewrite(state, table, $0) }
+            try write { db, current in
+                guard try StoreJob.fetch(db) == job, current.epoch == state.epoch else { return }
+                var next = job
+                if let lastRow = rows.last {
+                    for (row, change) in zip(rows, changes) where !change.isEmpty {
+                        next.changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
+                    }
+                    let key = try StoreSQL.storeValue(
+                        lastRow[table.primaryKey] ?? .null, for: table.field(table.primaryKey)!, table: table.name)
+                    next.after = key.encoded
+                    next.rowsDone += rows.count
+                } else {
+                    next.tables.removeFirst()
+                    next.after = nil
+                }
+                try next.store(db)
+                last = next
+            }
+            try progress(StoreProgress(done: last.rowsDone, total: max(total, last.rowsDone)))
+        }
+        if started.kind == .migrate { try checkpoint() }
+        return StoreJobReport(kind: started.kind, rows: last.rowsDone, changed: last.changed, resumed: resumed)
+    }
+
+    /// The next rows of `table` after the primary key `after`, every column.
+    func fetchBatch(_ db: Database, table: StoreSchema.Table, after: [UInt8]?, _ limit: Int) throws
+        -> [[String: DatabaseValue]]
+    {
+        let keyField = table.field(table.primaryKey)!
+        let order = StoreSQL.quoted(table.primaryKey)
+        let columns = table.fields.flatMap { [$0.name] + $0.indexes.map(\.name) }.map(StoreSQL.quoted)
+        let select = "SELECT \(columns.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
+        if let after {
+            let key = try StoreSQL.databaseValue(StoreValue(encoded: after), for: keyField, table: table.name)
+            return try Row.fetchAll(
+                db, sql: "\(select) WHERE \(order) > ? ORDER BY \(order) LIMIT \(limit)", arguments: [key]
+            ).map(Self.columns)
+        }
+        return try Row.fetchAll(db, sql: "\(select) ORDER BY \(order) LIMIT \(limit)").map(Self.columns)
+    }
+
+    /// Writes a row's new columns if its sealed cells are still the ones
+    /// the job read; false when a writer changed or deleted the row.
+    func store(
+        _ change: [String: DatabaseValue], row: [String: DatabaseValue], table: StoreSchema.Table, state: StoreState,
+        _ db: Database
+    ) throws -> Bool {
+        let names = change.keys.sorted()
+        let sealed = table.fields.filter(\.sealed).map(\.name)
+        let sql =
+            "UPDATE \(StoreSQL.quoted(table.name)) SET "
+            + names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ") + " WHERE "
+            + ([table.primaryKey] + sealed).map { StoreSQL.quoted($0) + " IS ?" }.joined(separator: " AND ")
+        let arguments = names.map { change[$0]! } + ([table.primaryKey] + sealed).map { row[$0] ?? .null }
+        try db.execute(sql: sql, arguments: StatementArguments(arguments))
+        return db.changesCount > 0
+    }
+
+    /// `transform` over `items` on every core, in order; the first error is thrown.
+    static func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) throws -> R) throws
+        -> [R]
+    {
+        let results = Locked([Result<R, any Error>?](repeating: nil, count: items.count))
+        DispatchQueue.concurrentPerform(iterations: items.count) { index in
+            let result = Result { try transform(items[index]) }
+            results.withLock { $0[index] = result }
+        }
+        return try results.withLock { $0 }.map { try $0!.get() }
+    }
+
+    /// Copies the WAL into the database file and empties it, so that page
+    /// images written before a job (clear values, old cells) leave the WAL.
+    func checkpoint() throws {
+        do { _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch let error as DatabaseError {
+            throw Self.coffer(error)
+        }
+    }
+}
+
+extension StoreState {
+    /// The context of `field`'s cell in a row read as columns.
+    func cellContext(_ field: StoreSchema.Field, table: StoreSchema.Table, row: [String: DatabaseValue]) throws
+        -> SealingContext
+    {
+        func clear(_ name: String) throws -> StoreValue {
+            try StoreSQL.storeValue(row[name] ?? .null, for: table.field(name)!, table: table.name)
+        }
+        return try keys.context(
+            table: table.name, column: field.name, primaryKey: try clear(table.primaryKey),
+            bound: try field.bind.map { ($0, try clear($0)) })
+    }
+
+    /// The stored value of `index` on `field` for `record` at `version`, null when the row has none.
+    func indexValue(
+        _ index: StoreSchema.Index, of field: StoreSchema.Field, in record: StoreRecord, table: StoreSchema.Table,
+        version: UInt16
+    ) throws -> DatabaseValue {
+        let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
+        guard let texts = StoreKeys.indexInput(inputs, transforms: index.transforms) else { return .null }
+        return Data(try keys.indexValue(texts, table: table.name, index: index.name, bits: index.bits, version: version))
+            .databaseValue
+    }
+}

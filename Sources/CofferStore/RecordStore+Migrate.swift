@@ -1,0 +1,129 @@
+import Coffer
+import Foundation
+import GRDB
+
+extension RecordStore {
+    /// Makes the plain SQLite database at `path` a store without touching a
+    /// row: `schema` must describe tables that exist, with every field a
+    /// clear column of the same name and each table's primary key its SQL
+    /// primary key. Seal fields afterwards with ``migrate(_:field:bind:indexes:batchSize:progress:)``.
+    public static func adopt(
+        sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
+    ) throws -> RecordStore {
+        try schema.validate()
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CofferError(.io, "there is no database at \(path) to adopt")
+        }
+        for table in schema.tables {
+            for field in table.fields where field.sealed {
+                throw CofferError(
+                    .invalidArgument,
+                    "adopt takes the database as it is, every field clear: \(table.name).\(field.name) is marked sealed; seal it afterwards with migrate"
+                )
+            }
+        }
+        let pool = try openPool(path)
+        let state = try pool.write { db in
+            guard try !db.tableExists(StoreSQL.metaTable) else {
+                throw CofferError(.refused, "\(path) is a Coffer store already")
+            }
+            for table in schema.tables {
+                let columns = try Row.fetchAll(db, sql: "SELECT name, pk FROM pragma_table_info(?)", arguments: [table.name])
+                guard !columns.isEmpty else { throw CofferError(.invalidArgument, "\(path) has no table \(table.name)") }
+                let names = Set(columns.map { $0["name"] as String })
+                for field in table.fields where !names.contains(field.name) {
+                    throw CofferError(.invalidArgument, "\(table.name) in \(path) has no column \(field.name)")
+                }
+                let keys = columns.filter { ($0["pk"] as Int) > 0 }.map { $0["name"] as String }
+                guard keys == [table.primaryKey] else {
+                    throw CofferError(
+                        .invalidArgument,
+                        "\(table.name)'s primary key in \(path) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)")
+                }
+            }
+            return try initialise(db, schema: schema, secret: secret, kdf: kdf)
+        }
+        return RecordStore(state: state, pool: pool, path: path)
+    }
+
+    /// Seals the clear field `fieldName` of `tableName` in place, with
+    /// the bound fields and blind indexes given, as a resumable job. From
+    /// the moment it begins every write seals the field, and finds search
+    /// it both through its indexes and, for rows not yet sealed, in the
+    /// clear; at the end the WAL is emptied, and with `secure_delete` no
+    /// page of the database keeps a clear value. Text and integer fields
+    /// only: in SQLite a clear bytes value and a sealed one look alike.
+    @discardableResult
+    public func migrate(
+        _ tableName: String, field fieldName: String, bind: [String] = [], indexes: [StoreSchema.Index] = [],
+        batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }
+    ) throws -> StoreJobReport {
+        let (job, resumed) = try begin(.migrate, same: { $0.tables == [tableName] && $0.field == fieldName }) {
+            db, state in
+            var schema = state.schema
+            guard let t = schema.tables.firstIndex(where: { $0.name == tableName }) else {
+                throw CofferError(.invalidArgument, "the store has no table \"\(tableName)\"")
+            }
+            guard let f = schema.tables[t].fields.firstIndex(where: { $0.name == fieldName }) else {
+                throw CofferError(.invalidArgument, "\(tableName) has no field \(fieldName)")
+            }
+            let field = schema.tables[t].fields[f]
+            guard !field.sealed else { throw CofferError(.refused, "\(tableName).\(fieldName) is sealed already") }
+            guard field.type != .bytes else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(tableName).\(fieldName) holds bytes, which cannot be sealed in place (a clear and a sealed value are both BLOBs); copy them into a new sealed field"
+                )
+            }
+            schema.tables[t].fields[f] = StoreSchema.Field(
+                name: field.name, type: field.type, sealed: true, bind: bind, indexes: indexes)
+            try schema.validate()
+            try prepare(db, table: schema.tables[t], field: fieldName)
+            state.schema = schema
+            return StoreJob(kind: .migrate, tables: [tableName], field: fieldName, target: 0)
+        }
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+            guard let field = table.field(fieldName) else { return [:] }
+            switch (row[field.name] ?? .null).storage {
+            case .blob: return [:]
+            default:
+                let record = try state.record(from: row, table: table)
+                return try state.sealedColumns(
+                    record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
+            }
+        } finish: { _ in }
+    }
+
+    /// Makes `field`'s column able to hold clear and sealed values and adds
+    /// its index columns: a STRICT table whose column is typed is rebuilt
+    /// (in the job's first transaction) with the column as ANY.
+    func prepare(_ db: Database, table: StoreSchema.Table, field: String) throws {
+        let strict = try Bool.fetchOne(db, sql: "SELECT strict FROM pragma_table_list WHERE name = ?", arguments: [table.name]) ?? false
+        let type = try String.fetchOne(
+            db, sql: "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?", arguments: [table.name, field]) ?? ""
+        let fresh = Set(table.field(field)!.indexes.map(\.name))
+        guard strict && !["ANY", "BLOB"].contains(type) else {
+            for name in fresh.sorted() {
+                try db.execute(sql: "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
+            }
+            for statement in StoreSQL.indexes(table, only: fresh) { try db.execute(sql: statement) }
+            return
+        }
+        let existing = try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info(?)", arguments: [table.name]) ?? 0
+        let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.count } - fresh.count
+        guard existing == described else {
+            throw CofferError(
+                .refused,
+                "\(table.name) is a STRICT table with columns the schema does not describe; its column \(field) cannot be made to hold sealed values in place"
+            )
+        }
+        let kept = table.fields.flatMap { [$0.name] + $0.indexes.map(\.name) }.filter { !fresh.contains($0) }
+            .map(StoreSQL.quoted).joined(separator: ", ")
+        let temporary = StoreSQL.quoted("coffer_rebuild_\(table.name)")
+        try db.execute(sql: "CREATE TABLE \(temporary) (\(StoreSQL.columns(table, any: [field]))) STRICT")
+        try db.execute(sql: "INSERT INTO \(temporary) (\(kept)) SELECT \(kept) FROM \(StoreSQL.quoted(table.name))")
+        try db.execute(sql: "DROP TABLE \(StoreSQL.quoted(table.name))")
+        try db.execute(sql: "ALTER TABLE \(temporary) RENAME TO \(StoreSQL.quoted(table.name))")
+        for statement in StoreSQL.indexes(table) { try db.execute(sql: statement) }
+    }
+}

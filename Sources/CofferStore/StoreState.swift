@@ -1,0 +1,104 @@
+import Coffer
+import Crypto
+import Foundation
+import GRDB
+
+/// What the store's `coffer_meta` table says at one epoch: the schema, the
+/// unlocked keys, and the job under way. Every change to them (a rotation,
+/// a reindex, a migration) writes the new metadata and adds one to the
+/// epoch in the same transaction; every transaction of every process reads
+/// the epoch first and reloads when it moved, so no process writes under a
+/// key or a schema that another has moved past.
+struct StoreState: Sendable {
+    var epoch: UInt64
+    var schema: StoreSchema
+    var keys: StoreKeys
+    var ringFile: KeyRingFile
+    var job: StoreJob?
+
+    static let epochName = "epoch"
+
+    /// The metadata rows by name.
+    static func meta(_ db: Database) throws -> [String: [UInt8]] {
+        var meta: [String: [UInt8]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM \(StoreSQL.metaTable)") {
+            guard let name = row["name"] as String?, let value = row["value"] as Data? else { continue }
+            meta[name] = Array(value)
+        }
+        return meta
+    }
+
+    static func epoch(_ db: Database) throws -> UInt64 {
+        guard
+            let data = try Data.fetchOne(
+                db, sql: "SELECT value FROM \(StoreSQL.metaTable) WHERE name = ?", arguments: [epochName])
+        else { return 0 }
+        guard data.count == 8 else { throw CofferError(.malformed, "the store's epoch is not 8 bytes") }
+        return data.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The state the rows say, the key ring opened by `unlock`.
+    static func load(_ meta: [String: [UInt8]], where path: String, unlock: ([UInt8]) throws -> KeyRingFile) throws
+        -> StoreState
+    {
+        guard meta["format"] == Array(RecordStore.format.utf8), let storeID = meta["store_id"],
+            let ring = meta["key_ring"], let schemaJSON = meta["schema"], let versionBytes = meta["index_version"],
+            versionBytes.count == 2
+        else {
+            throw CofferError(.malformed, "\(path) is not a Coffer store of format \"\(RecordStore.format)\"")
+        }
+        let ringFile = try unlock(ring)
+        let current = UInt16(versionBytes[0]) << 8 | UInt16(versionBytes[1])
+        let unsealing = try StoreKeys(
+            storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [0: SymmetricKey(size: .bits256)], current: 0)
+        var roots: [UInt16: SymmetricKey] = [:]
+        for (name, sealed) in meta where name.hasPrefix("index_root.") {
+            guard let version = UInt16(name.dropFirst("index_root.".count)) else { continue }
+            roots[version] = try RecordStore.openRoot(sealed, version: version, keys: unsealing)
+        }
+        let epoch = meta[epochName].map { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0
+        let job = try meta["job"].map { try StoreJob(json: $0) }
+        return StoreState(
+            epoch: epoch, schema: try StoreSchema(json: schemaJSON),
+            keys: try StoreKeys(storeID: storeID, keyRing: ringFile.keyRing, indexRoots: roots, current: current),
+            ringFile: ringFile, job: job)
+    }
+
+    /// Writes the rows that changed from `old` (all of them when nil) and
+    /// adds one to the epoch. Runs inside the write transaction that made
+    /// the change; a changed key ring must have had its generation raised,
+    /// and then every index root is sealed again under its primary.
+    mutating func save(_ db: Database, over old: StoreState?) throws {
+        func put(_ name: String, _ value: [UInt8]) throws {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",
+                arguments: [name, Data(value)])
+        }
+        let ringChanged = ringFile.generation != old?.ringFile.generation
+        if ringChanged { try put("key_ring", Array(try ringFile.contents())) }
+        for version in keys.indexVersions where ringChanged || old?.keys.indexVersions.contains(version) != true {
+            try put("index_root.\(version)", try RecordStore.sealRoot(keys.root(version), version: version, keys: keys))
+        }
+        for version in old?.keys.indexVersions ?? [] where !keys.indexVersions.contains(version) {
+            try db.execute(
+                sql: "DELETE FROM \(StoreSQL.metaTable) WHERE name = ?", arguments: ["index_root.\(version)"])
+        }
+        if keys.currentIndexVersion != old?.keys.currentIndexVersion {
+            try put("index_version", withUnsafeBytes(of: keys.currentIndexVersion.bigEndian, Array.init))
+        }
+        try put("schema", Array(try JSONEncoder().encode(schema)))
+        if let job {
+            try put("job", try job.json())
+        } else {
+            try db.execute(sql: "DELETE FROM \(StoreSQL.metaTable) WHERE name = 'job'")
+        }
+        epoch = (old?.epoch ?? 0) + 1
+        try put(Self.epochName, withUnsafeBytes(of: epoch.bigEndian, Array.init))
+    }
+
+    /// The field of `table` being migrated from clear to sealed, if any.
+    func migrating(_ table: String) -> String? {
+        guard let job, job.kind == .migrate, job.tables.first == table else { return nil }
+        return job.field
+    }
+}
