@@ -123,10 +123,22 @@ extension RecordStore {
         finish: (inout StoreState) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
-        let total = try read { db, _ in
-            try started.tables.reduce(started.rowsDone) {
-                $0 + (try Int.fetchOne(db, sql: "SELECT count(*) FROM \(StoreSQL.quoted($1))") ?? 0)
+        let total = try read { db, state in
+            var total = started.rowsDone
+            for (position, name) in started.tables.enumerated() {
+                let table = try state.schema.table(name)
+                var sql = "SELECT count(*) FROM \(StoreSQL.quoted(name))"
+                var arguments: [DatabaseValue] = []
+                if position == 0, let after = started.after {
+                    sql += " WHERE \(StoreSQL.quoted(table.primaryKey)) > ?"
+                    arguments = [
+                        try StoreSQL.databaseValue(
+                            StoreValue(encoded: after), for: table.field(table.primaryKey)!, table: name)
+                    ]
+                }
+                total += try Int.fetchOne(db, sql: sql, arguments: StatementArguments(arguments)) ?? 0
             }
+            return total
         }
         var last = started
         while true {
@@ -165,7 +177,7 @@ extension RecordStore {
                 try next.store(db)
                 last = next
             }
-            try progress(StoreProgress(done: last.rowsDone, total: max(total, last.rowsDone)))
+            if !rows.isEmpty { try progress(StoreProgress(done: last.rowsDone, total: max(total, last.rowsDone))) }
         }
         if started.kind == .migrate { try checkpoint() }
         return StoreJobReport(kind: started.kind, rows: last.rowsDone, changed: last.changed, resumed: resumed)
