@@ -23,7 +23,7 @@ extension RecordStore {
     public func rotateKeys(batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }) throws
         -> StoreJobReport
     {
-        let (job, resumed) = try begin(.rotate, same: { _ in true }) { _, state in
+        let (job, resumed) = try begin(.rotate) { _, state in
             let id = try state.ringFile.update { try $0.rotate() }
             state.ringFile.generation += 1
             state.keys = try state.keys.with(keyRing: state.ringFile.keyRing)
@@ -52,8 +52,10 @@ extension RecordStore {
     /// the old and the new version until the job ends, writers write the
     /// new one from the start, and the old roots are dropped at the end.
     @discardableResult
-    public func reindex(batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }) throws -> StoreJobReport {
-        let (job, resumed) = try begin(.reindex, same: { _ in true }) { _, state in
+    public func reindex(batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }) throws
+        -> StoreJobReport
+    {
+        let (job, resumed) = try begin(.reindex) { _, state in
             let old = state.keys.indexVersions
             guard let next = old.last.flatMap({ $0 < UInt16.max ? $0 + 1 : nil }) else {
                 throw CofferError(.refused, "the store has used every index version")
@@ -68,14 +70,16 @@ extension RecordStore {
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
             let stale = table.fields.flatMap(\.indexes).filter { index in
                 guard case .blob(let stored) = (row[index.name] ?? .null).storage else { return false }
-                return stored.count < 2 || UInt16(stored[stored.startIndex]) << 8 | UInt16(stored[stored.startIndex + 1]) != target
+                return stored.count < 2
+                    || UInt16(stored[stored.startIndex]) << 8 | UInt16(stored[stored.startIndex + 1]) != target
             }
             guard !stale.isEmpty else { return [:] }
             let record = try state.record(from: row, table: table)
             var changes: [String: DatabaseValue] = [:]
             for field in table.fields {
                 for index in field.indexes where stale.contains(where: { $0.name == index.name }) {
-                    changes[index.name] = try state.indexValue(index, of: field, in: record, table: table, version: target)
+                    changes[index.name] = try state.indexValue(
+                        index, of: field, in: record, table: table, version: target)
                 }
             }
             return changes
@@ -91,7 +95,7 @@ extension RecordStore {
     /// Starts `kind`, or picks up the job of that kind an earlier run left
     /// (when `same` accepts it). Another kind of job under way is `refused`.
     func begin(
-        _ kind: StoreJob.Kind, same: (StoreJob) -> Bool,
+        _ kind: StoreJob.Kind, same: (StoreJob) -> Bool = { _ in true },
         make: (Database, inout StoreState) throws -> StoreJob
     ) throws -> (StoreJob, resumed: Bool) {
         try change { db, state in
@@ -145,7 +149,9 @@ extension RecordStore {
             let batch = try read { db, state -> (StoreJob, StoreState, [[String: DatabaseValue]])? in
                 guard let job = try StoreJob.fetch(db), job.kind == started.kind else { return nil }
                 guard let name = job.tables.first else { return (job, state, []) }
-                return (job, state, try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize))
+                return (
+                    job, state, try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize)
+                )
             }
             guard let (job, state, rows) = batch else { break }
             last = job
@@ -258,7 +264,9 @@ extension StoreState {
     ) throws -> DatabaseValue {
         let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
         guard let texts = StoreKeys.indexInput(inputs, transforms: index.transforms) else { return .null }
-        return Data(try keys.indexValue(texts, table: table.name, index: index.name, bits: index.bits, version: version))
-            .databaseValue
+        return Data(
+            try keys.indexValue(texts, table: table.name, index: index.name, bits: index.bits, version: version)
+        )
+        .databaseValue
     }
 }

@@ -28,8 +28,11 @@ extension RecordStore {
                 throw CofferError(.refused, "\(path) is a Coffer store already")
             }
             for table in schema.tables {
-                let columns = try Row.fetchAll(db, sql: "SELECT name, pk FROM pragma_table_info(?)", arguments: [table.name])
-                guard !columns.isEmpty else { throw CofferError(.invalidArgument, "\(path) has no table \(table.name)") }
+                let columns = try Row.fetchAll(
+                    db, sql: "SELECT name, pk FROM pragma_table_info(?)", arguments: [table.name])
+                guard !columns.isEmpty else {
+                    throw CofferError(.invalidArgument, "\(path) has no table \(table.name)")
+                }
                 let names = Set(columns.map { $0["name"] as String })
                 for field in table.fields where !names.contains(field.name) {
                     throw CofferError(.invalidArgument, "\(table.name) in \(path) has no column \(field.name)")
@@ -38,7 +41,8 @@ extension RecordStore {
                 guard keys == [table.primaryKey] else {
                     throw CofferError(
                         .invalidArgument,
-                        "\(table.name)'s primary key in \(path) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)")
+                        "\(table.name)'s primary key in \(path) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)"
+                    )
                 }
             }
             return try initialise(db, schema: schema, secret: secret, kdf: kdf)
@@ -53,13 +57,29 @@ extension RecordStore {
     /// clear; at the end the WAL is emptied, and with `secure_delete` no
     /// page of the database keeps a clear value. Text and integer fields
     /// only: in SQLite a clear bytes value and a sealed one look alike.
+    /// Called again for a field it has sealed, with the same bound fields
+    /// and indexes, it has nothing to do.
     @discardableResult
     public func migrate(
         _ tableName: String, field fieldName: String, bind: [String] = [], indexes: [StoreSchema.Index] = [],
         batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }
     ) throws -> StoreJobReport {
-        let (job, resumed) = try begin(.migrate, same: { $0.tables == [tableName] && $0.field == fieldName }) {
-            db, state in
+        if let done = try read({ db, state -> StoreSchema.Field? in
+            try StoreJob.fetch(db) == nil ? state.schema.table(tableName).field(fieldName) : nil
+        }), done.sealed {
+            // Run again after it ended (say, killed before it could report):
+            // nothing to do when it was sealed the way asked.
+            func same(_ index: StoreSchema.Index) -> String {
+                "\(index.name) \(index.bits) \(index.transforms) \(index.with)"
+            }
+            guard done.bind == bind, done.indexes.map(same) == indexes.map(same) else {
+                throw CofferError(
+                    .refused, "\(tableName).\(fieldName) is sealed already, with other bound fields or indexes")
+            }
+            return StoreJobReport(kind: .migrate, rows: 0, changed: 0, resumed: false)
+        }
+        let same = { (job: StoreJob) in job.tables == [tableName] && job.field == fieldName }
+        let (job, resumed) = try begin(.migrate, same: same) { db, state in
             var schema = state.schema
             guard let t = schema.tables.firstIndex(where: { $0.name == tableName }) else {
                 throw CofferError(.invalidArgument, "the store has no table \"\(tableName)\"")
@@ -91,25 +111,32 @@ extension RecordStore {
                 return try state.sealedColumns(
                     record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
             }
-        } finish: { _ in }
+        } finish: { _ in
+        }
     }
 
     /// Makes `field`'s column able to hold clear and sealed values and adds
     /// its index columns: a STRICT table whose column is typed is rebuilt
     /// (in the job's first transaction) with the column as ANY.
     func prepare(_ db: Database, table: StoreSchema.Table, field: String) throws {
-        let strict = try Bool.fetchOne(db, sql: "SELECT strict FROM pragma_table_list WHERE name = ?", arguments: [table.name]) ?? false
-        let type = try String.fetchOne(
-            db, sql: "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?", arguments: [table.name, field]) ?? ""
+        let strict =
+            try Bool.fetchOne(db, sql: "SELECT strict FROM pragma_table_list WHERE name = ?", arguments: [table.name])
+            ?? false
+        let type =
+            try String.fetchOne(
+                db, sql: "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?", arguments: [table.name, field])
+            ?? ""
         let fresh = Set(table.field(field)!.indexes.map(\.name))
         guard strict && !["ANY", "BLOB"].contains(type) else {
             for name in fresh.sorted() {
-                try db.execute(sql: "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
+                try db.execute(
+                    sql: "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
             }
             for statement in StoreSQL.indexes(table, only: fresh) { try db.execute(sql: statement) }
             return
         }
-        let existing = try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info(?)", arguments: [table.name]) ?? 0
+        let existing =
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info(?)", arguments: [table.name]) ?? 0
         let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.count } - fresh.count
         guard existing == described else {
             throw CofferError(

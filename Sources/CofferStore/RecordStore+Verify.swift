@@ -80,6 +80,7 @@ extension StoreState {
             return outcome
         }
         for field in table.fields where field.sealed {
+            if field.name == migrating(table.name), (row[field.name] ?? .null).storage.isClear { continue }
             outcome.cells += 1
             for index in field.indexes {
                 let stored = row[index.name] ?? .null
@@ -101,5 +102,15 @@ extension StoreState {
             }
         }
         return outcome
+    }
+}
+
+extension DatabaseValue.Storage {
+    /// A text or integer: a field being migrated not sealed yet.
+    var isClear: Bool {
+        switch self {
+        case .string, .int64, .double: true
+        case .blob, .null: false
+        }
     }
 }

@@ -27,7 +27,8 @@ import Testing
         let queue = try DatabaseQueue(path: folder.database)
         return try queue.read { db in
             Set(
-                try Data.fetchAll(db, sql: "SELECT description FROM presents UNION ALL SELECT email FROM presents").map {
+                try Data.fetchAll(db, sql: "SELECT description FROM presents UNION ALL SELECT email FROM presents").map
+                {
                     try SealedValue.keyID(of: $0)
                 })
         }
@@ -36,9 +37,10 @@ import Testing
     static func indexVersions(_ folder: Folder) throws -> Set<Int> {
         let queue = try DatabaseQueue(path: folder.database)
         return try queue.read { db in
-            Set(try Data.fetchAll(db, sql: "SELECT email_exact FROM presents WHERE email_exact IS NOT NULL").map {
-                Int($0[0]) << 8 | Int($0[1])
-            })
+            Set(
+                try Data.fetchAll(db, sql: "SELECT email_exact FROM presents WHERE email_exact IS NOT NULL").map {
+                    Int($0[0]) << 8 | Int($0[1])
+                })
         }
     }
 
@@ -55,7 +57,10 @@ import Testing
         let other = try RecordStore.open(sqlite: folder.database, secret: RecordStoreTests.passphrase)
         var seen: [StoreProgress] = []
         #expect(throws: Stop.self) {
-            try store.rotateKeys(batchSize: 16) { seen.append($0); if seen.count == 1 { throw Stop() } }
+            try store.rotateKeys(batchSize: 16) {
+                seen.append($0)
+                if seen.count == 1 { throw Stop() }
+            }
         }
         #expect(try store.pendingJob()?.kind == .rotate)
         // Half way: old and new cells both open; a reindex must wait.
@@ -95,7 +100,10 @@ import Testing
         #expect(try Self.emails(other, "u2@x.org") == expected.union([added]))
         #expect(try store.verify().isIntact)
         let queue = try DatabaseQueue(path: folder.database)
-        #expect(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM coffer_meta WHERE name LIKE 'index_root.%'") } == ["index_root.2"])
+        #expect(
+            try queue.read {
+                try String.fetchAll($0, sql: "SELECT name FROM coffer_meta WHERE name LIKE 'index_root.%'")
+            } == ["index_root.2"])
     }
 
     /// A clear column of an existing database is sealed in place; the
@@ -110,7 +118,8 @@ import Testing
                 let email = "person-\(index % 9)-\(UUID().uuidString.prefix(8))@Mail.org"
                 emails.append(email)
                 try db.execute(
-                    sql: "INSERT INTO users (name, email) VALUES (?, ?)", arguments: ["n\(index)", index == 7 ? nil : email])
+                    sql: "INSERT INTO users (name, email) VALUES (?, ?)",
+                    arguments: ["n\(index)", index == 7 ? nil : email])
             }
         }
         try plain.close()
@@ -119,7 +128,10 @@ import Testing
         let schema = try StoreSchema(tables: [
             .init(
                 name: "users", primaryKey: "id",
-                fields: [.init(name: "id", type: .integer), .init(name: "name", type: .text), .init(name: "email", type: .text)])
+                fields: [
+                    .init(name: "id", type: .integer), .init(name: "name", type: .text),
+                    .init(name: "email", type: .text),
+                ])
         ])
         let store = try RecordStore.adopt(
             sqlite: folder.database, schema: schema, secret: RecordStoreTests.passphrase, kdf: RecordStoreTests.fast)
@@ -128,13 +140,20 @@ import Testing
         }
         let index = StoreSchema.Index(name: "email_exact", transforms: [.lowercase], bits: 4)
         #expect(throws: Stop.self) {
-            try store.migrate("users", field: "email", bind: ["name"], indexes: [index], batchSize: 25) { _ in throw Stop() }
+            try store.migrate("users", field: "email", bind: ["name"], indexes: [index], batchSize: 25) { _ in
+                throw Stop()
+            }
         }
         #expect(try store.schema.table("users").field("email")?.sealed == true)
         // Half way: sealed rows found through the index, clear rows in the clear.
         for probe in [0, 3, 30, 59] {
             let found = try store.find("users", where: "email", equals: .text(emails[probe].uppercased()))
-            #expect(Set(found.compactMap { $0["id"] }) == Set(emails.indices.filter { $0 != 7 && emails[$0] == emails[probe] }.map { StoreValue.integer(Int64($0 + 1)) }))
+            #expect(
+                Set(found.compactMap { $0["id"] })
+                    == Set(
+                        emails.indices.filter { $0 != 7 && emails[$0] == emails[probe] }.map {
+                            StoreValue.integer(Int64($0 + 1))
+                        }))
         }
         #expect(try store.get("users", id: .integer(40))?["email"] == .text(emails[39]))
         try store.update("users", id: .integer(50), set: ["name": .text("renamed")])
@@ -150,6 +169,8 @@ import Testing
             for email in emails { #expect(bytes.range(of: Data(email.utf8)) == nil, "\(file) keeps \(email)") }
         }
         #expect(throws: CofferError(.refused, "")) { try store.migrate("users", field: "email") }
+        let again = try store.migrate("users", field: "email", bind: ["name"], indexes: [index])
+        #expect(again.rows == 0 && again.changed == 0 && !again.resumed)
     }
 
     /// A store's own STRICT table is rebuilt so its typed column can hold
@@ -168,7 +189,9 @@ import Testing
         let store = try RecordStore.create(
             sqlite: folder.database, schema: schema, secret: RecordStoreTests.passphrase, kdf: RecordStoreTests.fast)
         for index in 0..<12 {
-            try store.put(["title": .text("n\(index)"), "body": .text("b\(index)"), "tag": .text("tag-\(index % 4)")], into: "notes")
+            try store.put(
+                ["title": .text("n\(index)"), "body": .text("b\(index)"), "tag": .text("tag-\(index % 4)")],
+                into: "notes")
         }
         #expect(throws: CofferError(.invalidArgument, "")) { try store.migrate("notes", field: "id") }
         #expect(throws: CofferError(.invalidArgument, "")) { try store.migrate("notes", field: "nothing") }

@@ -16,7 +16,7 @@ struct StoreCommand: ParsableCommand {
             """,
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
-            StoreVerify.self,
+            StoreVerify.self, StoreRotate.self, StoreReindex.self, StoreMigrate.self,
         ]
     )
 }
@@ -71,18 +71,28 @@ struct StoreOptions: ParsableArguments {
 
 struct StoreInit: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "init", abstract: "Make a new store from a schema file (never overwrites).")
+        commandName: "init",
+        abstract: "Make a new store from a schema file (never overwrites), or adopt a plain SQLite database.")
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("schema"), help: "The schema, JSON (docs/store.md).")
     var schema: String
+    @Flag(
+        name: .customLong("adopt"),
+        help: "Make the existing database --db a store, its tables as the schema describes them (every field clear).")
+    var adopt = false
     @Option(name: .customLong("kdf"), help: "scrypt (default) or pbkdf2, for a passphrase.")
     var kdf = "scrypt"
 
     func run() throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
-        _ = try RecordStore.create(
-            sqlite: store.database, schema: schema, secret: try store.secret(confirm: true, creating: true),
-            kdf: try PasswordKDF.named(kdf))
+        let secret = try store.secret(confirm: true, creating: true)
+        if adopt {
+            _ = try RecordStore.adopt(
+                sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
+        } else {
+            _ = try RecordStore.create(
+                sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
+        }
     }
 }
 

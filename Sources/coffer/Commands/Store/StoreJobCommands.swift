@@ -1,0 +1,98 @@
+import ArgumentParser
+import Coffer
+import CofferStore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How the job commands report: a line per batch on a terminal, the
+/// report on standard output at the end. Run again after an interruption
+/// and the job resumes.
+enum StoreJobOutput {
+    static func progress(_ what: String) -> (StoreProgress) -> Void {
+        let terminal = isatty(STDERR_FILENO) == 1
+        return { step in
+            guard terminal else { return }
+            let percent = step.total > 0 ? step.done * 100 / step.total : 100
+            StandardError.write("\rcoffer: \(what) \(step.done)/\(step.total) rows (\(percent)%)")
+        }
+    }
+
+    static func finish(_ report: StoreJobReport) {
+        if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
+        print(report.description)
+    }
+}
+
+struct StoreRotate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate",
+        abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("batch"), help: "Rows per transaction.")
+    var batch = 1000
+
+    func run() throws {
+        let report = try store.open().rotateKeys(batchSize: batch, progress: StoreJobOutput.progress("re-sealed"))
+        StoreJobOutput.finish(report)
+    }
+}
+
+struct StoreReindex: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reindex",
+        abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("batch"), help: "Rows per transaction.")
+    var batch = 1000
+
+    func run() throws {
+        let report = try store.open().reindex(batchSize: batch, progress: StoreJobOutput.progress("reindexed"))
+        StoreJobOutput.finish(report)
+    }
+}
+
+struct StoreMigrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Seal a clear text or integer field in place, searchable throughout (resumable).",
+        discussion: """
+            A plain SQLite database becomes a store with `coffer store init --adopt`, its schema listing the \
+            tables as they are, every field clear. Then each field to protect is sealed with migrate: \
+            --index NAME,BITS[,TRANSFORM…] adds a blind index (for example --index email_exact,16,trim,lowercase) \
+            and --bind FIELD binds a clear field of the row to each cell. Run the same command again to resume; \
+            a resumed migration keeps the indexes and bound fields it began with.
+            """)
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("field"), help: "The clear field to seal.")
+    var field: String
+    @Option(name: .customLong("bind"), help: "A clear field of the row each cell binds (repeat for more).")
+    var bind: [String] = []
+    @Option(name: .customLong("index"), help: "A blind index: NAME,BITS[,TRANSFORM…] (repeat for more).")
+    var index: [String] = []
+    @Option(name: .customLong("batch"), help: "Rows per transaction.")
+    var batch = 1000
+
+    func run() throws {
+        let indexes = try index.map(Self.parseIndex)
+        let report = try store.open().migrate(
+            table, field: field, bind: bind, indexes: indexes, batchSize: batch,
+            progress: StoreJobOutput.progress("sealed"))
+        StoreJobOutput.finish(report)
+    }
+
+    static func parseIndex(_ text: String) throws -> StoreSchema.Index {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 2, let bits = Int(parts[1]) else {
+            throw ValidationError("--index is NAME,BITS[,TRANSFORM…], for example email_exact,16,trim,lowercase")
+        }
+        return StoreSchema.Index(
+            name: parts[0], transforms: try parts.dropFirst(2).map(IndexTransform.init(parsing:)), bits: bits)
+    }
+}
