@@ -207,3 +207,36 @@ import Testing
         #expect(try store.get("notes", id: .integer(3))?["body"] == .text("b2"))
     }
 }
+
+/// The planner reads the real values: the band, the recommendation, the
+/// multiplier, and a refusal for a field with too few values.
+@Suite struct StorePlanTests {
+    @Test func planFromRealValues() throws {
+        let folder = try RecordStoreTests.Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
+            kdf: RecordStoreTests.fast)
+        try store.put(
+            contentsOf: (0..<2000).map {
+                ["to": .text($0 % 2 == 0 ? "yes" : "no"), "email": .text(" User\($0 % 500)@x.org")]
+            }, into: "presents")
+        // Sealed, opened, trimmed and lowercased: 500 values, 4 rows each.
+        let plan = try store.plan("presents", field: "email")
+        #expect(plan.rows == 2000 && plan.sampled == 2000 && plan.estimatedDistinct == 500, "\(plan)")
+        #expect(plan.candidates.filter(\.inBand).map(\.bits) == [5, 6, 7])
+        #expect(plan.recommendedBits == 7 && plan.refusal == nil)
+        let seven = try #require(plan.candidates.first { $0.bits == 7 })
+        // One query's 4 true rows, plus 1996 others spread over 128 buckets.
+        #expect(abs(seven.multiplier - (4 + 1996.0 / 128) / 4) < 0.01 && abs(seven.anonymitySet - 500.0 / 128) < 0.01)
+        #expect(plan.bitsForMultiplier1_5 == 10)
+        // Without the transforms, case and spaces make no difference here; a prefix of 1 does.
+        #expect(try store.plan("presents", field: "email", transforms: [.trim, .first(1)]).refusal != nil)
+        let yesNo = try store.plan("presents", field: "to")
+        #expect(yesNo.estimatedDistinct == 2 && yesNo.recommendedBits == nil && yesNo.refusal != nil)
+        #expect(yesNo.warnings.count == 1 && !yesNo.description.contains("yes"))
+        // A sample of 500 rows estimates the distinct count.
+        let sampled = try store.plan("presents", field: "email", sampleSize: 500)
+        #expect(sampled.sampled == 500 && (300...800).contains(sampled.estimatedDistinct), "\(sampled)")
+        #expect(throws: CofferError(.invalidArgument, "")) { try store.plan("presents", field: "colour") }
+    }
+}

@@ -96,3 +96,32 @@ struct StoreMigrate: ParsableCommand {
             name: parts[0], transforms: try parts.dropFirst(2).map(IndexTransform.init(parsing:)), bits: bits)
     }
 }
+
+struct StorePlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan",
+        abstract: "Sample a field's real values and recommend a blind index bit length (exit 6 when refused).",
+        discussion: """
+            Sealed values are opened, clear ones read as they are (a field being migrated is both), the transforms \
+            applied (--transforms, or those of the field's first index), and the distinct values counted. The \
+            table shows, per bit length, how many distinct values share a bucket and how many rows a query \
+            fetches per matching row; the recommendation is the largest length inside √X < 2^bits < X/2. Only \
+            counts and shares are printed, never a value.
+            """)
+    @OptionGroup var store: StoreOptions
+    @Option(name: .customLong("table"), help: "The table.")
+    var table: String
+    @Option(name: .customLong("field"), help: "The field to index.")
+    var field: String
+    @Option(name: .customLong("transforms"), help: "Comma-separated transforms, e.g. trim,lowercase.")
+    var transforms: String?
+    @Option(name: .customLong("sample"), help: "Rows to read at most (at random when the table is larger).")
+    var sample = 100_000
+
+    func run() throws {
+        let steps = try transforms.map { try $0.split(separator: ",").map { try IndexTransform(parsing: String($0)) } }
+        let plan = try store.open().plan(table, field: field, transforms: steps, sampleSize: sample)
+        print(plan.description)
+        if plan.refusal != nil { throw CLIFailure("no standalone blind index for \(table).\(field)", status: 6) }
+    }
+}
