@@ -129,67 +129,6 @@ extension RecordStore {
         }
     }
 
-    /// The records whose `field` equals `value`. A clear field is compared
-    /// by SQL. A sealed field is found through its blind index: the index
-    /// value for every active version picks candidates, which are opened;
-    /// only records whose value equals `value` under the index's
-    /// transforms are returned (exact equality when it has none), so index
-    /// collisions never reach the caller. While a field is being migrated,
-    /// the rows not yet sealed are searched in the clear as well.
-    public func find(_ tableName: String, where fieldName: String, equals value: StoreValue) throws -> [StoreRecord] {
-        try read { db, state in
-            let table = try state.schema.table(tableName)
-            guard let field = table.field(fieldName) else {
-                throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
-            }
-            guard field.sealed else {
-                return try Row.fetchAll(
-                    db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(field.name)) IS ?",
-                    arguments: [try StoreSQL.databaseValue(value, for: field, table: table.name)]
-                ).map { try state.record(from: $0, table: table) }
-            }
-            guard let index = field.indexes.first(where: { $0.with.isEmpty }) else {
-                throw CofferError(
-                    .invalidArgument,
-                    "\(table.name).\(field.name) is sealed and has no single-field blind index: finding it would open every row; add an index to the schema"
-                )
-            }
-            let wanted = StoreKeys.indexInput([value], transforms: index.transforms)
-            let column = StoreSQL.quoted(index.name)
-            var rows: [Row]
-            if let wanted {
-                let entries = try state.keys.indexVersions.map {
-                    Data(
-                        try state.keys.indexValue(
-                            wanted, table: table.name, index: index.name, bits: index.bits, version: $0))
-                }
-                rows = try Row.fetchAll(
-                    db,
-                    sql: "\(select(table)) WHERE \(column) IN (\(entries.map { _ in "?" }.joined(separator: ", ")))",
-                    arguments: StatementArguments(entries))
-            } else {
-                rows = try Row.fetchAll(db, sql: "\(select(table)) WHERE \(column) IS NULL")
-            }
-            if state.migrating(table.name) == field.name {
-                let cell = StoreSQL.quoted(field.name)
-                let clear = "\(select(table)) WHERE typeof(\(cell)) NOT IN ('blob', 'null')"
-                rows +=
-                    index.transforms.isEmpty && value != .null
-                    ? try Row.fetchAll(
-                        db, sql: clear + " AND \(cell) = ?",
-                        arguments: [try StoreSQL.databaseValue(value, for: field, table: table.name)])
-                    : try Row.fetchAll(db, sql: clear)
-            }
-            var seen = Set<DatabaseValue>()
-            rows = rows.filter { seen.insert($0[table.primaryKey] as DatabaseValue).inserted }
-            return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
-                let stored = candidate[field.name] ?? .null
-                guard let wanted else { return stored == value }
-                return StoreKeys.indexInput([stored], transforms: index.transforms) == wanted
-            }
-        }
-    }
-
     /// Changes fields of the record `key` (a field set to `.null` becomes
     /// null; fields left out keep their value) and returns the record as it
     /// now is, or nil when there is none. Every sealed field is sealed again

@@ -137,18 +137,26 @@ struct StoreFind: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
-    @Option(name: .customLong("where"), help: "FIELD=VALUE; a sealed field needs a blind index.")
-    var condition: String
+    @Option(
+        name: .customLong("where"),
+        help: "FIELD=VALUE, repeated for several (all must hold); sealed fields need a blind index covering them.")
+    var conditions: [String]
 
     func run() throws {
-        guard let equals = condition.firstIndex(of: "=") else { throw ValidationError("--where is FIELD=VALUE") }
         let opened = try store.open()
         let table = try opened.schema.table(table)
-        let name = String(condition[..<equals])
-        guard let field = table.field(name) else { throw CLIFailure("\(table.name) has no field \(name)", status: 64) }
-        let value = try StoreJSON.argument(
-            String(condition[condition.index(after: equals)...]), field: field, table: table.name)
-        for record in try opened.find(table.name, where: name, equals: value) {
+        var wanted: StoreRecord = [:]
+        for condition in conditions {
+            guard let equals = condition.firstIndex(of: "=") else { throw ValidationError("--where is FIELD=VALUE") }
+            let name = String(condition[..<equals])
+            guard let field = table.field(name) else {
+                throw CLIFailure("\(table.name) has no field \(name)", status: 64)
+            }
+            guard wanted[name] == nil else { throw ValidationError("--where names \(name) twice") }
+            wanted[name] = try StoreJSON.argument(
+                String(condition[condition.index(after: equals)...]), field: field, table: table.name)
+        }
+        for record in try opened.find(table.name, where: wanted) {
             print(StoreJSON.line(record, table: table))
         }
     }
