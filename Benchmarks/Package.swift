@@ -18,6 +18,7 @@ let package = Package(
             name: "Coffer", path: "..",
             traits: [.trait(name: "SecretService", condition: .when(traits: ["SecretService"]))]),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .executableTarget(
@@ -25,6 +26,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Coffer", package: "Coffer"),
                 .product(name: "CofferKeychain", package: "Coffer"),
+                .product(name: "CofferStore", package: "Coffer"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],

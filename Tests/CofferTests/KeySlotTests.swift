@@ -190,4 +190,28 @@ import Testing
         let failing = UnlockSecret.keyProvider(named: "an empty vault") { throw CofferError(.keyNotFound, "none") }
         #expect(throws: CofferError(.keyNotFound, "")) { try KeyRingFile(contents: file, secret: failing) }
     }
+
+    /// A newer copy of the same ring opens with the data key already held
+    /// (what a store does when another process rotated it); a copy of
+    /// another ring, an older one, or one locked with a new secret does not.
+    @Test func reopenedReadsNewerCopiesOnly() throws {
+        let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
+        var file = try KeyRingFile(keyRing: KeyRing(), secret: secret)
+        let first = try file.contents()
+        let held = try KeyRingFile(contents: first, secret: secret)
+        let newID = try file.update { try $0.rotate() }
+        file.generation += 1
+        let second = try file.contents()
+        let reread = try held.reopened(second)
+        #expect(reread.generation == 2 && reread.keyRing.primaryID == newID)
+        #expect(throws: CofferError(.refused, "")) { try reread.reopened(first) }
+        let other = try KeyRingFile(keyRing: KeyRing(), secret: secret).contents()
+        #expect(throws: CofferError(.malformed, "")) { try held.reopened(other) }
+        var damaged = Array(second)
+        damaged[damaged.count - 1] ^= 1
+        #expect(throws: CofferError(.refused, "")) { try held.reopened(damaged) }
+        try file.changeSecret(to: .key(SymmetricKey(size: .bits256)))
+        file.generation += 1
+        #expect(throws: CofferError(.refused, "")) { try held.reopened(try file.contents()) }
+    }
 }

@@ -28,6 +28,18 @@ struct Benchmark {
             try KeychainBenchmark.run(directory: directory)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "store" {
+            var rows = 1_000_000
+            var directory = NSTemporaryDirectory()
+            if let index = CommandLine.arguments.firstIndex(of: "--rows"), index + 1 < CommandLine.arguments.count {
+                rows = Int(CommandLine.arguments[index + 1]) ?? rows
+            }
+            if let index = CommandLine.arguments.firstIndex(of: "--dir"), index + 1 < CommandLine.arguments.count {
+                directory = CommandLine.arguments[index + 1]
+            }
+            try StoreBenchmark.run(rows: rows, directory: directory)
+            return
+        }
         if let mode = CommandLine.arguments.dropFirst().first, mode == "keys" || mode == "sealed" {
             var seconds = 2.0
             if let index = CommandLine.arguments.firstIndex(of: "--seconds"), index + 1 < CommandLine.arguments.count {
@@ -49,7 +61,7 @@ struct Benchmark {
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
                 print(
-                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service]"
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR]"
                 )
                 exit(64)
             }

@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+import Coffer
+import CofferStore
+import Crypto
+import Foundation
+import GRDB
+import Glibc
+
+/// `coffer-bench store [--rows N] [--dir DIR]`: a CofferStore of N records
+/// (one clear field, one sealed, one sealed and indexed) beside plain GRDB
+/// holding the same rows in the clear, in the same run: insert throughput,
+/// lookup latency by the blind index against lookup by an SQL index on
+/// the clear column, reindex and migrate of every row, and bytes per
+/// sealed field and per index entry.
+enum StoreBenchmark {
+    static let batch = 10_000
+
+    static func run(rows: Int, directory: String) throws {
+        let folder = directory + "/coffer-store-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        print("coffer-bench store: \(rows) records, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(folder)")
+        let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
+        let schema = try StoreSchema(tables: [
+            .init(
+                name: "people", primaryKey: "id",
+                fields: [
+                    .init(name: "id", type: .integer),
+                    .init(name: "city", type: .text),
+                    .init(name: "note", type: .text, sealed: true),
+                    .init(
+                        name: "email", type: .text, sealed: true,
+                        indexes: [.init(name: "email_exact", transforms: [.trim, .lowercase], bits: 32)]),
+                ])
+        ])
+        func record(_ index: Int) -> StoreRecord {
+            [
+                "city": .text("city \(index % 1000)"), "note": .text("note number \(index) for the benchmark"),
+                "email": .text("person\(index)@example.org"),
+            ]
+        }
+
+        // Plain GRDB: the same rows in the clear, an SQL index on email.
+        let plainPath = folder + "/plain.sqlite"
+        let plain = try DatabasePool(path: plainPath)
+        try plain.write { db in
+            try db.execute(
+                sql:
+                    "CREATE TABLE people (id INTEGER PRIMARY KEY NOT NULL, city TEXT, note TEXT, email TEXT) STRICT; CREATE INDEX people_email ON people (email)"
+            )
+        }
+        let plainInsert = try measure {
+            for start in stride(from: 0, to: rows, by: batch) {
+                try plain.write { db in
+                    let statement = try db.makeStatement(
+                        sql: "INSERT INTO people (city, note, email) VALUES (?, ?, ?)")
+                    for index in start..<min(rows, start + batch) {
+                        let values = record(index)
+                        try statement.execute(arguments: [
+                            values["city"]!.text, values["note"]!.text, values["email"]!.text,
+                        ])
+                    }
+                }
+            }
+        }
+
+        let storePath = folder + "/store.sqlite"
+        let store = try RecordStore.create(sqlite: storePath, schema: schema, secret: secret)
+        let storeInsert = try measure {
+            for start in stride(from: 0, to: rows, by: batch) {
+                try store.put(contentsOf: (start..<min(rows, start + batch)).map(record), into: "people")
+            }
+        }
+        print(
+            String(
+                format: "insert          plain GRDB %8.0f rows/s   CofferStore %8.0f rows/s   %.2f× (target ≥ 0.5×)",
+                Double(rows) / plainInsert.wall, Double(rows) / storeInsert.wall, plainInsert.wall / storeInsert.wall))
+        print(
+            String(
+                format: "                CPU/wall: plain %.2f, CofferStore %.2f (cores used)",
+                plainInsert.cpu / plainInsert.wall,
+                storeInsert.cpu / storeInsert.wall))
+
+        // Lookups of random existing emails: the whole find, candidates opened and checked.
+        let probes = (0..<5000).map { _ in Int.random(in: 0..<rows) }
+        var plainTimes: [Double] = []
+        var storeTimes: [Double] = []
+        for probe in probes {
+            let email = "person\(probe)@example.org"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let found = try plain.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT id, city, note, email FROM people WHERE email = ?", arguments: [email])
+            }
+            let middle = DispatchTime.now().uptimeNanoseconds
+            let records = try store.find("people", where: "email", equals: StoreValue.text(email))
+            let end = DispatchTime.now().uptimeNanoseconds
+            guard found.count == 1, records.count == 1 else { throw CofferError(.malformed, "lookup \(probe) failed") }
+            plainTimes.append(Double(middle - start) / 1000)
+            storeTimes.append(Double(end - middle) / 1000)
+        }
+        print(
+            String(
+                format:
+                    "lookup          plain GRDB p50 %.1f µs p99 %.1f µs   CofferStore p50 %.1f µs p99 %.1f µs (target p50 ≤ 50 µs)",
+                percentile(plainTimes, 0.5), percentile(plainTimes, 0.99), percentile(storeTimes, 0.5),
+                percentile(storeTimes, 0.99)))
+
+        let reindex = try measure { _ = try store.reindex(batchSize: 5000) }
+        print(
+            String(
+                format: "reindex         %d rows in %.1f s (target ≤ 60 s), CPU/wall %.2f", rows, reindex.wall,
+                reindex.cpu / reindex.wall))
+
+        // Migrate: the plain database adopted, its email column sealed and indexed in place.
+        try plain.close()
+        let clearSchema = try StoreSchema(tables: [
+            .init(
+                name: "people", primaryKey: "id",
+                fields: [
+                    .init(name: "id", type: .integer), .init(name: "city", type: .text),
+                    .init(name: "note", type: .text),
+                    .init(name: "email", type: .text),
+                ])
+        ])
+        let adopted = try RecordStore.adopt(sqlite: plainPath, schema: clearSchema, secret: secret)
+        let migrate = try measure {
+            _ = try adopted.migrate(
+                "people", field: "email",
+                indexes: [.init(name: "email_exact", transforms: [.trim, .lowercase], bits: 32)],
+                batchSize: 5000)
+        }
+        print(
+            String(
+                format: "migrate         %d rows in %.1f s (target ≤ 60 s), CPU/wall %.2f", rows, migrate.wall,
+                migrate.cpu / migrate.wall))
+
+        let sizes = try DatabaseQueue(path: storePath).read { db in
+            (
+                try Double.fetchOne(db, sql: "SELECT avg(length(note)) FROM people")!,
+                try Double.fetchOne(db, sql: "SELECT avg(length(CAST(note AS BLOB))) FROM people")!,
+                try Double.fetchOne(db, sql: "SELECT avg(length(email_exact)) FROM people")!
+            )
+        }
+        let plainNote = Double(("note number \(rows / 2) for the benchmark").utf8.count)
+        print(
+            String(
+                format:
+                    "bytes           sealed note %.1f B for %.1f B of text (+%.1f); index entry %.0f B (2 version + 4 of 32 bits)",
+                sizes.1, plainNote, sizes.1 - plainNote, sizes.2))
+        _ = sizes.0
+    }
+
+    static func measure(_ body: () throws -> Void) throws -> (wall: Double, cpu: Double) {
+        let start = Date()
+        let cpuStart = cpuSeconds()
+        try body()
+        return (Date().timeIntervalSince(start), cpuSeconds() - cpuStart)
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+    }
+
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+    }
+}
+
+extension StoreValue {
+    fileprivate var text: String? {
+        if case .text(let text) = self { return text }
+        return nil
+    }
+}
+#endif
