@@ -107,3 +107,64 @@ public struct IndexTransform: Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// How a token index splits a value (docs/store.md, "Token indexes"). In a
+/// schema file: `"tokens": "words"` or `"tokens": "split:SEPARATOR"`.
+public struct IndexTokens: Sendable, Equatable, CustomStringConvertible {
+    enum Kind: Equatable {
+        case words
+        case separator(String)
+    }
+    let kind: Kind
+
+    /// Runs of letters and digits (Unicode), everything else separating.
+    public static let words = IndexTokens(kind: .words)
+    /// The parts between occurrences of `separator` (tags as "a,b,c").
+    public static func split(_ separator: String) -> IndexTokens { IndexTokens(kind: .separator(separator)) }
+
+    public var description: String {
+        switch kind {
+        case .words: "words"
+        case .separator(let separator): "split:" + separator
+        }
+    }
+
+    public init(parsing text: String) throws {
+        if text == "words" {
+            kind = .words
+        } else if text.hasPrefix("split:"), (1...16).contains(text.dropFirst(6).count) {
+            kind = .separator(String(text.dropFirst(6)))
+        } else {
+            throw CofferError(
+                .invalidArgument, "unknown tokens \"\(text)\"; use words or split:SEPARATOR (1 to 16 characters)")
+        }
+    }
+
+    init(kind: Kind) { self.kind = kind }
+
+    /// The distinct tokens of `text` after `transforms`, sorted; tokens the
+    /// transforms leave empty or drop are not kept.
+    public func tokens(of text: String, transforms: [IndexTransform]) -> [String] {
+        let parts: [String]
+        switch kind {
+        case .words:
+            parts = text.split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        case .separator(let separator):
+            parts = text.components(separatedBy: separator)
+        }
+        var kept = Set<String>()
+        for part in parts {
+            var token = part
+            var dropped = false
+            for transform in transforms {
+                guard let next = transform.apply(token) else {
+                    dropped = true
+                    break
+                }
+                token = next
+            }
+            if !dropped && !token.isEmpty { kept.insert(token) }
+        }
+        return kept.sorted()
+    }
+}

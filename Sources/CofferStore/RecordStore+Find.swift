@@ -35,12 +35,14 @@ extension RecordStore {
             var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
             guard !sealed.isEmpty else {
                 return try Row.fetchAll(
-                    db, sql: "\(select(table)) WHERE \(filters.joined(separator: " AND "))",
+                    db.cachedStatement(sql: "\(select(table)) WHERE \(filters.joined(separator: " AND "))"),
                     arguments: StatementArguments(arguments)
                 ).map { try state.record(from: $0, table: table) }
             }
             let usable = table.fields.filter(\.sealed).flatMap { field in
-                field.indexes.map { (field: field, index: $0, parts: [field.name] + $0.with) }
+                field.indexes.filter { $0.tokens == nil }.map {
+                    (field: field, index: $0, parts: [field.name] + $0.with)
+                }
             }.filter { $0.parts.allSatisfy { conditions[$0] != nil } }
             guard
                 let chosen = usable.max(by: {
@@ -69,7 +71,7 @@ extension RecordStore {
                 candidates.append("\(column) IS NULL")
             }
             var rows = try Row.fetchAll(
-                db, sql: "\(select(table)) WHERE \(candidates.joined(separator: " AND "))",
+                db.cachedStatement(sql: "\(select(table)) WHERE \(candidates.joined(separator: " AND "))"),
                 arguments: StatementArguments(candidateArguments))
             if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
                 filters.append("typeof(\(StoreSQL.quoted(migrating))) NOT IN ('blob', 'null')")

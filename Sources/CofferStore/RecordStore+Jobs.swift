@@ -30,13 +30,13 @@ extension RecordStore {
             return StoreJob(kind: .rotate, tables: state.schema.tables.map(\.name), target: id)
         }
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
-            var changes: [String: DatabaseValue] = [:]
+            var changes = SealedRow()
             for field in table.fields where field.sealed {
                 guard case .blob(let sealed) = (row[field.name] ?? .null).storage,
                     try SealedValue.keyID(of: sealed) != job.target
                 else { continue }
                 let context = try state.cellContext(field, table: table, row: row)
-                changes[field.name] = try state.keys.keyRing.rewrap(sealed, context: context).databaseValue
+                changes.columns[field.name] = try state.keys.keyRing.rewrap(sealed, context: context).databaseValue
             }
             return changes
         } finish: { state in
@@ -69,17 +69,28 @@ extension RecordStore {
         let target = UInt16(job.target)
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
             let stale = table.fields.flatMap(\.indexes).filter { index in
+                if index.tokens != nil { return true }
                 guard case .blob(let stored) = (row[index.name] ?? .null).storage else { return false }
                 return stored.count < 2
                     || UInt16(stored[stored.startIndex]) << 8 | UInt16(stored[stored.startIndex + 1]) != target
             }
-            guard !stale.isEmpty else { return [:] }
-            let record = try state.record(from: row, table: table)
-            var changes: [String: DatabaseValue] = [:]
+            guard !stale.isEmpty else { return SealedRow() }
+            let needed = Set(
+                table.fields.filter { field in
+                    field.indexes.contains { index in stale.contains { $0.name == index.name } }
+                }
+                .flatMap { field in [field.name] + field.indexes.flatMap(\.with) })
+            let record = try state.record(from: row, table: table, opening: needed)
+            var changes = SealedRow()
             for field in table.fields {
                 for index in field.indexes where stale.contains(where: { $0.name == index.name }) {
-                    changes[index.name] = try state.indexValue(
-                        index, of: field, in: record, table: table, version: target)
+                    if index.tokens != nil {
+                        changes.tokens[index.name] = try state.tokenEntries(
+                            index, of: field, in: record, table: table, version: target)
+                    } else {
+                        changes.columns[index.name] = try state.indexValue(
+                            index, of: field, in: record, table: table, version: target)
+                    }
                 }
             }
             return changes
@@ -123,7 +134,7 @@ extension RecordStore {
     /// and the job goes.
     func run(
         _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
-        rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> [String: DatabaseValue],
+        rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
         finish: (inout StoreState) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
@@ -195,7 +206,8 @@ extension RecordStore {
     {
         let keyField = table.field(table.primaryKey)!
         let order = StoreSQL.quoted(table.primaryKey)
-        let columns = table.fields.flatMap { [$0.name] + $0.indexes.map(\.name) }.map(StoreSQL.quoted)
+        let columns = table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }.map(
+            StoreSQL.quoted)
         let select = "SELECT \(columns.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
         if let after {
             let key = try StoreSQL.databaseValue(StoreValue(encoded: after), for: keyField, table: table.name)
@@ -209,30 +221,22 @@ extension RecordStore {
     /// Writes a row's new columns if its sealed cells are still the ones
     /// the job read; false when a writer changed or deleted the row.
     func store(
-        _ change: [String: DatabaseValue], row: [String: DatabaseValue], table: StoreSchema.Table, state: StoreState,
-        _ db: Database
+        _ change: SealedRow, row: [String: DatabaseValue], table: StoreSchema.Table, state: StoreState, _ db: Database
     ) throws -> Bool {
-        let names = change.keys.sorted()
+        let names = change.columns.keys.sorted()
         let sealed = table.fields.filter(\.sealed).map(\.name)
+        let key = StoreSQL.quoted(table.primaryKey)
+        let assignments = names.isEmpty ? ["\(key) = \(key)"] : names.map { StoreSQL.quoted($0) + " = ?" }
         let sql =
-            "UPDATE \(StoreSQL.quoted(table.name)) SET "
-            + names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ") + " WHERE "
+            "UPDATE \(StoreSQL.quoted(table.name)) SET " + assignments.joined(separator: ", ") + " WHERE "
             + ([table.primaryKey] + sealed).map { StoreSQL.quoted($0) + " IS ?" }.joined(separator: " AND ")
-        let arguments = names.map { change[$0]! } + ([table.primaryKey] + sealed).map { row[$0] ?? .null }
-        try db.execute(sql: sql, arguments: StatementArguments(arguments))
-        return db.changesCount > 0
-    }
-
-    /// `transform` over `items` on every core, in order; the first error is thrown.
-    static func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) throws -> R) throws
-        -> [R]
-    {
-        let results = Locked([Result<R, any Error>?](repeating: nil, count: items.count))
-        DispatchQueue.concurrentPerform(iterations: items.count) { index in
-            let result = Result { try transform(items[index]) }
-            results.withLock { $0[index] = result }
-        }
-        return try results.withLock { $0 }.map { try $0!.get() }
+        let arguments = names.map { change.columns[$0]! } + ([table.primaryKey] + sealed).map { row[$0] ?? .null }
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+        guard db.changesCount > 0 else { return false }
+        let primaryKey = try StoreSQL.storeValue(
+            row[table.primaryKey] ?? .null, for: table.field(table.primaryKey)!, table: table.name)
+        try state.writeTokens(change.tokens, key: primaryKey, table: table, db, replacing: true)
+        return true
     }
 
     /// Copies the WAL into the database file and empties it, so that page

@@ -103,12 +103,12 @@ extension RecordStore {
             return StoreJob(kind: .migrate, tables: [tableName], field: fieldName, target: 0)
         }
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
-            guard let field = table.field(fieldName) else { return [:] }
+            guard let field = table.field(fieldName) else { return SealedRow() }
             switch (row[field.name] ?? .null).storage {
-            case .blob: return [:]
+            case .blob: return SealedRow()
             default:
                 let record = try state.record(from: row, table: table)
-                return try state.sealedColumns(
+                return try state.sealedRow(
                     record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
             }
         } finish: { _ in
@@ -126,7 +126,11 @@ extension RecordStore {
             try String.fetchOne(
                 db, sql: "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?", arguments: [table.name, field])
             ?? ""
-        let fresh = Set(table.field(field)!.indexes.map(\.name))
+        let newIndexes = table.field(field)!.indexes
+        for index in newIndexes where index.tokens != nil {
+            for statement in StoreSQL.tokenTable(table, index) { try db.execute(sql: statement) }
+        }
+        let fresh = Set(newIndexes.filter { $0.tokens == nil }.map(\.name))
         guard strict && !["ANY", "BLOB"].contains(type) else {
             for name in fresh.sorted() {
                 try db.execute(
@@ -137,14 +141,15 @@ extension RecordStore {
         }
         let existing =
             try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info(?)", arguments: [table.name]) ?? 0
-        let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.count } - fresh.count
+        let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.filter { $0.tokens == nil }.count } - fresh.count
         guard existing == described else {
             throw CofferError(
                 .refused,
                 "\(table.name) is a STRICT table with columns the schema does not describe; its column \(field) cannot be made to hold sealed values in place"
             )
         }
-        let kept = table.fields.flatMap { [$0.name] + $0.indexes.map(\.name) }.filter { !fresh.contains($0) }
+        let kept = table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }
+            .filter { !fresh.contains($0) }
             .map(StoreSQL.quoted).joined(separator: ", ")
         let temporary = StoreSQL.quoted("coffer_rebuild_\(table.name)")
         try db.execute(sql: "CREATE TABLE \(temporary) (\(StoreSQL.columns(table, any: [field]))) STRICT")

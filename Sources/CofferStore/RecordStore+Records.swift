@@ -17,7 +17,8 @@ extension RecordStore {
     }
 
     /// Inserts every record in one transaction (all or none) and returns
-    /// their primary keys in order: the way to load many.
+    /// their primary keys in order: the way to load many. The cells are
+    /// sealed on every core; each row is one `INSERT`.
     @discardableResult
     public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
         try write { db, state in
@@ -27,73 +28,125 @@ extension RecordStore {
                     throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
                 }
             }
-            return try records.map { try state.insert($0, table: table, db) }
+            let keys = try state.primaryKeys(for: records, table: table, db)
+            let sealed = table.fields.filter(\.sealed)
+            let rows = Array(zip(records, keys))
+            // Seal the next chunk on the other cores while this thread
+            // writes the current one.
+            let chunk = 512
+            func sealing(_ start: Int) -> Pending<[SealedRow]> {
+                let part = Array(rows[start..<min(rows.count, start + chunk)])
+                return Pending {
+                    try Self.parallelMap(part) { record, key in
+                        try state.sealedRow(record, key: key, table: table, fields: sealed)
+                    }
+                }
+            }
+            var ahead = sealing(0)
+            for start in stride(from: 0, to: rows.count, by: chunk) {
+                let cells = try ahead.wait()
+                if start + chunk < rows.count { ahead = sealing(start + chunk) }
+                for (offset, cells) in cells.enumerated() {
+                    let (record, key) = rows[start + offset]
+                    try state.insert(record, key: key, cells: cells, table: table, db)
+                }
+            }
+            return keys
         }
     }
 }
 
 extension StoreState {
-    func insert(_ record: StoreRecord, table: StoreSchema.Table, _ db: Database) throws -> StoreValue {
-        let clear = table.fields.filter { !$0.sealed && record[$0.name] != nil && record[$0.name] != .null }
-        var key = record[table.primaryKey] ?? .null
-        if key == .null && table.field(table.primaryKey)?.type != .integer {
-            throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
+    /// The records' primary keys: given, or for an integer key left out,
+    /// one past the largest in the table and the batch (what SQLite would
+    /// pick), so that every cell can be sealed before its row is written.
+    func primaryKeys(for records: [StoreRecord], table: StoreSchema.Table, _ db: Database) throws -> [StoreValue] {
+        let keyField = table.field(table.primaryKey)!
+        var next: Int64?
+        var keys: [StoreValue] = []
+        for record in records {
+            if let key = record[table.primaryKey], key != .null {
+                keys.append(key)
+                continue
+            }
+            guard keyField.type == .integer else {
+                throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
+            }
+            if next == nil {
+                let stored =
+                    try Int64.fetchOne(
+                        db.cachedStatement(
+                            sql: "SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))")
+                    ) ?? 0
+                let given =
+                    records.compactMap { record -> Int64? in
+                        if case .integer(let number) = record[table.primaryKey] { return number }
+                        return nil
+                    }.max() ?? 0
+                guard max(stored, given) < Int64.max else {
+                    throw CofferError(.refused, "\(table.name) has used every integer primary key")
+                }
+                next = max(stored, given) + 1
+            }
+            keys.append(.integer(next!))
+            next! += 1
         }
-        let names = clear.map { StoreSQL.quoted($0.name) }.joined(separator: ", ")
-        let sql =
-            clear.isEmpty
-            ? "INSERT INTO \(StoreSQL.quoted(table.name)) DEFAULT VALUES"
-            : "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names)) VALUES (\(clear.map { _ in "?" }.joined(separator: ", ")))"
-        let values = try clear.map { try StoreSQL.databaseValue(record[$0.name]!, for: $0, table: table.name) }
-        try db.execute(sql: sql, arguments: StatementArguments(values))
-        if key == .null { key = .integer(db.lastInsertedRowID) }
-        try writeSealed(record, key: key, table: table, db)
-        return key
+        return keys
+    }
+
+    /// Writes one row: its clear fields as given, its sealed cells and index values.
+    func insert(
+        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table, _ db: Database
+    ) throws {
+        let cells = sealed.columns
+        var names: [String] = []
+        var values: [DatabaseValue] = []
+        for field in table.fields where !field.sealed {
+            let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
+            guard value != .null else { continue }
+            names.append(field.name)
+            values.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
+        }
+        for name in cells.keys.sorted() {
+            names.append(name)
+            values.append(cells[name]!)
+        }
+        let statement = try db.cachedStatement(
+            sql:
+                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+        )
+        try statement.execute(arguments: StatementArguments(values))
+        try writeTokens(sealed.tokens, key: key, table: table, db, replacing: false)
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.
     func writeSealed(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, _ db: Database) throws {
-        let columns = try sealedColumns(record, key: key, table: table, fields: table.fields.filter(\.sealed))
-        guard !columns.isEmpty else { return }
-        let names = columns.keys.sorted()
+        let sealed = try sealedRow(record, key: key, table: table, fields: table.fields.filter(\.sealed))
+        try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
+        guard !sealed.columns.isEmpty else { return }
+        let names = sealed.columns.keys.sorted()
         let keyField = table.field(table.primaryKey)!
         try db.execute(
             sql:
                 "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
             arguments: StatementArguments(
-                names.map { columns[$0]! } + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
-    }
-
-    /// The sealed cells of `fields` for `record` (row `key`) and their
-    /// index values under the current version, by column.
-    func sealedColumns(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, fields: [StoreSchema.Field])
-        throws -> [String: DatabaseValue]
-    {
-        var columns: [String: DatabaseValue] = [:]
-        for field in fields {
-            let context = try keys.context(
-                table: table.name, column: field.name, primaryKey: key,
-                bound: field.bind.map { ($0, record[$0] ?? .null) })
-            columns[field.name] = Data(try keys.sealCell(record[field.name] ?? .null, context: context)).databaseValue
-            for index in field.indexes {
-                columns[index.name] = try indexValue(
-                    index, of: field, in: record, table: table, version: keys.currentIndexVersion)
-            }
-        }
-        return columns
+                names.map { sealed.columns[$0]! } + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+        )
     }
 
     /// A row as a record: clear columns read, sealed cells opened with the
     /// row's own primary key and bound fields. A field being migrated may
     /// still hold its clear value.
-    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table) throws -> StoreRecord {
+    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table, opening only: Set<String>? = nil)
+        throws -> StoreRecord
+    {
         var record: StoreRecord = [:]
         let migrating = migrating(table.name)
         for field in table.fields where !field.sealed {
             record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
         }
         let key = record[table.primaryKey] ?? .null
-        for field in table.fields where field.sealed {
+        for field in table.fields where field.sealed && only?.contains(field.name) != false {
             let stored = columns[field.name] ?? .null
             guard case .blob(let sealed) = stored.storage else {
                 if field.name == migrating {
@@ -123,7 +176,7 @@ extension RecordStore {
             let table = try state.schema.table(tableName)
             let keyField = table.field(table.primaryKey)!
             let row = try Row.fetchOne(
-                db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                db.cachedStatement(sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?"),
                 arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
             return try row.map { try state.record(from: $0, table: table) }
         }
@@ -178,7 +231,12 @@ extension RecordStore {
             try db.execute(
                 sql: "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
                 arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
-            return db.changesCount > 0
+            let deleted = db.changesCount > 0
+            try state.writeTokens(
+                Dictionary(uniqueKeysWithValues: table.tokenIndexes.map { ($0.index.name, []) }), key: key,
+                table: table,
+                db, replacing: true)
+            return deleted
         }
     }
 

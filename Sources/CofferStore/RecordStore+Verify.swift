@@ -38,14 +38,24 @@ extension RecordStore {
             while true {
                 let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { db, state in
                     let order = StoreSQL.quoted(table.primaryKey)
-                    let columns = table.fields.flatMap { field in [field.name] + field.indexes.map(\.name) }
+                    let columns = table.fields.flatMap { field in
+                        [field.name] + field.indexes.filter { $0.tokens == nil }.map(\.name)
+                    }
                     let condition = after.isNull ? "" : " WHERE \(order) > ?"
-                    let rows = try Row.fetchAll(
+                    var rows = try Row.fetchAll(
                         db,
                         sql:
                             "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
                         arguments: after.isNull ? [] : [after]
                     ).map(Self.columns)
+                    // A token index's entries, sorted and joined, under the index's name.
+                    for (_, index) in table.tokenIndexes {
+                        for position in rows.indices {
+                            let entries = try state.storedTokens(
+                                index, key: rows[position][table.primaryKey] ?? .null, table: table, db)
+                            rows[position][index.name] = Data(entries.joined()).databaseValue
+                        }
+                    }
                     return (rows, state)
                 }
                 guard let last = rows.last else { break }
@@ -82,7 +92,21 @@ extension StoreState {
         for field in table.fields where field.sealed {
             if field.name == migrating(table.name), (row[field.name] ?? .null).storage.isClear { continue }
             outcome.cells += 1
-            for index in field.indexes {
+            for index in field.indexes where index.tokens != nil {
+                guard case .blob(let joined) = (row[index.name] ?? .null).storage else { continue }
+                let version =
+                    joined.count >= 2
+                    ? UInt16(joined[joined.startIndex]) << 8 | UInt16(joined[joined.startIndex + 1])
+                    : keys.currentIndexVersion
+                let expected = try? tokenEntries(index, of: field, in: record, table: table, version: version)
+                if let expected, Data(expected.joined()) == joined {
+                    outcome.indexEntries += expected.count
+                } else {
+                    outcome.note(
+                        "\(table.name) \(table.primaryKey)=\(key): token index \(index.name) does not match its value")
+                }
+            }
+            for index in field.indexes where index.tokens == nil {
                 let stored = row[index.name] ?? .null
                 let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
                 let texts = StoreKeys.indexInput(inputs, transforms: index.transforms)

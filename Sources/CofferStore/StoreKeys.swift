@@ -23,6 +23,15 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     let indexRoots: [UInt16: SymmetricKey]
     /// The version new index values are written under.
     public let currentIndexVersion: UInt16
+    /// Index keys derived so far, by version, table and index: HKDF runs
+    /// once per index, not once per value.
+    let derived = Locked([IndexKeyName: SymmetricKey]())
+
+    struct IndexKeyName: Hashable, Sendable {
+        var version: UInt16
+        var table: String
+        var index: String
+    }
 
     public init(storeID: [UInt8], keyRing: KeyRing, indexRoots: [UInt16: SymmetricKey], current: UInt16) throws {
         guard storeID.count == 16 else { throw CofferError(.invalidArgument, "a store id is 16 bytes") }
@@ -94,9 +103,13 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     /// The HMAC key of index `index` of `table` at `version`:
     /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer store v1 index key", table, index)).
     public func indexKey(table: String, index: String, version: UInt16) throws -> SymmetricKey {
+        let name = IndexKeyName(version: version, table: table, index: index)
+        if let known = derived.withLock({ $0[name] }) { return known }
         let root = try root(version)
         let info = try SealingContext("coffer store v1 index key", table, index).bytes
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: root, salt: storeID, info: info, outputByteCount: 32)
+        let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: root, salt: storeID, info: info, outputByteCount: 32)
+        derived.withLock { $0[name] = key }
+        return key
     }
 
     /// The transformed texts of an index over `values` (the indexed field's
@@ -131,5 +144,20 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
         let spare = truncated.count * 8 - bits
         if spare > 0 { truncated[truncated.count - 1] &= UInt8(0xFF) << spare }
         return withUnsafeBytes(of: version.bigEndian, Array.init) + truncated
+    }
+
+    /// The entries of a token index for `value`: the distinct index values
+    /// of its distinct tokens (``IndexTokens/tokens(of:transforms:)``; two
+    /// tokens that collide make one entry), sorted; none for null, bytes or
+    /// a value with no token.
+    public func tokenEntries(
+        _ value: StoreValue, tokens: IndexTokens, transforms: [IndexTransform], table: String, index: String,
+        bits: Int, version: UInt16
+    ) throws -> [[UInt8]] {
+        guard let text = value.indexText else { return [] }
+        let entries = try tokens.tokens(of: text, transforms: transforms).map {
+            try indexValue([$0], table: table, index: index, bits: bits, version: version)
+        }
+        return Array(Set(entries)).sorted { $0.lexicographicallyPrecedes($1) }
     }
 }

@@ -19,7 +19,20 @@ enum StoreSQL {
     /// fields and index values as BLOBs, an SQL index on each blind index.
     static func create(_ table: StoreSchema.Table) -> [String] {
         ["CREATE TABLE \(quoted(table.name)) (\(columns(table))) STRICT"] + indexes(table)
+            + table.fields.flatMap(\.indexes).filter { $0.tokens != nil }.flatMap { tokenTable(table, $0) }
     }
+
+    /// The side table of a token index: one row per distinct token of each
+    /// record, (entry, key), found by entry and deleted by key.
+    static func tokenTable(_ table: StoreSchema.Table, _ index: StoreSchema.Index) -> [String] {
+        let name = tokenTableName(table.name, index.name)
+        return [
+            "CREATE TABLE \(quoted(name)) (entry BLOB NOT NULL, key ANY NOT NULL, PRIMARY KEY (entry, key)) STRICT, WITHOUT ROWID",
+            "CREATE INDEX \(quoted(name + "_key")) ON \(quoted(name)) (key)",
+        ]
+    }
+
+    static func tokenTableName(_ table: String, _ index: String) -> String { "coffer_tokens_\(table)_\(index)" }
 
     /// The column definitions of `table`; those named in `any` take any
     /// value (a field being migrated holds clear and sealed values).
@@ -40,14 +53,14 @@ enum StoreSQL {
             }
             let key = field.name == table.primaryKey ? " PRIMARY KEY NOT NULL" : ""
             columns.append(quoted(field.name) + " " + type + key)
-            for index in field.indexes { columns.append(quoted(index.name) + " BLOB") }
+            for index in field.indexes where index.tokens == nil { columns.append(quoted(index.name) + " BLOB") }
         }
         return columns.joined(separator: ", ")
     }
 
     /// An SQL index on each blind index column of `table`.
     static func indexes(_ table: StoreSchema.Table, only names: Set<String>? = nil) -> [String] {
-        table.fields.flatMap(\.indexes).filter { names?.contains($0.name) ?? true }.map { index in
+        table.fields.flatMap(\.indexes).filter { $0.tokens == nil && names?.contains($0.name) ?? true }.map { index in
             "CREATE INDEX \(quoted("coffer_\(table.name)_\(index.name)")) ON \(quoted(table.name)) (\(quoted(index.name)))"
         }
     }

@@ -64,21 +64,31 @@ public struct StoreSchema: Codable, Sendable {
     }
 
     /// A blind index: HMAC of the transformed value(s), truncated to `bits`.
+    /// With `tokens`, a *token index*: the value is split into tokens (words,
+    /// or parts between a separator), each transformed, and every distinct
+    /// token gets an entry in the index's side table, so a record is found
+    /// by any one of them.
     public struct Index: Codable, Sendable {
         public var name: String
         public var transforms: [IndexTransform]
         public var bits: Int
         /// More fields of the row for a compound index (after the field the index is declared on).
         public var with: [String]
+        /// How a token index splits the value; nil for an index of the whole value.
+        public var tokens: IndexTokens?
 
-        public init(name: String, transforms: [IndexTransform] = [], bits: Int, with: [String] = []) {
+        public init(
+            name: String, transforms: [IndexTransform] = [], bits: Int, with: [String] = [],
+            tokens: IndexTokens? = nil
+        ) {
             self.name = name
             self.transforms = transforms
             self.bits = bits
             self.with = with
+            self.tokens = tokens
         }
 
-        enum CodingKeys: String, CodingKey { case name, transforms, bits, with }
+        enum CodingKeys: String, CodingKey { case name, transforms, bits, with, tokens }
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decode(String.self, forKey: .name)
@@ -87,6 +97,7 @@ public struct StoreSchema: Codable, Sendable {
             }
             bits = try container.decode(Int.self, forKey: .bits)
             with = try container.decodeIfPresent([String].self, forKey: .with) ?? []
+            tokens = try container.decodeIfPresent(String.self, forKey: .tokens).map { try IndexTokens(parsing: $0) }
         }
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -94,6 +105,7 @@ public struct StoreSchema: Codable, Sendable {
             try container.encode(transforms.map(\.description), forKey: .transforms)
             try container.encode(bits, forKey: .bits)
             if !with.isEmpty { try container.encode(with, forKey: .with) }
+            if let tokens { try container.encode(tokens.description, forKey: .tokens) }
         }
     }
 
@@ -163,6 +175,9 @@ public struct StoreSchema: Codable, Sendable {
                     }
                     guard columns.insert(index.name).inserted else {
                         throw bad("index \(index.name) has the name of another field or index of \(table.name)")
+                    }
+                    if index.tokens != nil && !index.with.isEmpty {
+                        throw bad("index \(index.name) splits into tokens and cannot also combine fields")
                     }
                     for other in index.with where table.field(other) == nil || other == field.name {
                         throw bad("index \(index.name) combines \(other), which is not another field of \(table.name)")

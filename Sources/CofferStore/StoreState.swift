@@ -31,7 +31,8 @@ struct StoreState: Sendable {
     static func epoch(_ db: Database) throws -> UInt64 {
         guard
             let data = try Data.fetchOne(
-                db, sql: "SELECT value FROM \(StoreSQL.metaTable) WHERE name = ?", arguments: [epochName])
+                db.cachedStatement(sql: "SELECT value FROM \(StoreSQL.metaTable) WHERE name = ?"),
+                arguments: [epochName])
         else { return 0 }
         guard data.count == 8 else { throw CofferError(.malformed, "the store's epoch is not 8 bytes") }
         return data.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

@@ -140,11 +140,31 @@ struct StoreFind: ParsableCommand {
     @Option(
         name: .customLong("where"),
         help: "FIELD=VALUE, repeated for several (all must hold); sealed fields need a blind index covering them.")
-    var conditions: [String]
+    var conditions: [String] = []
+    @Option(
+        name: .customLong("has-token"),
+        help: "FIELD=TOKEN: the records with TOKEN among FIELD's tokens, through its token index.")
+    var token: String?
+
+    func validate() throws {
+        guard conditions.isEmpty != (token == nil) else {
+            throw ValidationError("give --where FIELD=VALUE (once or more) or --has-token FIELD=TOKEN")
+        }
+    }
 
     func run() throws {
         let opened = try store.open()
         let table = try opened.schema.table(table)
+        if let token {
+            guard let equals = token.firstIndex(of: "=") else { throw ValidationError("--has-token is FIELD=TOKEN") }
+            let name = String(token[..<equals])
+            for record in try opened.find(
+                table.name, where: name, hasToken: String(token[token.index(after: equals)...]))
+            {
+                print(StoreJSON.line(record, table: table))
+            }
+            return
+        }
         var wanted: StoreRecord = [:]
         for condition in conditions {
             guard let equals = condition.firstIndex(of: "=") else { throw ValidationError("--where is FIELD=VALUE") }

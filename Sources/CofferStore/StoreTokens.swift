@@ -1,0 +1,126 @@
+import Coffer
+import Foundation
+import GRDB
+
+/// What sealing a row's sealed fields gives: the cells and index values of
+/// its own columns, and the entries of its token indexes.
+struct SealedRow: Sendable {
+    var columns: [String: DatabaseValue] = [:]
+    /// Token index name → the row's entries in it.
+    var tokens: [String: [Data]] = [:]
+
+    var isEmpty: Bool { columns.isEmpty && tokens.isEmpty }
+    var count: Int { columns.count + tokens.values.reduce(0) { $0 + $1.count } }
+}
+
+extension StoreSchema.Table {
+    /// The token indexes and the fields they are on.
+    var tokenIndexes: [(field: StoreSchema.Field, index: StoreSchema.Index)] {
+        fields.flatMap { field in field.indexes.filter { $0.tokens != nil }.map { (field, $0) } }
+    }
+}
+
+extension StoreState {
+    /// The sealed cells of `fields` for `record` (row `key`), their index
+    /// values and token entries under the current version.
+    func sealedRow(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, fields: [StoreSchema.Field])
+        throws -> SealedRow
+    {
+        var row = SealedRow()
+        for field in fields {
+            let context = try keys.context(
+                table: table.name, column: field.name, primaryKey: key,
+                bound: field.bind.map { ($0, record[$0] ?? .null) })
+            row.columns[field.name] =
+                Data(try keys.sealCell(record[field.name] ?? .null, context: context))
+                .databaseValue
+            for index in field.indexes {
+                if index.tokens != nil {
+                    row.tokens[index.name] = try tokenEntries(
+                        index, of: field, in: record, table: table, version: keys.currentIndexVersion)
+                } else {
+                    row.columns[index.name] = try indexValue(
+                        index, of: field, in: record, table: table, version: keys.currentIndexVersion)
+                }
+            }
+        }
+        return row
+    }
+
+    func tokenEntries(
+        _ index: StoreSchema.Index, of field: StoreSchema.Field, in record: StoreRecord, table: StoreSchema.Table,
+        version: UInt16
+    ) throws -> [Data] {
+        try keys.tokenEntries(
+            record[field.name] ?? .null, tokens: index.tokens!, transforms: index.transforms, table: table.name,
+            index: index.name, bits: index.bits, version: version
+        ).map { Data($0) }
+    }
+
+    /// Writes the token entries of row `key`, first deleting those it had
+    /// when `replacing`.
+    func writeTokens(
+        _ tokens: [String: [Data]], key: StoreValue, table: StoreSchema.Table, _ db: Database, replacing: Bool
+    ) throws {
+        guard !tokens.isEmpty else { return }
+        let keyValue = try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name)
+        for (name, entries) in tokens.sorted(by: { $0.key < $1.key }) {
+            let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, name))
+            if replacing {
+                try db.cachedStatement(sql: "DELETE FROM \(side) WHERE key = ?").execute(arguments: [keyValue])
+            }
+            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(side) (entry, key) VALUES (?, ?)")
+            for entry in entries { try insert.execute(arguments: [entry, keyValue]) }
+        }
+    }
+
+    /// The token entries row `key` has in `index`, sorted.
+    func storedTokens(_ index: StoreSchema.Index, key: DatabaseValue, table: StoreSchema.Table, _ db: Database) throws
+        -> [Data]
+    {
+        let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
+        return try Data.fetchAll(
+            db.cachedStatement(sql: "SELECT entry FROM \(side) WHERE key = ? ORDER BY entry"), arguments: [key])
+    }
+}
+
+extension RecordStore {
+    /// The records of `tableName` with `token` among the tokens of
+    /// `fieldName`, through its token index: the token's entry for every
+    /// active version picks candidates, which are opened; a record is
+    /// returned only when the token, transformed as the index does, is one
+    /// of its value's tokens.
+    public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
+        try read { db, state in
+            let table = try state.schema.table(tableName)
+            guard let field = table.field(fieldName) else {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
+            }
+            guard let index = field.indexes.first(where: { $0.tokens != nil }), let tokens = index.tokens else {
+                throw CofferError(.invalidArgument, "\(table.name).\(field.name) has no token index")
+            }
+            let wanted = tokens.tokens(of: token, transforms: index.transforms)
+            guard wanted.count == 1 else {
+                throw CofferError(
+                    .invalidArgument, "\"\(token)\" is \(wanted.count) tokens of \(index.name); give exactly one")
+            }
+            let entries = try state.keys.indexVersions.map {
+                Data(
+                    try state.keys.indexValue(
+                        wanted, table: table.name, index: index.name, bits: index.bits, version: $0)
+                )
+                .databaseValue
+            }
+            let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql:
+                        "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))"
+                ), arguments: StatementArguments(entries))
+            return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
+                guard let text = (candidate[field.name] ?? .null).indexText else { return false }
+                return tokens.tokens(of: text, transforms: index.transforms).contains(wanted[0])
+            }
+        }
+    }
+}
