@@ -151,4 +151,25 @@ import Glibc
         print("store migrate kill -9: 100 rounds, \(killed) killed, \(finished) finished (\(resumed) of them resumed)")
         #expect(killed >= 20 && resumed >= 3)
     }
+
+    /// A sealed field's search value can come from a file, off the command
+    /// line; given on the command line it works, with a warning.
+    @Test func searchValuesFromFiles() throws {
+        let directory = try StoreCLITests.setUp()
+        StoreCLITests.ok(
+            try StoreCLITests.store(["put", "--table", "presents"], directory, stdin: Array(Self.records().utf8)), "put"
+        )
+        try directory.write("wanted", Array("e17@x.org\n".utf8))
+        let fromFile = try StoreCLITests.store(
+            ["find", "--table", "presents", "--where-file", "email=wanted", "--where", "to=r7"], directory)
+        StoreCLITests.ok(fromFile, "find --where-file")
+        #expect(fromFile.stdoutText.split(separator: "\n").count == Self.rows / 50, "\(fromFile.stdoutText)")
+        #expect(!fromFile.stderr.contains("warning"))
+        let inline = try StoreCLITests.store(
+            ["find", "--table", "presents", "--where", "email=e17@x.org", "--where", "to=r7"], directory)
+        #expect(inline.stdoutText == fromFile.stdoutText)
+        #expect(inline.stderr.contains("warning: the value for sealed field email is on the command line"))
+        let neither = try StoreCLITests.store(["find", "--table", "presents"], directory)
+        #expect(neither.status == 64)
+    }
 }
