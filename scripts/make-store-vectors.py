@@ -138,6 +138,58 @@ for title, table, index_name, transforms, bits, version, values in index_cases:
         entry["index_hex"] = (version.to_bytes(2, "big") + bytes(truncated)).hex()
     indexes.append(entry)
 
+
+
+def index_value(table, index_name, bits, version, texts):
+    info = context([b"coffer store v1 index key", table.encode(), index_name.encode()])
+    index_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=store_id, info=info).derive(roots[version])
+    mac = hmac.new(index_key, context([value("text", t) for t in texts]), hashlib.sha256).digest()
+    truncated = bytearray(mac[:(bits + 7) // 8])
+    spare = len(truncated) * 8 - bits
+    if spare:
+        truncated[-1] &= (0xFF << spare) & 0xFF
+    return version.to_bytes(2, "big") + bytes(truncated)
+
+
+def split_tokens(mode, text):
+    if mode == "words":
+        runs, current = [], ""
+        for c in text:
+            if c.isalpha() or c.isnumeric():
+                current += c
+            elif current:
+                runs.append(current)
+                current = ""
+        return runs + ([current] if current else [])
+    return text.split(mode[len("split:"):])
+
+
+# Token indexes: split, transform each token (dropping None and ""), the
+# distinct tokens' index values, distinct and sorted.
+tokens = []
+token_cases = [
+    ("words, nfkc and lowercase", "notes", "body_words", "words", ["nfkc", "lowercase"], 16, 2,
+     "Smith-Jones met \uff34\uff25\uff21 and tea, 42 times!"),
+    ("tags split by a comma, trimmed, an empty one dropped", "notes", "tag_set", "split:,", ["trim"], 12, 1,
+     " red, blue ,,red"),
+    ("digits of words; words without digits dropped", "notes", "numbers", "words", ["digits"], 9, 1,
+     "call 555-0100 or 0800 now"),
+    ("two bits: tokens collide into fewer entries", "notes", "tiny", "split:;", [], 2, 1, "a;b;c;d;e;f;g;h"),
+]
+for title, table, index_name, mode, transforms, bits, version, text in token_cases:
+    kept = set()
+    for token in split_tokens(mode, text):
+        for name in transforms:
+            token = transform(name, token)
+        if token:
+            kept.add(token)
+    entries = sorted({index_value(table, index_name, bits, version, [t]) for t in kept})
+    tokens.append({
+        "title": title, "table": table, "index": index_name, "tokens": mode, "transforms": transforms,
+        "bits": bits, "version": version, "value": text, "tokens_out": sorted(kept),
+        "entries_hex": [e.hex() for e in entries],
+    })
+
 print(json.dumps({
     "format": "coffer store v1",
     "generator": "scripts/make-store-vectors.py (Python cryptography AESGCMSIV, HKDF; hmac; unicodedata)",
@@ -146,4 +198,5 @@ print(json.dumps({
     "index_roots": {str(v): r.hex() for v, r in roots.items()},
     "cells": cells,
     "indexes": indexes,
+    "tokens": tokens,
 }, indent=2, ensure_ascii=False))

@@ -70,6 +70,16 @@ import Testing
         let index_roots: [String: String]
         let cells: [Cell]
         let indexes: [Index]
+        let tokens: [Token]
+    }
+
+    struct Token: Decodable {
+        let title, table, index, tokens, value: String
+        let transforms: [String]
+        let bits: Int
+        let version: UInt16
+        let tokens_out: [String]
+        let entries_hex: [String]
     }
 
     static func bytes(_ hex: String) -> [UInt8] {
@@ -148,6 +158,21 @@ import Testing
             let value = try keys.indexValue(
                 texts, table: vector.table, index: vector.index, bits: vector.bits, version: vector.version)
             #expect(value == Self.bytes(expected), "\(vector.title)")
+        }
+    }
+
+    /// Token indexes: the same tokens and the same distinct entries as Python.
+    @Test func tokenVectorsMatch() throws {
+        let (vectors, keys) = try Self.load()
+        #expect(vectors.tokens.count == 4)
+        for vector in vectors.tokens {
+            let tokens = try IndexTokens(parsing: vector.tokens)
+            let transforms = try vector.transforms.map(IndexTransform.init(parsing:))
+            #expect(tokens.tokens(of: vector.value, transforms: transforms) == vector.tokens_out, "\(vector.title)")
+            let entries = try keys.tokenEntries(
+                .text(vector.value), tokens: tokens, transforms: transforms, table: vector.table, index: vector.index,
+                bits: vector.bits, version: vector.version)
+            #expect(entries == vector.entries_hex.map(Self.bytes), "\(vector.title)")
         }
     }
 
