@@ -134,7 +134,7 @@ extension RecordStore {
     /// and the job goes.
     func run(
         _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
-        rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
+        rewrite: @escaping @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
         finish: (inout StoreState) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
@@ -156,15 +156,25 @@ extension RecordStore {
             return total
         }
         var last = started
+        // While one batch is written, the next is read and worked out on
+        // the other cores (a read transaction beside the write: WAL).
+        var ahead: Pending<JobBatch>?
+        defer { _ = try? ahead?.wait() }
         while true {
-            let batch = try read { db, state -> (StoreJob, StoreState, [[String: DatabaseValue]])? in
-                guard let job = try StoreJob.fetch(db), job.kind == started.kind else { return nil }
-                guard let name = job.tables.first else { return (job, state, []) }
-                return (
-                    job, state, try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize)
-                )
+            let batch: JobBatch?
+            if let expected = try ahead?.wait(), expected.job.sameCursor(last) {
+                batch = JobBatch(job: last, state: expected.state, rows: expected.rows, changes: expected.changes)
+            } else {
+                batch = try read { db, state -> JobBatch? in
+                    guard let job = try StoreJob.fetch(db), job.kind == started.kind else { return nil }
+                    guard let name = job.tables.first else { return JobBatch(job: job, state: state) }
+                    let rows = try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize)
+                    return JobBatch(job: job, state: state, rows: rows)
+                }.map { try $0.workedOut(rewrite) }
             }
-            guard let (job, state, rows) = batch else { break }
+            ahead = nil
+            guard let batch else { break }
+            let (job, state, rows) = (batch.job, batch.state, batch.rows)
             last = job
             if job.tables.isEmpty {
                 try change { db, state in
@@ -175,21 +185,28 @@ extension RecordStore {
                 break
             }
             let table = try state.schema.table(job.tables[0])
-            let changes = try Self.parallelMap(rows) { try rewrite(state, table, $0) }
+            var predicted = job
+            if let lastRow = rows.last {
+                let key = try StoreSQL.storeValue(
+                    lastRow[table.primaryKey] ?? .null, for: table.field(table.primaryKey)!, table: table.name)
+                predicted.after = key.encoded
+                predicted.rowsDone += rows.count
+                let following = predicted
+                ahead = Pending { [self] in
+                    try read { db, state -> JobBatch in
+                        let rows = try fetchBatch(db, table: table, after: following.after, batchSize)
+                        return JobBatch(job: following, state: state, rows: rows)
+                    }.workedOut(rewrite)
+                }
+            } else {
+                predicted.tables.removeFirst()
+                predicted.after = nil
+            }
             try write { db, current in
                 guard try StoreJob.fetch(db) == job, current.epoch == state.epoch else { return }
-                var next = job
-                if let lastRow = rows.last {
-                    for (row, change) in zip(rows, changes) where !change.isEmpty {
-                        next.changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
-                    }
-                    let key = try StoreSQL.storeValue(
-                        lastRow[table.primaryKey] ?? .null, for: table.field(table.primaryKey)!, table: table.name)
-                    next.after = key.encoded
-                    next.rowsDone += rows.count
-                } else {
-                    next.tables.removeFirst()
-                    next.after = nil
+                var next = predicted
+                for (row, change) in zip(rows, batch.changes) where !change.isEmpty {
+                    next.changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
                 }
                 try next.store(db)
                 last = next

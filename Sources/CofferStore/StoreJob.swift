@@ -60,6 +60,11 @@ public struct StoreJob: Codable, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The same job at the same place (what a batch read ahead assumed).
+    func sameCursor(_ other: StoreJob) -> Bool {
+        kind == other.kind && tables == other.tables && after == other.after && target == other.target
+    }
+
     /// Moves the cursor without touching the epoch: only where the job is
     /// changed, not what the store's keys or schema are.
     func store(_ db: Database) throws {
@@ -80,5 +85,24 @@ public struct StoreJobReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         "\(kind.rawValue): \(rows) rows, \(changed) rewritten" + (resumed ? " (resumed)" : "")
+    }
+}
+
+/// One batch of a job: the job as it stood, the state and rows read, and
+/// each row's new cells once worked out.
+struct JobBatch: Sendable {
+    var job: StoreJob
+    var state: StoreState
+    var rows: [[String: DatabaseValue]] = []
+    var changes: [SealedRow] = []
+
+    func workedOut(
+        _ rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow
+    ) throws -> JobBatch {
+        guard let name = job.tables.first, !rows.isEmpty else { return self }
+        let table = try state.schema.table(name)
+        var done = self
+        done.changes = try RecordStore.parallelMap(rows) { [state] in try rewrite(state, table, $0) }
+        return done
     }
 }

@@ -83,6 +83,13 @@ enum StoreBenchmark {
 
         // Lookups of random existing emails: the whole find, candidates opened and checked.
         let probes = (0..<5000).map { _ in Int.random(in: 0..<rows) }
+        var empty: [Double] = []
+        for _ in 0..<5000 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try plain.read { _ in }
+            empty.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        print(String(format: "read floor      an empty GRDB read transaction p50 %.1f µs", percentile(empty, 0.5)))
         var plainTimes: [Double] = []
         var storeTimes: [Double] = []
         for probe in probes {
