@@ -31,24 +31,29 @@ extension RecordStore {
             let keys = try state.primaryKeys(for: records, table: table, db)
             let sealed = table.fields.filter(\.sealed)
             let rows = Array(zip(records, keys))
-            // Seal the next chunk on the other cores while this thread
-            // writes the current one.
+            // Seal the next chunk on another thread while this one writes
+            // the current one.
             let chunk = 512
             func sealing(_ start: Int) -> Pending<[SealedRow]> {
                 let part = Array(rows[start..<min(rows.count, start + chunk)])
+                // On two cores one thread seals while this one writes; with
+                // more, the sealing spreads over them.
+                let seal: @Sendable ((StoreRecord, StoreValue)) throws -> SealedRow = { row in
+                    try state.sealedRow(row.0, key: row.1, table: table, fields: sealed)
+                }
                 return Pending {
-                    try Self.parallelMap(part) { record, key in
-                        try state.sealedRow(record, key: key, table: table, fields: sealed)
-                    }
+                    ProcessInfo.processInfo.activeProcessorCount > 2
+                        ? try Self.parallelMap(part, seal) : try part.map(seal)
                 }
             }
             var ahead = sealing(0)
+            var statements: [[Bool]: Statement] = [:]
             for start in stride(from: 0, to: rows.count, by: chunk) {
                 let cells = try ahead.wait()
                 if start + chunk < rows.count { ahead = sealing(start + chunk) }
                 for (offset, cells) in cells.enumerated() {
                     let (record, key) = rows[start + offset]
-                    try state.insert(record, key: key, cells: cells, table: table, db)
+                    try state.insert(record, key: key, cells: cells, table: table, db, statements: &statements)
                 }
             }
             return keys
@@ -95,27 +100,42 @@ extension StoreState {
     }
 
     /// Writes one row: its clear fields as given, its sealed cells and index values.
+    /// `statements` keeps one prepared INSERT per set of clear fields given.
     func insert(
-        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table, _ db: Database
+        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table, _ db: Database,
+        statements: inout [[Bool]: Statement]
     ) throws {
         let cells = sealed.columns
         var names: [String] = []
         var values: [DatabaseValue] = []
+        var shape: [Bool] = []
         for field in table.fields where !field.sealed {
             let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
+            shape.append(value != .null)
             guard value != .null else { continue }
             names.append(field.name)
             values.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
         }
-        for name in cells.keys.sorted() {
-            names.append(name)
-            values.append(cells[name]!)
+        for field in table.fields where field.sealed {
+            names.append(field.name)
+            values.append(cells[field.name] ?? .null)
+            for index in field.indexes where index.tokens == nil {
+                names.append(index.name)
+                values.append(cells[index.name] ?? .null)
+            }
         }
-        let statement = try db.cachedStatement(
-            sql:
-                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
-        )
-        try statement.execute(arguments: StatementArguments(values))
+        let statement: Statement
+        if let known = statements[shape] {
+            statement = known
+        } else {
+            statement = try db.makeStatement(
+                sql:
+                    "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            )
+            statements[shape] = statement
+        }
+        statement.setUncheckedArguments(StatementArguments(values))
+        try statement.execute()
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: false)
     }
 

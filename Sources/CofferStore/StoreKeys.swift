@@ -23,9 +23,10 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     let indexRoots: [UInt16: SymmetricKey]
     /// The version new index values are written under.
     public let currentIndexVersion: UInt16
-    /// Index keys derived so far, by version, table and index: HKDF runs
-    /// once per index, not once per value.
-    let derived = Locked([IndexKeyName: SymmetricKey]())
+    /// HMACs keyed with the index keys derived so far, by version, table
+    /// and index: HKDF and the HMAC key schedule run once per index, not
+    /// once per value (each use starts from a copy).
+    let derived = Locked([IndexKeyName: HMAC<SHA256>]())
 
     struct IndexKeyName: Hashable, Sendable {
         var version: UInt16
@@ -103,13 +104,18 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     /// The HMAC key of index `index` of `table` at `version`:
     /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer store v1 index key", table, index)).
     public func indexKey(table: String, index: String, version: UInt16) throws -> SymmetricKey {
+        let info = try SealingContext("coffer store v1 index key", table, index).bytes
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: try root(version), salt: storeID, info: info, outputByteCount: 32)
+    }
+
+    /// An HMAC keyed with ``indexKey(table:index:version:)``, ready for a message.
+    func indexMAC(table: String, index: String, version: UInt16) throws -> HMAC<SHA256> {
         let name = IndexKeyName(version: version, table: table, index: index)
         if let known = derived.withLock({ $0[name] }) { return known }
-        let root = try root(version)
-        let info = try SealingContext("coffer store v1 index key", table, index).bytes
-        let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: root, salt: storeID, info: info, outputByteCount: 32)
-        derived.withLock { $0[name] = key }
-        return key
+        let mac = HMAC<SHA256>(key: try indexKey(table: table, index: index, version: version))
+        derived.withLock { $0[name] = mac }
+        return mac
     }
 
     /// The transformed texts of an index over `values` (the indexed field's
@@ -138,8 +144,9 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
             throw CofferError(.invalidArgument, "an index keeps 1 to 64 bits, not \(bits)")
         }
         let message = try SealingContext(parts: texts.map { StoreValue.text($0).encoded }).bytes
-        let mac = HMAC<SHA256>.authenticationCode(
-            for: message, using: try indexKey(table: table, index: index, version: version))
+        var hmac = try indexMAC(table: table, index: index, version: version)
+        hmac.update(data: message)
+        let mac = hmac.finalize()
         var truncated = Array(Array(mac).prefix((bits + 7) / 8))
         let spare = truncated.count * 8 - bits
         if spare > 0 { truncated[truncated.count - 1] &= UInt8(0xFF) << spare }
