@@ -96,6 +96,19 @@ for index, (title, table, column, pk, bound, plain) in enumerate(cell_cases):
     })
 
 roots = {1: derived("coffer store v1 index root 1", 32), 2: derived("coffer store v1 index root 2", 32)}
+
+
+def index_value(table, index_name, bits, version, texts):
+    info = context([b"coffer store v1 index key", table.encode(), index_name.encode()])
+    index_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=store_id, info=info).derive(roots[version])
+    mac = hmac.new(index_key, context([value("text", t) for t in texts]), hashlib.sha256).digest()
+    truncated = bytearray(mac[:(bits + 7) // 8])
+    spare = len(truncated) * 8 - bits
+    if spare:
+        truncated[-1] &= (0xFF << spare) & 0xFF
+    return version.to_bytes(2, "big") + bytes(truncated)
+
+
 indexes = []
 index_cases = [
     ("trim and lowercase, 16 bits", "users", "email_exact", ["trim", "lowercase"], 16, 1,
@@ -127,28 +140,10 @@ for title, table, index_name, transforms, bits, version, values in index_cases:
         entry["texts"] = None
         entry["index_hex"] = None
     else:
-        info = context([b"coffer store v1 index key", table.encode(), index_name.encode()])
-        index_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=store_id, info=info).derive(roots[version])
-        mac = hmac.new(index_key, context([value("text", t) for t in texts]), hashlib.sha256).digest()
-        truncated = bytearray(mac[:(bits + 7) // 8])
-        spare = len(truncated) * 8 - bits
-        if spare:
-            truncated[-1] &= (0xFF << spare) & 0xFF
         entry["texts"] = texts
-        entry["index_hex"] = (version.to_bytes(2, "big") + bytes(truncated)).hex()
+        entry["index_hex"] = index_value(table, index_name, bits, version, texts).hex()
     indexes.append(entry)
 
-
-
-def index_value(table, index_name, bits, version, texts):
-    info = context([b"coffer store v1 index key", table.encode(), index_name.encode()])
-    index_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=store_id, info=info).derive(roots[version])
-    mac = hmac.new(index_key, context([value("text", t) for t in texts]), hashlib.sha256).digest()
-    truncated = bytearray(mac[:(bits + 7) // 8])
-    spare = len(truncated) * 8 - bits
-    if spare:
-        truncated[-1] &= (0xFF << spare) & 0xFF
-    return version.to_bytes(2, "big") + bytes(truncated)
 
 
 def split_tokens(mode, text):
