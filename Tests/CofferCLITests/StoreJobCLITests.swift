@@ -172,4 +172,19 @@ import Glibc
         let neither = try StoreCLITests.store(["find", "--table", "presents"], directory)
         #expect(neither.status == 64)
     }
+
+    /// `put --batch N`: one transaction per batch; a bad line refuses the whole file before any write.
+    @Test func putInBatches() throws {
+        let directory = try StoreCLITests.setUp()
+        let put = try CLI.coffer(
+            ["store", "put", "--db", "s.sqlite", "--kek-file", "kek", "--table", "presents", "--batch", "7"],
+            stdin: Array(Self.records().utf8), in: directory.url)
+        StoreCLITests.ok(put, "put --batch 7")
+        #expect(put.stdoutText.split(separator: "\n").count == Self.rows)
+        #expect(put.stdoutText.hasSuffix("{\"id\":\(Self.rows)}\n"))
+        let bad = Self.records() + "{\"to\": 3}\n"
+        let refused = try StoreCLITests.store(["put", "--table", "presents"], directory, stdin: Array(bad.utf8))
+        #expect(refused.status != 0 && refused.stdoutText.isEmpty)
+        #expect(try StoreCLITests.descriptions(directory, to: "r3").count == Self.rows / 10)
+    }
 }

@@ -99,19 +99,34 @@ struct StoreInit: ParsableCommand {
 struct StorePut: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "put",
-        abstract: "Add records (a JSON object, or JSON lines in one transaction); prints each primary key.")
+        abstract: "Add records (a JSON object, or JSON lines in one transaction per batch); prints each primary key.",
+        discussion: """
+            Every line is read and checked before anything is written. Then each batch of --batch records is one \
+            transaction, and the primary keys of a batch are printed once it is committed: after a failure, the \
+            keys printed are exactly the records stored.
+            """)
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
+    @Option(name: .customLong("batch"), help: "Records per transaction.")
+    var batch = 1000
     @Argument(help: "The records file (standard input when absent).")
     var file: String = "-"
+
+    func validate() throws {
+        guard batch > 0 else { throw ValidationError("--batch is at least 1") }
+    }
 
     func run() throws {
         let opened = try store.open()
         let table = try opened.schema.table(table)
         let records = try StoreJSON.records(try Input.readAll(path: file, what: "the records"), table: table)
-        for key in try opened.put(contentsOf: records, into: table.name) {
-            print(StoreJSON.line([table.primaryKey: key], table: table.keyOnly))
+        for start in stride(from: 0, to: records.count, by: batch) {
+            let part = Array(records[start..<min(records.count, start + batch)])
+            for key in try opened.put(contentsOf: part, into: table.name) {
+                print(StoreJSON.line([table.primaryKey: key], table: table.keyOnly))
+            }
+            fflush(nil)  // the keys of a committed batch leave before the next begins
         }
     }
 }
