@@ -78,7 +78,10 @@ extension RecordStore {
             }
             return StoreJobReport(kind: .migrate, rows: 0, changed: 0, resumed: false)
         }
-        let same = { (job: StoreJob) in job.tables == [tableName] && job.field == fieldName }
+        // A job killed after its last batch and before it ended has no table left.
+        let same = { (job: StoreJob) in
+            job.field == fieldName && (job.tables == [tableName] || job.tables.isEmpty)
+        }
         let (job, resumed) = try begin(.migrate, same: same) { db, state in
             var schema = state.schema
             guard let t = schema.tables.firstIndex(where: { $0.name == tableName }) else {
