@@ -34,10 +34,9 @@ extension RecordStore {
             var filters = clear.map { "\(StoreSQL.quoted($0.0.name)) IS ?" }
             var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
             guard !sealed.isEmpty else {
-                return try Row.fetchAll(
-                    db.cachedStatement(sql: "\(select(table)) WHERE \(filters.joined(separator: " AND "))"),
-                    arguments: StatementArguments(arguments)
-                ).map { try state.record(from: $0, table: table) }
+                return try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments).map {
+                    try state.record(from: $0, table: table)
+                }
             }
             let usable = table.fields.filter(\.sealed).flatMap { field in
                 field.indexes.filter { $0.tokens == nil }.map {
@@ -70,9 +69,8 @@ extension RecordStore {
             } else {
                 candidates.append("\(column) IS NULL")
             }
-            var rows = try Row.fetchAll(
-                db.cachedStatement(sql: "\(select(table)) WHERE \(candidates.joined(separator: " AND "))"),
-                arguments: StatementArguments(candidateArguments))
+            var rows = try db.rows(
+                "\(select(table)) WHERE \(candidates.joined(separator: " AND "))", candidateArguments)
             if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
                 filters.append("typeof(\(StoreSQL.quoted(migrating))) NOT IN ('blob', 'null')")
                 if let value = conditions[migrating], chosen.index.transforms.isEmpty, value != .null,
@@ -81,12 +79,10 @@ extension RecordStore {
                     filters.append("\(StoreSQL.quoted(migrating)) = ?")
                     arguments.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
                 }
-                rows += try Row.fetchAll(
-                    db, sql: "\(select(table)) WHERE \(filters.joined(separator: " AND "))",
-                    arguments: StatementArguments(arguments))
+                rows += try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments)
             }
             var seen = Set<DatabaseValue>()
-            rows = rows.filter { seen.insert($0[table.primaryKey] as DatabaseValue).inserted }
+            rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
             return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
                 sealed.allSatisfy { name in
                     let stored = candidate[name] ?? .null

@@ -107,7 +107,7 @@ extension RecordStore {
     /// (when `same` accepts it). Another kind of job under way is `refused`.
     func begin(
         _ kind: StoreJob.Kind, same: (StoreJob) -> Bool = { _ in true },
-        make: (Database, inout StoreState) throws -> StoreJob
+        make: (any StoreConnection, inout StoreState) throws -> StoreJob
     ) throws -> (StoreJob, resumed: Bool) {
         try change { db, state in
             if let pending = try StoreJob.fetch(db) {
@@ -151,7 +151,7 @@ extension RecordStore {
                             StoreValue(encoded: after), for: table.field(table.primaryKey)!, table: name)
                     ]
                 }
-                total += try Int.fetchOne(db, sql: sql, arguments: StatementArguments(arguments)) ?? 0
+                total += Int(try db.integer(sql, arguments) ?? 0)
             }
             return total
         }
@@ -218,7 +218,7 @@ extension RecordStore {
     }
 
     /// The next rows of `table` after the primary key `after`, every column.
-    func fetchBatch(_ db: Database, table: StoreSchema.Table, after: [UInt8]?, _ limit: Int) throws
+    func fetchBatch(_ db: any StoreConnection, table: StoreSchema.Table, after: [UInt8]?, _ limit: Int) throws
         -> [[String: DatabaseValue]]
     {
         let keyField = table.field(table.primaryKey)!
@@ -228,17 +228,16 @@ extension RecordStore {
         let select = "SELECT \(columns.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
         if let after {
             let key = try StoreSQL.databaseValue(StoreValue(encoded: after), for: keyField, table: table.name)
-            return try Row.fetchAll(
-                db, sql: "\(select) WHERE \(order) > ? ORDER BY \(order) LIMIT \(limit)", arguments: [key]
-            ).map(Self.columns)
+            return try db.rows("\(select) WHERE \(order) > ? ORDER BY \(order) LIMIT \(limit)", [key])
         }
-        return try Row.fetchAll(db, sql: "\(select) ORDER BY \(order) LIMIT \(limit)").map(Self.columns)
+        return try db.rows("\(select) ORDER BY \(order) LIMIT \(limit)")
     }
 
     /// Writes a row's new columns if its sealed cells are still the ones
     /// the job read; false when a writer changed or deleted the row.
     func store(
-        _ change: SealedRow, row: [String: DatabaseValue], table: StoreSchema.Table, state: StoreState, _ db: Database
+        _ change: SealedRow, row: [String: DatabaseValue], table: StoreSchema.Table, state: StoreState,
+        _ db: any StoreConnection
     ) throws -> Bool {
         let names = change.columns.keys.sorted()
         let sealed = table.fields.filter(\.sealed).map(\.name)
@@ -248,8 +247,7 @@ extension RecordStore {
             "UPDATE \(StoreSQL.quoted(table.name)) SET " + assignments.joined(separator: ", ") + " WHERE "
             + ([table.primaryKey] + sealed).map { StoreSQL.quoted($0) + " IS ?" }.joined(separator: " AND ")
         let arguments = names.map { change.columns[$0]! } + ([table.primaryKey] + sealed).map { row[$0] ?? .null }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
-        guard db.changesCount > 0 else { return false }
+        guard try db.execute(sql, arguments) > 0 else { return false }
         let primaryKey = try StoreSQL.storeValue(
             row[table.primaryKey] ?? .null, for: table.field(table.primaryKey)!, table: table.name)
         try state.writeTokens(change.tokens, key: primaryKey, table: table, db, replacing: true)

@@ -23,21 +23,22 @@ extension RecordStore {
             }
         }
         let pool = try openPool(path)
-        let state = try pool.write { db in
+        let state = try pool.write { database in
+            let db = SQLiteConnection(db: database)
             guard try !db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(.refused, "\(path) is a Coffer store already")
             }
             for table in schema.tables {
-                let columns = try Row.fetchAll(
-                    db, sql: "SELECT name, pk FROM pragma_table_info(?)", arguments: [table.name])
+                let columns = try db.rows("SELECT name, pk FROM pragma_table_info(?)", [table.name.databaseValue])
                 guard !columns.isEmpty else {
                     throw CofferError(.invalidArgument, "\(path) has no table \(table.name)")
                 }
-                let names = Set(columns.map { $0["name"] as String })
+                let names = Set(columns.compactMap { $0["name"].flatMap(String.fromDatabaseValue) })
                 for field in table.fields where !names.contains(field.name) {
                     throw CofferError(.invalidArgument, "\(table.name) in \(path) has no column \(field.name)")
                 }
-                let keys = columns.filter { ($0["pk"] as Int) > 0 }.map { $0["name"] as String }
+                let keys = columns.filter { ($0["pk"].flatMap(Int.fromDatabaseValue) ?? 0) > 0 }
+                    .compactMap { $0["name"].flatMap(String.fromDatabaseValue) }
                 guard keys == [table.primaryKey] else {
                     throw CofferError(
                         .invalidArgument,
@@ -121,29 +122,27 @@ extension RecordStore {
     /// Makes `field`'s column able to hold clear and sealed values and adds
     /// its index columns: a STRICT table whose column is typed is rebuilt
     /// (in the job's first transaction) with the column as ANY.
-    func prepare(_ db: Database, table: StoreSchema.Table, field: String) throws {
+    func prepare(_ db: any StoreConnection, table: StoreSchema.Table, field: String) throws {
         let strict =
-            try Bool.fetchOne(db, sql: "SELECT strict FROM pragma_table_list WHERE name = ?", arguments: [table.name])
-            ?? false
+            try db.integer("SELECT strict FROM pragma_table_list WHERE name = ?", [table.name.databaseValue]) == 1
         let type =
-            try String.fetchOne(
-                db, sql: "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?", arguments: [table.name, field])
-            ?? ""
+            try db.value(
+                "SELECT upper(type) FROM pragma_table_info(?) WHERE name = ?",
+                [table.name.databaseValue, field.databaseValue]
+            ).flatMap { String.fromDatabaseValue($0) } ?? ""
         let newIndexes = table.field(field)!.indexes
         for index in newIndexes where index.tokens != nil {
-            for statement in StoreSQL.tokenTable(table, index) { try db.execute(sql: statement) }
+            for statement in StoreSQL.tokenTable(table, index) { try db.execute(statement) }
         }
         let fresh = Set(newIndexes.filter { $0.tokens == nil }.map(\.name))
         guard strict && !["ANY", "BLOB"].contains(type) else {
             for name in fresh.sorted() {
-                try db.execute(
-                    sql: "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
+                try db.execute("ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
             }
-            for statement in StoreSQL.indexes(table, only: fresh) { try db.execute(sql: statement) }
+            for statement in StoreSQL.indexes(table, only: fresh) { try db.execute(statement) }
             return
         }
-        let existing =
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info(?)", arguments: [table.name]) ?? 0
+        let existing = Int(try db.integer("SELECT count(*) FROM pragma_table_info(?)", [table.name.databaseValue]) ?? 0)
         let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.filter { $0.tokens == nil }.count } - fresh.count
         guard existing == described else {
             throw CofferError(
@@ -155,10 +154,10 @@ extension RecordStore {
             .filter { !fresh.contains($0) }
             .map(StoreSQL.quoted).joined(separator: ", ")
         let temporary = StoreSQL.quoted("coffer_rebuild_\(table.name)")
-        try db.execute(sql: "CREATE TABLE \(temporary) (\(StoreSQL.columns(table, any: [field]))) STRICT")
-        try db.execute(sql: "INSERT INTO \(temporary) (\(kept)) SELECT \(kept) FROM \(StoreSQL.quoted(table.name))")
-        try db.execute(sql: "DROP TABLE \(StoreSQL.quoted(table.name))")
-        try db.execute(sql: "ALTER TABLE \(temporary) RENAME TO \(StoreSQL.quoted(table.name))")
-        for statement in StoreSQL.indexes(table) { try db.execute(sql: statement) }
+        try db.execute("CREATE TABLE \(temporary) (\(StoreSQL.columns(table, any: [field]))) STRICT")
+        try db.execute("INSERT INTO \(temporary) (\(kept)) SELECT \(kept) FROM \(StoreSQL.quoted(table.name))")
+        try db.execute("DROP TABLE \(StoreSQL.quoted(table.name))")
+        try db.execute("ALTER TABLE \(temporary) RENAME TO \(StoreSQL.quoted(table.name))")
+        for statement in StoreSQL.indexes(table) { try db.execute(statement) }
     }
 }

@@ -47,7 +47,7 @@ extension RecordStore {
                 }
             }
             var ahead = sealing(0)
-            var statements: [[Bool]: Statement] = [:]
+            var statements: [[Bool]: String] = [:]
             for start in stride(from: 0, to: rows.count, by: chunk) {
                 let cells = try ahead.wait()
                 if start + chunk < rows.count { ahead = sealing(start + chunk) }
@@ -65,7 +65,9 @@ extension StoreState {
     /// The records' primary keys: given, or for an integer key left out,
     /// one past the largest in the table and the batch (what SQLite would
     /// pick), so that every cell can be sealed before its row is written.
-    func primaryKeys(for records: [StoreRecord], table: StoreSchema.Table, _ db: Database) throws -> [StoreValue] {
+    func primaryKeys(for records: [StoreRecord], table: StoreSchema.Table, _ db: any StoreConnection) throws
+        -> [StoreValue]
+    {
         let keyField = table.field(table.primaryKey)!
         var next: Int64?
         var keys: [StoreValue] = []
@@ -79,10 +81,8 @@ extension StoreState {
             }
             if next == nil {
                 let stored =
-                    try Int64.fetchOne(
-                        db.cachedStatement(
-                            sql: "SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))")
-                    ) ?? 0
+                    try db.integer(
+                        "SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))") ?? 0
                 let given =
                     records.compactMap { record -> Int64? in
                         if case .integer(let number) = record[table.primaryKey] { return number }
@@ -100,10 +100,11 @@ extension StoreState {
     }
 
     /// Writes one row: its clear fields as given, its sealed cells and index values.
-    /// `statements` keeps one prepared INSERT per set of clear fields given.
+    /// `statements` keeps the INSERT of each set of clear fields given.
     func insert(
-        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table, _ db: Database,
-        statements: inout [[Bool]: Statement]
+        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table,
+        _ db: any StoreConnection,
+        statements: inout [[Bool]: String]
     ) throws {
         let cells = sealed.columns
         var names: [String] = []
@@ -124,34 +125,29 @@ extension StoreState {
                 values.append(cells[index.name] ?? .null)
             }
         }
-        let statement: Statement
+        let sql: String
         if let known = statements[shape] {
-            statement = known
+            sql = known
         } else {
-            statement = try db.makeStatement(
-                sql:
-                    "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
-            )
-            statements[shape] = statement
+            sql =
+                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            statements[shape] = sql
         }
-        statement.setUncheckedArguments(StatementArguments(values))
-        try statement.execute()
+        try db.execute(sql, values)
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: false)
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.
-    func writeSealed(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, _ db: Database) throws {
+    func writeSealed(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, _ db: any StoreConnection) throws
+    {
         let sealed = try sealedRow(record, key: key, table: table, fields: table.fields.filter(\.sealed))
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
         guard !sealed.columns.isEmpty else { return }
         let names = sealed.columns.keys.sorted()
         let keyField = table.field(table.primaryKey)!
         try db.execute(
-            sql:
-                "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-            arguments: StatementArguments(
-                names.map { sealed.columns[$0]! } + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
-        )
+            "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+            names.map { sealed.columns[$0]! } + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
     }
 
     /// A row as a record: clear columns read, sealed cells opened with the
@@ -183,10 +179,6 @@ extension StoreState {
         }
         return record
     }
-
-    func record(from row: Row, table: StoreSchema.Table) throws -> StoreRecord {
-        try record(from: RecordStore.columns(row), table: table)
-    }
 }
 
 extension RecordStore {
@@ -195,9 +187,10 @@ extension RecordStore {
         try read { db, state in
             let table = try state.schema.table(tableName)
             let keyField = table.field(table.primaryKey)!
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?"),
-                arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+            let row = try db.rows(
+                "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
+            ).first
             return try row.map { try state.record(from: $0, table: table) }
         }
     }
@@ -220,22 +213,19 @@ extension RecordStore {
             }
             let keyField = table.field(table.primaryKey)!
             guard
-                let row = try Row.fetchOne(
-                    db, sql: "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                    arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+                let row = try db.rows(
+                    "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                    [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
+                ).first
             else { return nil }
             var record = try state.record(from: row, table: table)
             record.merge(changes) { $1 }
             let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
             if !clear.isEmpty {
                 try db.execute(
-                    sql:
-                        "UPDATE \(StoreSQL.quoted(table.name)) SET \(clear.map { StoreSQL.quoted($0.name) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                    arguments: StatementArguments(
-                        try clear.map {
-                            try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name)
-                        }
-                            + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]))
+                    "UPDATE \(StoreSQL.quoted(table.name)) SET \(clear.map { StoreSQL.quoted($0.name) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                    try clear.map { try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name) }
+                        + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
             }
             try state.writeSealed(record, key: key, table: table, db)
             return record
@@ -248,10 +238,10 @@ extension RecordStore {
         try write { db, state in
             let table = try state.schema.table(tableName)
             let keyField = table.field(table.primaryKey)!
-            try db.execute(
-                sql: "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                arguments: [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
-            let deleted = db.changesCount > 0
+            let deleted =
+                try db.execute(
+                    "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                    [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]) > 0
             try state.writeTokens(
                 Dictionary(uniqueKeysWithValues: table.tokenIndexes.map { ($0.index.name, []) }), key: key,
                 table: table,

@@ -42,12 +42,9 @@ extension RecordStore {
                         [field.name] + field.indexes.filter { $0.tokens == nil }.map(\.name)
                     }
                     let condition = after.isNull ? "" : " WHERE \(order) > ?"
-                    var rows = try Row.fetchAll(
-                        db,
-                        sql:
-                            "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
-                        arguments: after.isNull ? [] : [after]
-                    ).map(Self.columns)
+                    var rows = try db.rows(
+                        "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
+                        after.isNull ? [] : [after])
                     // A token index's entries, sorted and joined, under the index's name.
                     for (_, index) in table.tokenIndexes {
                         for position in rows.indices {

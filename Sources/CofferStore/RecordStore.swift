@@ -57,30 +57,33 @@ public final class RecordStore: Sendable {
         }
         let pool = try openPool(path)
         let state = try pool.write { db in
+            let connection = SQLiteConnection(db: db)
             for table in schema.tables {
-                for statement in StoreSQL.create(table) { try db.execute(sql: statement) }
+                for statement in StoreSQL.create(table) { try connection.execute(statement) }
             }
-            return try initialise(db, schema: schema, secret: secret, kdf: kdf)
+            return try initialise(connection, schema: schema, secret: secret, kdf: kdf)
         }
         return RecordStore(state: state, pool: pool, path: path)
     }
 
     /// Writes the metadata of a new store into `db`: store id, key ring,
     /// index root 1, schema, epoch 1.
-    static func initialise(_ db: Database, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF) throws
+    static func initialise(_ db: any StoreConnection, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
+        throws
         -> StoreState
     {
         let storeID = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
         let ringFile = try KeyRingFile(keyRing: KeyRing(), secret: secret, kdf: kdf)
         let keys = try StoreKeys(
             storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [1: SymmetricKey(size: .bits256)], current: 1)
-        try db.execute(sql: StoreSQL.createMeta())
+        try db.execute(StoreSQL.createMeta())
         let meta: [(String, [UInt8])] = [
             ("format", Array(format.utf8)), ("store_id", storeID),
         ]
         for (name, value) in meta {
             try db.execute(
-                sql: "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)", arguments: [name, Data(value)])
+                "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",
+                [name.databaseValue, Data(value).databaseValue])
         }
         var state = StoreState(epoch: 0, schema: schema, keys: keys, ringFile: ringFile, job: nil)
         try state.save(db, over: nil)
@@ -98,7 +101,7 @@ public final class RecordStore: Sendable {
             guard try db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(.malformed, "\(path) is not a Coffer store (no \(StoreSQL.metaTable) table)")
             }
-            return try StoreState.meta(db)
+            return try StoreState.meta(SQLiteConnection(db: db))
         }
         let state = try StoreState.load(meta, where: path) { try KeyRingFile(contents: $0, secret: secret) }
         return RecordStore(state: state, pool: pool, path: path)

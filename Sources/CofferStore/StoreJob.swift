@@ -54,10 +54,8 @@ public struct StoreJob: Codable, Sendable, Equatable, CustomStringConvertible {
 
     func json() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
 
-    static func fetch(_ db: Database) throws -> StoreJob? {
-        try Data.fetchOne(db, sql: "SELECT value FROM \(StoreSQL.metaTable) WHERE name = 'job'").map {
-            try StoreJob(json: Array($0))
-        }
+    static func fetch(_ db: any StoreConnection) throws -> StoreJob? {
+        try db.data("SELECT value FROM \(StoreSQL.metaTable) WHERE name = 'job'").map { try StoreJob(json: Array($0)) }
     }
 
     /// The same job at the same place (what a batch read ahead assumed).
@@ -67,9 +65,9 @@ public struct StoreJob: Codable, Sendable, Equatable, CustomStringConvertible {
 
     /// Moves the cursor without touching the epoch: only where the job is
     /// changed, not what the store's keys or schema are.
-    func store(_ db: Database) throws {
+    func store(_ db: any StoreConnection) throws {
         try db.execute(
-            sql: "UPDATE \(StoreSQL.metaTable) SET value = ? WHERE name = 'job'", arguments: [Data(try json())])
+            "UPDATE \(StoreSQL.metaTable) SET value = ? WHERE name = 'job'", [Data(try json()).databaseValue])
     }
 }
 

@@ -144,9 +144,9 @@ extension RecordStore {
             guard table.field(fieldName) != nil else {
                 throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
             }
-            let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(StoreSQL.quoted(table.name))") ?? 0
+            let rows = Int(try db.integer("SELECT count(*) FROM \(StoreSQL.quoted(table.name))") ?? 0)
             let order = rows > sampleSize ? " ORDER BY random()" : ""
-            let sample = try Row.fetchAll(db, sql: "\(select(table))\(order) LIMIT \(sampleSize)").map(Self.columns)
+            let sample = try db.rows("\(select(table))\(order) LIMIT \(sampleSize)")
             return (rows, state, sample)
         }
         let table = try state.schema.table(tableName)

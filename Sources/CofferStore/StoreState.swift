@@ -19,20 +19,20 @@ struct StoreState: Sendable {
     static let epochName = "epoch"
 
     /// The metadata rows by name.
-    static func meta(_ db: Database) throws -> [String: [UInt8]] {
+    static func meta(_ db: any StoreConnection) throws -> [String: [UInt8]] {
         var meta: [String: [UInt8]] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM \(StoreSQL.metaTable)") {
-            guard let name = row["name"] as String?, let value = row["value"] as Data? else { continue }
+        for row in try db.rows("SELECT name, value FROM \(StoreSQL.metaTable)") {
+            guard case .string(let name) = row["name"]?.storage, case .blob(let value) = row["value"]?.storage
+            else { continue }
             meta[name] = Array(value)
         }
         return meta
     }
 
-    static func epoch(_ db: Database) throws -> UInt64 {
+    static func epoch(_ db: any StoreConnection) throws -> UInt64 {
         guard
-            let data = try Data.fetchOne(
-                db.cachedStatement(sql: "SELECT value FROM \(StoreSQL.metaTable) WHERE name = ?"),
-                arguments: [epochName])
+            let data = try db.data(
+                "SELECT value FROM \(StoreSQL.metaTable) WHERE name = ?", [epochName.databaseValue])
         else { return 0 }
         guard data.count == 8 else { throw CofferError(.malformed, "the store's epoch is not 8 bytes") }
         return data.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -69,11 +69,11 @@ struct StoreState: Sendable {
     /// adds one to the epoch. Runs inside the write transaction that made
     /// the change; a changed key ring must have had its generation raised,
     /// and then every index root is sealed again under its primary.
-    mutating func save(_ db: Database, over old: StoreState?) throws {
+    mutating func save(_ db: any StoreConnection, over old: StoreState?) throws {
         func put(_ name: String, _ value: [UInt8]) throws {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",
-                arguments: [name, Data(value)])
+                "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                [name.databaseValue, Data(value).databaseValue])
         }
         let ringChanged = ringFile.generation != old?.ringFile.generation
         if ringChanged { try put("key_ring", Array(try ringFile.contents())) }
@@ -82,7 +82,7 @@ struct StoreState: Sendable {
         }
         for version in old?.keys.indexVersions ?? [] where !keys.indexVersions.contains(version) {
             try db.execute(
-                sql: "DELETE FROM \(StoreSQL.metaTable) WHERE name = ?", arguments: ["index_root.\(version)"])
+                "DELETE FROM \(StoreSQL.metaTable) WHERE name = ?", ["index_root.\(version)".databaseValue])
         }
         if keys.currentIndexVersion != old?.keys.currentIndexVersion {
             try put("index_version", withUnsafeBytes(of: keys.currentIndexVersion.bigEndian, Array.init))
@@ -91,7 +91,7 @@ struct StoreState: Sendable {
         if let job {
             try put("job", try job.json())
         } else {
-            try db.execute(sql: "DELETE FROM \(StoreSQL.metaTable) WHERE name = 'job'")
+            try db.execute("DELETE FROM \(StoreSQL.metaTable) WHERE name = 'job'")
         }
         epoch = (old?.epoch ?? 0) + 1
         try put(Self.epochName, withUnsafeBytes(of: epoch.bigEndian, Array.init))

@@ -60,27 +60,32 @@ extension StoreState {
     /// Writes the token entries of row `key`, first deleting those it had
     /// when `replacing`.
     func writeTokens(
-        _ tokens: [String: [Data]], key: StoreValue, table: StoreSchema.Table, _ db: Database, replacing: Bool
+        _ tokens: [String: [Data]], key: StoreValue, table: StoreSchema.Table, _ db: any StoreConnection,
+        replacing: Bool
     ) throws {
         guard !tokens.isEmpty else { return }
         let keyValue = try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name)
         for (name, entries) in tokens.sorted(by: { $0.key < $1.key }) {
             let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, name))
-            if replacing {
-                try db.cachedStatement(sql: "DELETE FROM \(side) WHERE key = ?").execute(arguments: [keyValue])
+            if replacing { try db.execute("DELETE FROM \(side) WHERE key = ?", [keyValue]) }
+            for entry in entries {
+                try db.execute(
+                    "INSERT INTO \(side) (entry, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    [entry.databaseValue, keyValue])
             }
-            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(side) (entry, key) VALUES (?, ?)")
-            for entry in entries { try insert.execute(arguments: [entry, keyValue]) }
         }
     }
 
     /// The token entries row `key` has in `index`, sorted.
-    func storedTokens(_ index: StoreSchema.Index, key: DatabaseValue, table: StoreSchema.Table, _ db: Database) throws
+    func storedTokens(
+        _ index: StoreSchema.Index, key: DatabaseValue, table: StoreSchema.Table, _ db: any StoreConnection
+    ) throws
         -> [Data]
     {
         let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
-        return try Data.fetchAll(
-            db.cachedStatement(sql: "SELECT entry FROM \(side) WHERE key = ? ORDER BY entry"), arguments: [key])
+        return try db.rows("SELECT entry FROM \(side) WHERE key = ? ORDER BY entry", [key]).compactMap {
+            $0["entry"].flatMap(Data.fromDatabaseValue)
+        }
     }
 }
 
@@ -112,11 +117,9 @@ extension RecordStore {
                 .databaseValue
             }
             let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
-            let rows = try Row.fetchAll(
-                db.cachedStatement(
-                    sql:
-                        "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))"
-                ), arguments: StatementArguments(entries))
+            let rows = try db.rows(
+                "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))",
+                entries)
             return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
                 guard let text = (candidate[field.name] ?? .null).indexText else { return false }
                 return tokens.tokens(of: text, transforms: index.transforms).contains(wanted[0])
