@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         // CofferStore's embedded backend (SQLite through the system's libsqlite3).
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // CofferStore's server backend.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // prctl and setrlimit, which Swift cannot call directly (variadic).
@@ -72,6 +74,7 @@ let package = Package(
                 "Coffer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .executableTarget(

@@ -257,9 +257,7 @@ extension RecordStore {
     /// Copies the WAL into the database file and empties it, so that page
     /// images written before a job (clear values, old cells) leave the WAL.
     func checkpoint() throws {
-        do { _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch let error as DatabaseError {
-            throw Self.coffer(error)
-        }
+        try backend.checkpoint()
     }
 }
 

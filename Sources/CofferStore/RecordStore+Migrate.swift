@@ -22,9 +22,8 @@ extension RecordStore {
                 )
             }
         }
-        let pool = try openPool(path)
-        let state = try pool.write { database in
-            let db = SQLiteConnection(db: database)
+        let backend = try SQLiteBackend(path: path)
+        let state = try backend.write(exclusive: true) { db in
             guard try !db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(.refused, "\(path) is a Coffer store already")
             }
@@ -48,7 +47,7 @@ extension RecordStore {
             }
             return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
-        return RecordStore(state: state, pool: pool, path: path)
+        return RecordStore(state: state, backend: backend)
     }
 
     /// Seals the clear field `fieldName` of `tableName` in place, with
@@ -132,7 +131,7 @@ extension RecordStore {
             ).flatMap { String.fromDatabaseValue($0) } ?? ""
         let newIndexes = table.field(field)!.indexes
         for index in newIndexes where index.tokens != nil {
-            for statement in StoreSQL.tokenTable(table, index) { try db.execute(statement) }
+            for statement in StoreSQL.tokenTable(table, index, db.dialect) { try db.execute(statement) }
         }
         let fresh = Set(newIndexes.filter { $0.tokens == nil }.map(\.name))
         guard strict && !["ANY", "BLOB"].contains(type) else {
@@ -154,7 +153,7 @@ extension RecordStore {
             .filter { !fresh.contains($0) }
             .map(StoreSQL.quoted).joined(separator: ", ")
         let temporary = StoreSQL.quoted("coffer_rebuild_\(table.name)")
-        try db.execute("CREATE TABLE \(temporary) (\(StoreSQL.columns(table, any: [field]))) STRICT")
+        try db.execute("CREATE TABLE \(temporary) (\(StoreSQL.columns(table, .sqlite, any: [field]))) STRICT")
         try db.execute("INSERT INTO \(temporary) (\(kept)) SELECT \(kept) FROM \(StoreSQL.quoted(table.name))")
         try db.execute("DROP TABLE \(StoreSQL.quoted(table.name))")
         try db.execute("ALTER TABLE \(temporary) RENAME TO \(StoreSQL.quoted(table.name))")

@@ -7,25 +7,11 @@ extension RecordStore {
     /// first when another process or job moved the epoch). SQLite's errors
     /// become Coffer errors: a duplicate primary key is `refused`.
     func write<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
-        do {
-            return try pool.write { db in
-                let connection = SQLiteConnection(db: db)
-                return try body(connection, try refreshed(connection))
-            }
-        } catch let error as DatabaseError {
-            throw Self.coffer(error)
-        }
+        try backend.write(exclusive: false) { db in try body(db, try refreshed(db)) }
     }
 
     func read<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
-        do {
-            return try pool.read { db in
-                let connection = SQLiteConnection(db: db)
-                return try body(connection, try refreshed(connection))
-            }
-        } catch let error as DatabaseError {
-            throw Self.coffer(error)
-        }
+        try backend.read { db in try body(db, try refreshed(db)) }
     }
 
     /// A write transaction that changes the state itself (keys, schema,
@@ -33,7 +19,8 @@ extension RecordStore {
     /// same transaction as whatever else `body` writes.
     @discardableResult
     func change<T>(_ body: (any StoreConnection, inout StoreState) throws -> T) throws -> T {
-        try write { db, old in
+        try backend.write(exclusive: true) { db in
+            let old = try refreshed(db)
             var new = old
             let result = try body(db, &new)
             try new.save(db, over: old)
@@ -52,12 +39,5 @@ extension RecordStore {
         let fresh = try StoreState.load(try StoreState.meta(db), where: path) { try current.ringFile.reopened($0) }
         state.withLock { $0 = fresh }
         return fresh
-    }
-
-    static func coffer(_ error: DatabaseError) -> CofferError {
-        if error.resultCode == .SQLITE_CONSTRAINT {
-            return CofferError(.refused, "a record with this primary key exists (\(error.message ?? "constraint"))")
-        }
-        return CofferError(.io, "the store's database failed: \(error.message ?? "SQLite error \(error.resultCode)")")
     }
 }

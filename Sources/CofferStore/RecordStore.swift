@@ -19,8 +19,8 @@ import GRDB
 /// so deleted plaintext-free pages are zeroed too.
 public final class RecordStore: Sendable {
     let state: Locked<StoreState>
-    let pool: DatabasePool
-    let path: String
+    let backend: any StoreBackend
+    var path: String { backend.location }
 
     static let format = "coffer store v1"
 
@@ -31,19 +31,9 @@ public final class RecordStore: Sendable {
     /// The job begun and not finished (rotate, reindex or migrate), if any.
     public func pendingJob() throws -> StoreJob? { try read { db, _ in try StoreJob.fetch(db) } }
 
-    static func configuration() -> Configuration {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-        }
-        return configuration
-    }
-
-    init(state: StoreState, pool: DatabasePool, path: String) {
+    init(state: StoreState, backend: any StoreBackend) {
         self.state = Locked(state)
-        self.pool = pool
-        self.path = path
+        self.backend = backend
     }
 
     /// Makes a new store at `path` (which must not exist): its tables, a
@@ -55,32 +45,37 @@ public final class RecordStore: Sendable {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.refused, "\(path) already exists; a new store needs a new file")
         }
-        let pool = try openPool(path)
-        let state = try pool.write { db in
-            let connection = SQLiteConnection(db: db)
-            for table in schema.tables {
-                for statement in StoreSQL.create(table) { try connection.execute(statement) }
+        return try create(in: try SQLiteBackend(path: path), schema: schema, secret: secret, kdf: kdf)
+    }
+
+    /// Makes the tables and the metadata of a new store in `backend`'s database.
+    static func create(in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
+        throws -> RecordStore
+    {
+        try schema.validate()
+        let state = try backend.write(exclusive: true) { db in
+            guard try !db.tableExists(StoreSQL.metaTable) else {
+                throw CofferError(.refused, "\(backend.location) holds a Coffer store already")
             }
-            return try initialise(connection, schema: schema, secret: secret, kdf: kdf)
+            for table in schema.tables {
+                for statement in StoreSQL.create(table, db.dialect) { try db.execute(statement) }
+            }
+            return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
-        return RecordStore(state: state, pool: pool, path: path)
+        return RecordStore(state: state, backend: backend)
     }
 
     /// Writes the metadata of a new store into `db`: store id, key ring,
     /// index root 1, schema, epoch 1.
     static func initialise(_ db: any StoreConnection, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
-        throws
-        -> StoreState
+        throws -> StoreState
     {
         let storeID = SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
         let ringFile = try KeyRingFile(keyRing: KeyRing(), secret: secret, kdf: kdf)
         let keys = try StoreKeys(
             storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [1: SymmetricKey(size: .bits256)], current: 1)
-        try db.execute(StoreSQL.createMeta())
-        let meta: [(String, [UInt8])] = [
-            ("format", Array(format.utf8)), ("store_id", storeID),
-        ]
-        for (name, value) in meta {
+        try db.execute(StoreSQL.createMeta(db.dialect))
+        for (name, value) in [("format", Array(format.utf8)), ("store_id", storeID)] {
             try db.execute(
                 "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",
                 [name.databaseValue, Data(value).databaseValue])
@@ -96,22 +91,21 @@ public final class RecordStore: Sendable {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.io, "there is no store at \(path)")
         }
-        let pool = try openPool(path)
-        let meta: [String: [UInt8]] = try pool.read { db in
-            guard try db.tableExists(StoreSQL.metaTable) else {
-                throw CofferError(.malformed, "\(path) is not a Coffer store (no \(StoreSQL.metaTable) table)")
-            }
-            return try StoreState.meta(SQLiteConnection(db: db))
-        }
-        let state = try StoreState.load(meta, where: path) { try KeyRingFile(contents: $0, secret: secret) }
-        return RecordStore(state: state, pool: pool, path: path)
+        return try open(try SQLiteBackend(path: path), secret: secret)
     }
 
-    static func openPool(_ path: String) throws -> DatabasePool {
-        do { return try DatabasePool(path: path, configuration: configuration()) } catch let error as DatabaseError {
-            throw CofferError(
-                .io, "cannot open the store \(path): \(error.message ?? "SQLite error \(error.resultCode)")")
+    static func open(_ backend: any StoreBackend, secret: UnlockSecret) throws -> RecordStore {
+        let meta: [String: [UInt8]] = try backend.read { db in
+            guard try db.tableExists(StoreSQL.metaTable) else {
+                throw CofferError(
+                    .malformed, "\(backend.location) is not a Coffer store (no \(StoreSQL.metaTable) table)")
+            }
+            return try StoreState.meta(db)
         }
+        let state = try StoreState.load(meta, where: backend.location) {
+            try KeyRingFile(contents: $0, secret: secret)
+        }
+        return RecordStore(state: state, backend: backend)
     }
 
     static func rootContext(_ version: UInt16, keys: StoreKeys) throws -> SealingContext {

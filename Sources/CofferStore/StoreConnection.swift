@@ -7,6 +7,7 @@ import GRDB
 /// logic is written once against it; each backend runs it on its own
 /// connections (SQLite through GRDB here).
 protocol StoreConnection {
+    var dialect: StoreDialect { get }
     /// Every row `sql` returns, by column name.
     func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]]
     /// Runs a statement and returns how many rows it changed.
@@ -41,6 +42,7 @@ extension StoreConnection {
 /// SQL text and connection.
 struct SQLiteConnection: StoreConnection {
     let db: Database
+    var dialect: StoreDialect { .sqlite }
 
     func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]] {
         try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map(
@@ -57,4 +59,61 @@ struct SQLiteConnection: StoreConnection {
     }
 
     func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
+}
+
+/// Where a store's rows live: transactions on connections of one database.
+/// Errors come out as Coffer errors (a duplicate primary key is `refused`).
+protocol StoreBackend: Sendable {
+    /// Names the database in messages ("the store at …"), never with a password.
+    var location: String { get }
+    func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T
+    /// A write transaction; with `exclusive`, no other write transaction
+    /// of any process runs beside it (the store's state changes in it).
+    func write<T>(exclusive: Bool, _ body: (any StoreConnection) throws -> T) throws -> T
+    /// Empties the database's write-ahead log of older page images (after a migration).
+    func checkpoint() throws
+}
+
+/// One SQLite file through GRDB: WAL, several processes writing at once
+/// (SQLite runs one write transaction at a time), a 30 s busy timeout,
+/// `secure_delete` on.
+struct SQLiteBackend: StoreBackend {
+    let pool: DatabasePool
+    let location: String
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+        do { pool = try DatabasePool(path: path, configuration: configuration) } catch let error as DatabaseError {
+            throw CofferError(
+                .io, "cannot open the store \(path): \(error.message ?? "SQLite error \(error.resultCode)")")
+        }
+        location = path
+    }
+
+    func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
+        do { return try pool.read { try body(SQLiteConnection(db: $0)) } } catch let error as DatabaseError {
+            throw Self.coffer(error)
+        }
+    }
+
+    func write<T>(exclusive: Bool, _ body: (any StoreConnection) throws -> T) throws -> T {
+        do { return try pool.write { try body(SQLiteConnection(db: $0)) } } catch let error as DatabaseError {
+            throw Self.coffer(error)
+        }
+    }
+
+    func checkpoint() throws {
+        do { _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch let error as DatabaseError {
+            throw Self.coffer(error)
+        }
+    }
+
+    static func coffer(_ error: DatabaseError) -> CofferError {
+        if error.resultCode == .SQLITE_CONSTRAINT {
+            return CofferError(.refused, "a record with this primary key exists (\(error.message ?? "constraint"))")
+        }
+        return CofferError(.io, "the store's database failed: \(error.message ?? "SQLite error \(error.resultCode)")")
+    }
 }

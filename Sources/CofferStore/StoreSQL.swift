@@ -2,7 +2,7 @@ import Coffer
 import Foundation
 import GRDB
 
-/// How a schema becomes SQLite tables, and values become column values.
+/// How a schema becomes tables (SQLite or PostgreSQL), and values become column values.
 /// Every name is a validated plain identifier, and still quoted.
 enum StoreSQL {
     static func quoted(_ name: String) -> String { "\"" + name + "\"" }
@@ -11,23 +11,26 @@ enum StoreSQL {
     /// sealed index roots, the current index version and the schema.
     static let metaTable = "coffer_meta"
 
-    static func createMeta() -> String {
-        "CREATE TABLE \(metaTable) (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT"
+    static func createMeta(_ dialect: StoreDialect) -> String {
+        "CREATE TABLE \(metaTable) (name TEXT PRIMARY KEY NOT NULL, value \(dialect.bytes) NOT NULL)\(dialect.strict)"
     }
 
     /// One table per schema table: clear fields in typed columns, sealed
-    /// fields and index values as BLOBs, an SQL index on each blind index.
-    static func create(_ table: StoreSchema.Table) -> [String] {
-        ["CREATE TABLE \(quoted(table.name)) (\(columns(table))) STRICT"] + indexes(table)
-            + table.fields.flatMap(\.indexes).filter { $0.tokens != nil }.flatMap { tokenTable(table, $0) }
+    /// fields and index values as bytes, an SQL index on each blind index.
+    static func create(_ table: StoreSchema.Table, _ dialect: StoreDialect) -> [String] {
+        ["CREATE TABLE \(quoted(table.name)) (\(columns(table, dialect)))\(dialect.strict)"] + indexes(table)
+            + table.fields.flatMap(\.indexes).filter { $0.tokens != nil }.flatMap { tokenTable(table, $0, dialect) }
     }
 
     /// The side table of a token index: one row per distinct token of each
     /// record, (entry, key), found by entry and deleted by key.
-    static func tokenTable(_ table: StoreSchema.Table, _ index: StoreSchema.Index) -> [String] {
+    static func tokenTable(_ table: StoreSchema.Table, _ index: StoreSchema.Index, _ dialect: StoreDialect) -> [String]
+    {
         let name = tokenTableName(table.name, index.name)
+        let key = dialect == .sqlite ? "ANY" : dialect.type(of: table.field(table.primaryKey)!.type)
+        let rowid = dialect == .sqlite ? " STRICT, WITHOUT ROWID" : ""
         return [
-            "CREATE TABLE \(quoted(name)) (entry BLOB NOT NULL, key ANY NOT NULL, PRIMARY KEY (entry, key)) STRICT, WITHOUT ROWID",
+            "CREATE TABLE \(quoted(name)) (entry \(dialect.bytes) NOT NULL, key \(key) NOT NULL, PRIMARY KEY (entry, key))\(rowid)",
             "CREATE INDEX \(quoted(name + "_key")) ON \(quoted(name)) (key)",
         ]
     }
@@ -35,25 +38,23 @@ enum StoreSQL {
     static func tokenTableName(_ table: String, _ index: String) -> String { "coffer_tokens_\(table)_\(index)" }
 
     /// The column definitions of `table`; those named in `any` take any
-    /// value (a field being migrated holds clear and sealed values).
-    static func columns(_ table: StoreSchema.Table, any: Set<String> = []) -> String {
+    /// value (a field being migrated holds clear and sealed values; SQLite only).
+    static func columns(_ table: StoreSchema.Table, _ dialect: StoreDialect, any: Set<String> = []) -> String {
         var columns: [String] = []
         for field in table.fields {
             let type: String
             if any.contains(field.name) {
                 type = "ANY"
             } else if field.sealed {
-                type = "BLOB"
+                type = dialect.bytes
             } else {
-                switch field.type {
-                case .text: type = "TEXT"
-                case .integer: type = "INTEGER"
-                case .bytes: type = "BLOB"
-                }
+                type = dialect.type(of: field.type)
             }
             let key = field.name == table.primaryKey ? " PRIMARY KEY NOT NULL" : ""
             columns.append(quoted(field.name) + " " + type + key)
-            for index in field.indexes where index.tokens == nil { columns.append(quoted(index.name) + " BLOB") }
+            for index in field.indexes where index.tokens == nil {
+                columns.append(quoted(index.name) + " " + dialect.bytes)
+            }
         }
         return columns.joined(separator: ", ")
     }
@@ -100,6 +101,22 @@ extension StoreValue {
         case .integer: "integer"
         case .bytes: "bytes"
         case .null: "null"
+        }
+    }
+}
+
+/// The SQL a backend speaks, where SQLite and PostgreSQL differ.
+enum StoreDialect: Sendable {
+    case sqlite, postgres
+
+    var bytes: String { self == .sqlite ? "BLOB" : "BYTEA" }
+    var strict: String { self == .sqlite ? " STRICT" : "" }
+
+    func type(of field: StoreSchema.FieldType) -> String {
+        switch field {
+        case .text: "TEXT"
+        case .integer: self == .sqlite ? "INTEGER" : "BIGINT"
+        case .bytes: bytes
         }
     }
 }
