@@ -122,6 +122,12 @@ extension RecordStore {
     /// its index columns: a STRICT table whose column is typed is rebuilt
     /// (in the job's first transaction) with the column as ANY.
     func prepare(_ db: any StoreConnection, table: StoreSchema.Table, field: String) throws {
+        guard db.dialect == .sqlite else {
+            throw CofferError(
+                .unsupported,
+                "sealing a column in place is done on SQLite stores; on PostgreSQL, copy the column into a new sealed field"
+            )
+        }
         let strict =
             try db.integer("SELECT strict FROM pragma_table_list WHERE name = ?", [table.name.databaseValue]) == 1
         let type =

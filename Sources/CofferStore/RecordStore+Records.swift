@@ -80,6 +80,7 @@ extension StoreState {
                 throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
             }
             if next == nil {
+                try db.lockKeys(of: table.name)
                 let stored =
                     try db.integer(
                         "SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))") ?? 0

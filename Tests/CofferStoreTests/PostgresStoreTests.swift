@@ -1,0 +1,79 @@
+import Coffer
+import CofferStore
+import Foundation
+import Testing
+
+/// The same store on a real PostgreSQL server (scripts/with-postgres starts
+/// one; in CI its absence is a failure, elsewhere these tests are skipped).
+@Suite(.serialized) struct PostgresStoreTests {
+    struct Server {
+        let url: String
+        let password: String
+    }
+
+    static let server: Server? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment["COFFER_TEST_POSTGRES_URL"],
+            let file = environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"],
+            let password = try? String(contentsOfFile: file, encoding: .utf8)
+        else { return nil }
+        return Server(url: url, password: password)
+    }()
+
+    static var available: Bool {
+        if server == nil && ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("CI runs these tests under scripts/with-postgres; COFFER_TEST_POSTGRES_URL is not set")
+        }
+        return server != nil
+    }
+
+    /// A store in a schema of its own, so tests do not meet.
+    static func url(_ namespace: String) throws -> String { try #require(server).url + "?schema=" + namespace }
+
+    static func store(_ schema: StoreSchema, in namespace: String) throws -> RecordStore {
+        try RecordStore.create(
+            postgres: try url(namespace), password: try #require(server).password, schema: schema,
+            secret: RecordStoreTests.passphrase, kdf: RecordStoreTests.fast)
+    }
+
+    @Test(.enabled(if: available)) func theSeedsPresentsOnPostgres() throws {
+        let server = try #require(Self.server)
+        let store = try Self.store(try RecordStoreTests.schema(bits: 3), in: "seed")
+        var plain: [StoreValue: String] = [:]
+        for index in 0..<60 {
+            let email = "user\(index % 13)@example.org"
+            let id = try store.put(
+                [
+                    "to": .text("t\(index % 4)"), "description": .text("gift \(index)"),
+                    "email": .text(" " + email.uppercased()),
+                ],
+                into: "presents")
+            plain[id] = email
+        }
+        #expect(try store.get("presents", id: .integer(5))?["description"] == .text("gift 4"))
+        for wanted in ["user3@example.org", "user12@example.org", "nobody@example.org"] {
+            let found = Set(try store.find("presents", where: "email", equals: .text(wanted)).compactMap { $0["id"] })
+            #expect(found == Set(plain.filter { $0.value == wanted }.keys), "\(wanted)")
+        }
+        #expect(try store.find("presents", where: "to", equals: .text("t1")).count == 15)
+        #expect(throws: CofferError(.refused, "")) {
+            try store.put(["id": .integer(5), "to": .text("again")], into: "presents")
+        }
+        try store.update("presents", id: .integer(7), set: ["to": .text("moved"), "email": .text("new@example.org")])
+        #expect(
+            try store.find("presents", where: "email", equals: .text("NEW@example.org")).map { $0["to"] } == [
+                .text("moved")
+            ])
+        #expect(try store.delete("presents", id: .integer(8)))
+        #expect(try store.verify().isIntact)
+        // Opened again with the passphrase only; a wrong one is refused.
+        let again = try RecordStore.open(
+            postgres: try Self.url("seed"), password: server.password, secret: RecordStoreTests.passphrase)
+        #expect(try again.get("presents", id: .integer(7))?["description"] == .text("gift 6"))
+        #expect(throws: CofferError(.wrongPassword, "")) {
+            try RecordStore.open(
+                postgres: try Self.url("seed"), password: server.password, secret: .password(Array("guess".utf8)))
+        }
+        #expect(throws: CofferError(.refused, "")) { try Self.store(try RecordStoreTests.schema(), in: "seed") }
+    }
+}
