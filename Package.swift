@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "CofferKeychain", targets: ["CofferKeychain"]),
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
+        .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     traits: [
@@ -76,6 +77,15 @@ let package = Package(
                 "Coffer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The same store on PostgreSQL, apart so that apps on devices never
+        // link SwiftNIO (docs/store.md).
+        .target(
+            name: "CofferStorePostgres",
+            dependencies: [
+                "Coffer", "CofferStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -85,7 +95,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore",
+                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferStorePostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -135,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "CofferStoreTests",
             dependencies: [
-                "Coffer", "CofferStore", .product(name: "Crypto", package: "swift-crypto"),
+                "Coffer", "CofferStore", "CofferStorePostgres", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Resources")]

@@ -49,7 +49,7 @@ public final class RecordStore: Sendable {
     }
 
     /// Makes the tables and the metadata of a new store in `backend`'s database.
-    static func create(in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
+    package static func create(in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
         throws -> RecordStore
     {
         try schema.validate()
@@ -94,7 +94,7 @@ public final class RecordStore: Sendable {
         return try open(try SQLiteBackend(path: path), secret: secret)
     }
 
-    static func open(_ backend: any StoreBackend, secret: UnlockSecret) throws -> RecordStore {
+    package static func open(_ backend: any StoreBackend, secret: UnlockSecret) throws -> RecordStore {
         let meta: [String: [UInt8]] = try backend.read { db in
             guard try db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(

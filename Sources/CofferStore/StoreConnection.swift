@@ -6,7 +6,7 @@ import GRDB
 /// with `?` placeholders, values and rows as `DatabaseValue`s. The store's
 /// logic is written once against it; each backend runs it on its own
 /// connections (SQLite through GRDB here).
-protocol StoreConnection {
+package protocol StoreConnection {
     var dialect: StoreDialect { get }
     /// Every row `sql` returns, by column name.
     func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]]
@@ -17,22 +17,22 @@ protocol StoreConnection {
 }
 
 extension StoreConnection {
-    @discardableResult func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+    @discardableResult package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
 
-    func rows(_ sql: String) throws -> [[String: DatabaseValue]] { try rows(sql, []) }
+    package func rows(_ sql: String) throws -> [[String: DatabaseValue]] { try rows(sql, []) }
 
     /// The first column of the first row, or nil when there is none.
-    func value(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> DatabaseValue? {
+    package func value(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> DatabaseValue? {
         guard let row = try rows(sql, arguments).first else { return nil }
         return row.count == 1 ? row.first!.value : nil
     }
 
-    func integer(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> Int64? {
+    package func integer(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> Int64? {
         guard let value = try value(sql, arguments), case .int64(let number) = value.storage else { return nil }
         return number
     }
 
-    func data(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> Data? {
+    package func data(_ sql: String, _ arguments: [DatabaseValue] = []) throws -> Data? {
         guard let value = try value(sql, arguments), case .blob(let data) = value.storage else { return nil }
         return data
     }
@@ -63,7 +63,7 @@ struct SQLiteConnection: StoreConnection {
 
 /// Where a store's rows live: transactions on connections of one database.
 /// Errors come out as Coffer errors (a duplicate primary key is `refused`).
-protocol StoreBackend: Sendable {
+package protocol StoreBackend: Sendable {
     /// Names the database in messages ("the store at …"), never with a password.
     var location: String { get }
     func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T
@@ -115,5 +115,15 @@ struct SQLiteBackend: StoreBackend {
             return CofferError(.refused, "a record with this primary key exists (\(error.message ?? "constraint"))")
         }
         return CofferError(.io, "the store's database failed: \(error.message ?? "SQLite error \(error.resultCode)")")
+    }
+}
+
+extension StoreConnection {
+    /// Before picking integer keys for rows that left theirs out: on
+    /// PostgreSQL, where writers run side by side, a per-table lock until
+    /// the transaction ends (SQLite runs one writer at a time anyway).
+    package func lockKeys(of table: String) throws {
+        guard dialect == .postgres else { return }
+        try execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["coffer keys \(table)".databaseValue])
     }
 }

@@ -4,12 +4,12 @@ import GRDB
 
 /// How a schema becomes tables (SQLite or PostgreSQL), and values become column values.
 /// Every name is a validated plain identifier, and still quoted.
-enum StoreSQL {
-    static func quoted(_ name: String) -> String { "\"" + name + "\"" }
+package enum StoreSQL {
+    package static func quoted(_ name: String) -> String { "\"" + name + "\"" }
 
     /// The metadata table: format, store id, the sealed key ring, the
     /// sealed index roots, the current index version and the schema.
-    static let metaTable = "coffer_meta"
+    package static let metaTable = "coffer_meta"
 
     static func createMeta(_ dialect: StoreDialect) -> String {
         "CREATE TABLE \(metaTable) (name TEXT PRIMARY KEY NOT NULL, value \(dialect.bytes) NOT NULL)\(dialect.strict)"
@@ -106,7 +106,7 @@ extension StoreValue {
 }
 
 /// The SQL a backend speaks, where SQLite and PostgreSQL differ.
-enum StoreDialect: Sendable {
+package enum StoreDialect: Sendable {
     case sqlite, postgres
 
     var bytes: String { self == .sqlite ? "BLOB" : "BYTEA" }

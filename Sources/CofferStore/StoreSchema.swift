@@ -187,7 +187,7 @@ public struct StoreSchema: Codable, Sendable {
         }
     }
 
-    static func checkName(_ name: String, what: String) throws {
+    package static func checkName(_ name: String, what: String) throws {
         let scalars = Array(name.unicodeScalars)
         let valid =
             (1...63).contains(scalars.count) && !name.hasPrefix("coffer_")

@@ -1,5 +1,6 @@
 import Coffer
 import CofferStore
+import CofferStorePostgres
 import Foundation
 import Testing
 

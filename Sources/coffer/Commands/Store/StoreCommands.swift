@@ -2,6 +2,7 @@ import ArgumentParser
 import Coffer
 import CofferKeychain
 import CofferStore
+import CofferStorePostgres
 import Foundation
 
 /// `coffer store`: records with sealed and clear fields (docs/store.md).
@@ -23,8 +24,15 @@ struct StoreCommand: ParsableCommand {
 
 /// Where the store is and what unlocks it: the key ring options, as for `coffer keyring`.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: "The store's SQLite file.")
+    @Option(
+        name: .customLong("db"),
+        help: "The store: a SQLite file, or postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME].")
     var database: String
+
+    @Option(
+        name: .customLong("db-password-file"),
+        help: "The PostgreSQL password, from this file (else PGPASSWORD; never on the command line).")
+    var databasePasswordFile: String?
 
     @Option(name: .customLong("passphrase-file"), help: "Read the store's passphrase from this file.")
     var passphraseFile: String?
@@ -49,9 +57,22 @@ struct StoreOptions: ParsableArguments {
             throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
         }
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
-        if database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") {
-            throw CLIFailure("PostgreSQL stores are not available yet; --db takes a SQLite file", status: 5)
+        if databasePasswordFile != nil && !isPostgres {
+            throw ValidationError("--db-password-file is for a postgres:// store")
         }
+    }
+
+    var isPostgres: Bool { database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") }
+
+    /// The PostgreSQL password: the file's first line, or PGPASSWORD.
+    func databasePassword() throws -> String? {
+        if let databasePasswordFile {
+            let text = String(
+                decoding: try Input.readAll(path: databasePasswordFile, what: "the database password file", secret: true),
+                as: UTF8.self)
+            return String(text.prefix { $0 != "\n" && $0 != "\r" })
+        }
+        return ProcessInfo.processInfo.environment["PGPASSWORD"]
     }
 
     func secret(confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
@@ -66,7 +87,22 @@ struct StoreOptions: ParsableArguments {
             confirm: confirm)
     }
 
-    func open() throws -> RecordStore { try RecordStore.open(sqlite: database, secret: try secret(confirm: false)) }
+    func open() throws -> RecordStore {
+        if isPostgres {
+            return try RecordStore.open(
+                postgres: database, password: try databasePassword(), secret: try secret(confirm: false))
+        }
+        return try RecordStore.open(sqlite: database, secret: try secret(confirm: false))
+    }
+
+    func create(schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
+        let secret = try secret(confirm: true, creating: true)
+        if isPostgres {
+            return try RecordStore.create(
+                postgres: database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
+        }
+        return try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf)
+    }
 }
 
 struct StoreInit: ParsableCommand {
@@ -85,13 +121,13 @@ struct StoreInit: ParsableCommand {
 
     func run() throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
-        let secret = try store.secret(confirm: true, creating: true)
         if adopt {
+            guard !store.isPostgres else { throw CLIFailure("--adopt takes a SQLite file", status: 64) }
             _ = try RecordStore.adopt(
-                sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
+                sqlite: store.database, schema: schema, secret: try store.secret(confirm: true, creating: true),
+                kdf: try PasswordKDF.named(kdf))
         } else {
-            _ = try RecordStore.create(
-                sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
+            _ = try store.create(schema: schema, kdf: try PasswordKDF.named(kdf))
         }
     }
 }

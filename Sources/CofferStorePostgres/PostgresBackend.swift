@@ -1,4 +1,5 @@
 import Coffer
+import CofferStore
 import Foundation
 import GRDB
 import Logging
@@ -245,15 +246,5 @@ extension RecordStore {
     /// Opens the store in the PostgreSQL database at `url` with `secret`.
     public static func open(postgres url: String, password: String?, secret: UnlockSecret) throws -> RecordStore {
         try open(try PostgresBackend(url: url, password: password), secret: secret)
-    }
-}
-
-extension StoreConnection {
-    /// Before picking integer keys for rows that left theirs out: on
-    /// PostgreSQL, where writers run side by side, a per-table lock until
-    /// the transaction ends (SQLite runs one writer at a time anyway).
-    func lockKeys(of table: String) throws {
-        guard dialect == .postgres else { return }
-        try execute("SELECT pg_advisory_xact_lock(hashtext(?))", ["coffer keys \(table)".databaseValue])
     }
 }
