@@ -49,7 +49,9 @@ public final class RecordStore: Sendable {
     }
 
     /// Makes the tables and the metadata of a new store in `backend`'s database.
-    package static func create(in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
+    package static func create(
+        in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF
+    )
         throws -> RecordStore
     {
         try schema.validate()

@@ -32,7 +32,8 @@ import Glibc
             "--kek-file", "kek",
         ]
         StoreCLITests.ok(
-            try CLI.coffer(["store", "init", "--schema", "schema.json"] + options, in: directory.url), "init on PostgreSQL")
+            try CLI.coffer(["store", "init", "--schema", "schema.json"] + options, in: directory.url),
+            "init on PostgreSQL")
         return (directory, options)
     }
 
@@ -45,8 +46,11 @@ import Glibc
     @Test(.enabled(if: available)) func seedFlowFourWritersAndADump() throws {
         let (directory, options) = try Self.setUp("cli_seed")
         let secrets = (0..<20).map { "pg-sealed-\($0)-\(UUID().uuidString)" }
-        let lines = secrets.enumerated().map { "{\"to\": \"r\($0.offset % 4)\", \"description\": \"\($0.element)\", \"email\": \"E\($0.offset)@x.org\"}\n" }
-        StoreCLITests.ok(try Self.run(["put", "--table", "presents"], options, directory, stdin: Array(lines.joined().utf8)), "put")
+        let lines = secrets.enumerated().map {
+            "{\"to\": \"r\($0.offset % 4)\", \"description\": \"\($0.element)\", \"email\": \"E\($0.offset)@x.org\"}\n"
+        }
+        StoreCLITests.ok(
+            try Self.run(["put", "--table", "presents"], options, directory, stdin: Array(lines.joined().utf8)), "put")
         try directory.write("wanted", Array("e7@X.ORG".utf8))
         let found = try Self.run(["find", "--table", "presents", "--where-file", "email=wanted"], options, directory)
         StoreCLITests.ok(found, "find")
@@ -60,10 +64,12 @@ import Glibc
             process.currentDirectoryURL = directory.url
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            process.arguments = [
-                "-c", "while IFS= read -r line; do printf '%s' \"$line\" | \"$0\" store put --table presents \"$@\" || exit 1; done < batch\(worker)",
-                CLI.binary.path,
-            ] + options
+            process.arguments =
+                [
+                    "-c",
+                    "while IFS= read -r line; do printf '%s' \"$line\" | \"$0\" store put --table presents \"$@\" || exit 1; done < batch\(worker)",
+                    CLI.binary.path,
+                ] + options
             try process.run()
             return process
         }
@@ -81,7 +87,10 @@ import Glibc
         let url = URLComponents(string: Self.environment["COFFER_TEST_POSTGRES_URL"]!)!
         let dump = try CLI.run(
             bin + "/pg_dump", ["-h", url.host!, "-p", "\(url.port!)", "-U", url.user!, String(url.path.dropFirst())],
-            environment: ["PGPASSWORD": String(decoding: try Data(contentsOf: directory.url.appendingPathComponent("dbpass")), as: UTF8.self)])
+            environment: [
+                "PGPASSWORD": String(
+                    decoding: try Data(contentsOf: directory.url.appendingPathComponent("dbpass")), as: UTF8.self)
+            ])
         #expect(dump.status == 0, "\(dump.stderr)")
         #expect(dump.stdoutText.contains("coffer_meta") && dump.stdoutText.contains("w3"))
         for secret in secrets { #expect(!dump.stdoutText.contains(secret), "pg_dump shows a sealed value") }
@@ -93,13 +102,14 @@ import Glibc
     @Test(.enabled(if: available)) func killNineOnPostgres() throws {
         let (directory, options) = try Self.setUp("cli_kill")
         StoreCLITests.ok(
-            try Self.run(["put", "--table", "presents"], options, directory, stdin: Array(StoreJobCLITests.records().utf8)),
+            try Self.run(
+                ["put", "--table", "presents"], options, directory, stdin: Array(StoreJobCLITests.records().utf8)),
             "put")
         var acknowledged: [String] = []
         for round in 0..<20 {
             try directory.write("record", Array("{\"to\": \"k\", \"description\": \"round \(round)\"}".utf8))
             if let output = try StoreJobCLITests.interrupted(
-                ["store", "put", "--table", "presents", "record"] + options, in: directory, pause: 200_000),
+                ["store", "put", "--table", "presents", "record"] + options, in: directory, pause: 500_000),
                 output.contains("\"id\"")
             {
                 acknowledged.append("round \(round)")
@@ -121,7 +131,9 @@ import Glibc
         StoreCLITests.ok(try Self.run(["verify"], options, directory), "verify after the kills")
         let everything = try Self.run(["find", "--table", "presents", "--where", "to=r3"], options, directory)
         #expect(everything.stdoutText.split(separator: "\n").count == StoreJobCLITests.rows / 10)
-        print("store on PostgreSQL kill -9: 20 puts (\(acknowledged.count) acknowledged, all present), 20 rotations (\(killed) killed, \(resumed) resumed)")
+        print(
+            "store on PostgreSQL kill -9: 20 puts (\(acknowledged.count) acknowledged, all present), 20 rotations (\(killed) killed, \(resumed) resumed)"
+        )
         #expect(killed >= 5)
     }
 }

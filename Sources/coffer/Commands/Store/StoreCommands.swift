@@ -68,7 +68,8 @@ struct StoreOptions: ParsableArguments {
     func databasePassword() throws -> String? {
         if let databasePasswordFile {
             let text = String(
-                decoding: try Input.readAll(path: databasePasswordFile, what: "the database password file", secret: true),
+                decoding: try Input.readAll(
+                    path: databasePasswordFile, what: "the database password file", secret: true),
                 as: UTF8.self)
             return String(text.prefix { $0 != "\n" && $0 != "\r" })
         }
