@@ -240,3 +240,34 @@ import Testing
         #expect(throws: CofferError(.invalidArgument, "")) { try store.plan("presents", field: "colour") }
     }
 }
+
+/// The async twins give what the blocking calls give, from many tasks at once.
+@Suite struct StoreAsyncTests {
+    @Test func asyncTwinsFromManyTasks() async throws {
+        let folder = try RecordStoreTests.Folder()
+        let store = try RecordStore.create(
+            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
+            kdf: RecordStoreTests.fast)
+        let ids = try await withThrowingTaskGroup(of: StoreValue.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    try await store.put(
+                        [
+                            "to": .text("t\(index % 4)"), "description": .text("d\(index)"),
+                            "email": .text("e\(index % 8)@x.org"),
+                        ],
+                        into: "presents")
+                }
+            }
+            return try await group.reduce(into: Set<StoreValue>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 40)
+        #expect(try await store.find("presents", where: "email", equals: .text("E3@x.org")).count == 5)
+        #expect(try await store.find("presents", where: ["to": .text("t1"), "email": .text("e1@x.org")]).count == 5)
+        let updated = try await store.update("presents", id: .integer(1), set: ["description": .text("changed")])
+        #expect(updated?["description"] == .text("changed"))
+        #expect(try await store.get("presents", id: .integer(1))?["description"] == .text("changed"))
+        #expect(try await store.delete("presents", id: .integer(2)))
+        #expect(try await store.verify().rows == 39)
+    }
+}
