@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 extension RecordStore {
-    /// The records whose `field` equals `value` (see ``find(_:where:)``).
+    /// The records whose `field` equals `value` (see `find(_:where:)`).
     public func find(_ tableName: String, where fieldName: String, equals value: StoreValue) throws -> [StoreRecord] {
         try find(tableName, where: [fieldName: value])
     }
