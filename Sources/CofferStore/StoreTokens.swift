@@ -107,7 +107,8 @@ extension RecordStore {
             let wanted = tokens.tokens(of: token, transforms: index.transforms)
             guard wanted.count == 1 else {
                 throw CofferError(
-                    .invalidArgument, "\"\(token)\" is \(wanted.count) tokens of \(index.name); give exactly one")
+                    .invalidArgument, "the search value makes \(wanted.count) tokens of \(index.name); give exactly one"
+                )
             }
             let entries = try state.keys.indexVersions.map {
                 Data(
