@@ -77,6 +77,9 @@ let package = Package(
                 "Coffer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for binding an INSERT's values straight
+                // to GRDB's prepared statement (StoreConnection.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         // The same store on PostgreSQL, apart so that apps on devices never

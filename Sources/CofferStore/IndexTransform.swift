@@ -85,12 +85,24 @@ public struct IndexTransform: Sendable, CustomStringConvertible {
     init(step: Step) { self.step = step }
 
     /// The transformed text, or nil when nothing is left to index.
+    /// A printable ASCII byte other than space: never whitespace, never
+    /// part of a longer scalar.
+    static func isPlainASCII(_ byte: UInt8) -> Bool { (0x21...0x7E).contains(byte) }
+
     public func apply(_ text: String) -> String? {
         switch step {
         case .nfc: return text.precomposedStringWithCanonicalMapping
         case .nfkc: return text.precomposedStringWithCompatibilityMapping
-        case .lowercase: return text.lowercased()
+        case .lowercase:
+            // Text with no capital ASCII letter and nothing past ASCII is its own lower case.
+            if text.utf8.allSatisfy({ $0 < 0x80 && !(0x41...0x5A).contains($0) }) { return text }
+            return text.lowercased()
         case .trim:
+            if let first = text.utf8.first, let last = text.utf8.last, Self.isPlainASCII(first),
+                Self.isPlainASCII(last)
+            {
+                return text
+            }
             let scalars = text.unicodeScalars
             guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
             let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!

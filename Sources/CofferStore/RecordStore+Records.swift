@@ -29,33 +29,22 @@ extension RecordStore {
                 }
             }
             let keys = try state.primaryKeys(for: records, table: table, db)
-            let sealed = table.fields.filter(\.sealed)
-            let rows = Array(zip(records, keys))
-            // Seal the next chunk on another thread while this one writes
-            // the current one.
-            let chunk = 512
-            func sealing(_ start: Int) -> Pending<[SealedRow]> {
-                let part = Array(rows[start..<min(rows.count, start + chunk)])
-                // On two cores one thread seals while this one writes; with
-                // more, the sealing spreads over them.
-                let seal: @Sendable ((StoreRecord, StoreValue)) throws -> SealedRow = { row in
-                    try state.sealedRow(row.0, key: row.1, table: table, fields: sealed)
-                }
-                return Pending {
-                    ProcessInfo.processInfo.activeProcessorCount > 2
-                        ? try Self.parallelMap(part, seal) : try part.map(seal)
-                }
-            }
-            var ahead = sealing(0)
+            let sealer = try RowSealer(
+                keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
+                version: state.keys.currentIndexVersion)
+            // Sealing runs on every core, ahead of this thread, which
+            // writes the rows in order (and seals too when it would wait).
             var statements: [[Bool]: String] = [:]
-            for start in stride(from: 0, to: rows.count, by: chunk) {
-                let cells = try ahead.wait()
-                if start + chunk < rows.count { ahead = sealing(start + chunk) }
-                for (offset, cells) in cells.enumerated() {
-                    let (record, key) = rows[start + offset]
-                    try state.insert(record, key: key, cells: cells, table: table, db, statements: &statements)
-                }
-            }
+            try Self.pipeline(
+                Array(zip(records, keys)), chunk: 256, map: { try sealer.seal($0.0, key: $0.1) },
+                consume: { rows, sealed in
+                    for ((record, key), cells) in zip(rows, sealed) {
+                        try state.insert(
+                            record, key: key, sealed: cells.values, columns: sealer.columns, table: table, db,
+                            statements: &statements)
+                        try state.writeTokens(cells.tokens, key: key, table: table, db, replacing: false)
+                    }
+                })
             return keys
         }
     }
@@ -100,16 +89,16 @@ extension StoreState {
         return keys
     }
 
-    /// Writes one row: its clear fields as given, its sealed cells and index values.
-    /// `statements` keeps the INSERT of each set of clear fields given.
+    /// Writes one row: its clear fields as given, its sealed cells and
+    /// index values (`sealed`, named by `columns`). `statements` keeps the
+    /// INSERT of each set of clear fields given.
     func insert(
-        _ record: StoreRecord, key: StoreValue, cells sealed: SealedRow, table: StoreSchema.Table,
-        _ db: any StoreConnection,
-        statements: inout [[Bool]: String]
+        _ record: StoreRecord, key: StoreValue, sealed: [DatabaseValue], columns: [String],
+        table: StoreSchema.Table, _ db: any StoreConnection, statements: inout [[Bool]: String]
     ) throws {
-        let cells = sealed.columns
         var names: [String] = []
         var values: [DatabaseValue] = []
+        values.reserveCapacity(table.fields.count + sealed.count)
         var shape: [Bool] = []
         for field in table.fields where !field.sealed {
             let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
@@ -118,24 +107,17 @@ extension StoreState {
             names.append(field.name)
             values.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
         }
-        for field in table.fields where field.sealed {
-            names.append(field.name)
-            values.append(cells[field.name] ?? .null)
-            for index in field.indexes where index.tokens == nil {
-                names.append(index.name)
-                values.append(cells[index.name] ?? .null)
-            }
-        }
+        values += sealed
         let sql: String
         if let known = statements[shape] {
             sql = known
         } else {
+            names += columns
             sql =
                 "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
             statements[shape] = sql
         }
         try db.execute(sql, values)
-        try writeTokens(sealed.tokens, key: key, table: table, db, replacing: false)
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.

@@ -2,16 +2,77 @@ import Coffer
 import Foundation
 
 extension RecordStore {
-    /// `transform` over `items` on every core, in order; the first error is thrown.
+    /// `transform` over `items` on every core, in order; the first error is
+    /// thrown. Each core takes one contiguous slice, so the only shared
+    /// state is one slot per core.
     static func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) throws -> R) throws
         -> [R]
     {
-        let results = Locked([Result<R, any Error>?](repeating: nil, count: items.count))
-        DispatchQueue.concurrentPerform(iterations: items.count) { index in
-            let result = Result { try transform(items[index]) }
-            results.withLock { $0[index] = result }
+        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, items.count))
+        guard workers > 1 else { return try items.map(transform) }
+        let slices = Locked([Result<[R], any Error>?](repeating: nil, count: workers))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let range = items.count * worker / workers..<items.count * (worker + 1) / workers
+            let result = Result { try items[range].map(transform) }
+            slices.withLock { $0[worker] = result }
         }
-        return try results.withLock { $0 }.map { try $0!.get() }
+        return try slices.withLock { $0 }.flatMap { try $0!.get() }
+    }
+
+    /// Maps `items` in chunks of `chunk` and hands each chunk's results to
+    /// `consume`, in order, on the calling thread. Helper threads (one per
+    /// core but the caller's) map chunks ahead; whenever the next chunk is
+    /// not ready, the calling thread maps an unclaimed one itself instead of
+    /// waiting, so every core stays busy whether mapping or consuming is
+    /// the slower. An error from either stops the helpers and is thrown.
+    static func pipeline<T: Sendable, R: Sendable>(
+        _ items: [T], chunk: Int, map transform: @escaping @Sendable (T) throws -> R,
+        consume: (ArraySlice<T>, [R]) throws -> Void
+    ) throws {
+        let chunks = (items.count + chunk - 1) / chunk
+        let board = Locked(PipelineBoard<R>())
+        let finished = DispatchSemaphore(value: 0)
+        let slice = { @Sendable (index: Int) in items[index * chunk..<min(items.count, (index + 1) * chunk)] }
+        /// Claims the next unclaimed chunk and maps it; false when none is left.
+        let work: @Sendable () -> Bool = {
+            guard
+                let index = board.withLock({ board -> Int? in
+                    guard !board.stopped, board.unclaimed < chunks else { return nil }
+                    board.unclaimed += 1
+                    return board.unclaimed - 1
+                })
+            else { return false }
+            let result = Result { try slice(index).map(transform) }
+            board.withLock { $0.done[index] = result }
+            finished.signal()
+            return true
+        }
+        let helpers = min(chunks, ProcessInfo.processInfo.activeProcessorCount - 1)
+        let group = DispatchGroup()
+        for _ in 0..<max(0, helpers) {
+            DispatchQueue.global().async(group: group) { while work() {} }
+        }
+        defer {
+            board.withLock { $0.stopped = true }
+            group.wait()
+        }
+        for index in 0..<chunks {
+            while true {
+                if let result = board.withLock({ $0.done.removeValue(forKey: index) }) {
+                    try consume(slice(index), result.get())
+                    break
+                }
+                if !work() { finished.wait() }
+            }
+        }
+    }
+
+    /// What the threads of a ``pipeline(_:chunk:map:consume:)`` share.
+    struct PipelineBoard<R: Sendable>: Sendable {
+        /// The first chunk no thread has taken yet.
+        var unclaimed = 0
+        var done: [Int: Result<[R], any Error>] = [:]
+        var stopped = false
     }
 
     /// Work started on another thread, whose result `wait()` returns.

@@ -71,7 +71,15 @@ package enum StoreSQL {
     {
         switch (value, field.type) {
         case (.null, _): return .null
-        case (.text(let text), .text): return text.databaseValue
+        case (.text(let text), .text):
+            // SQLite's tools and GRDB end text at a NUL, and PostgreSQL refuses it.
+            guard !text.utf8.contains(0) else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table).\(field.name) is a clear text column, which cannot hold a NUL character (seal the field, or store bytes)"
+                )
+            }
+            return text.databaseValue
         case (.integer(let number), .integer): return number.databaseValue
         case (.bytes(let bytes), .bytes): return Data(bytes).databaseValue
         default:

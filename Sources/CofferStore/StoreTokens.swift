@@ -26,25 +26,9 @@ extension StoreState {
     func sealedRow(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, fields: [StoreSchema.Field])
         throws -> SealedRow
     {
-        var row = SealedRow()
-        for field in fields {
-            let context = try keys.context(
-                table: table.name, column: field.name, primaryKey: key,
-                bound: field.bind.map { ($0, record[$0] ?? .null) })
-            row.columns[field.name] =
-                Data(try keys.sealCell(record[field.name] ?? .null, context: context))
-                .databaseValue
-            for index in field.indexes {
-                if index.tokens != nil {
-                    row.tokens[index.name] = try tokenEntries(
-                        index, of: field, in: record, table: table, version: keys.currentIndexVersion)
-                } else {
-                    row.columns[index.name] = try indexValue(
-                        index, of: field, in: record, table: table, version: keys.currentIndexVersion)
-                }
-            }
-        }
-        return row
+        let sealer = try RowSealer(keys: keys, table: table, fields: fields, version: keys.currentIndexVersion)
+        let (values, tokens) = try sealer.seal(record, key: key)
+        return SealedRow(columns: Dictionary(uniqueKeysWithValues: zip(sealer.columns, values)), tokens: tokens)
     }
 
     func tokenEntries(

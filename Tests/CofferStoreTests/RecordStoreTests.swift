@@ -59,6 +59,10 @@ import Testing
         }
         #expect(throws: CofferError(.invalidArgument, "")) { try store.put(["colour": .text("red")], into: "presents") }
         #expect(throws: CofferError(.invalidArgument, "")) { try store.put(["to": .integer(3)], into: "presents") }
+        // A NUL would be cut off in a clear text column; in a sealed one it is kept.
+        #expect(throws: CofferError(.invalidArgument, "")) { try store.put(["to": .text("a\u{0}b")], into: "presents") }
+        let nul = try store.put(["to": .text("Ann"), "description": .text("a\u{0}b")], into: "presents")
+        #expect(try store.get("presents", id: nul)?["description"] == .text("a\u{0}b"))
         // Opened again only with the passphrase.
         let reopened = try RecordStore.open(sqlite: folder.database, secret: Self.passphrase)
         #expect(try reopened.get("presents", id: scarf)?["email"] == .text("Gran@Example.com"))

@@ -10,8 +10,8 @@ import Darwin
 #endif
 
 /// Random nonces for sealed values without a system call each: 4 KiB of
-/// system randomness at a time (swift-crypto's random key generation, which
-/// reads the operating system's CSPRNG), handed out once and wiped as used.
+/// the operating system's CSPRNG at a time, handed out once and wiped as
+/// used.
 /// After `fork` the child discards what the parent had, so the two never
 /// hand out the same bytes. (AES-GCM-SIV would survive a repeated nonce,
 /// leaking only equality of identical values; this keeps it from happening.)
@@ -49,9 +49,7 @@ final class NonceSource: Sendable {
         state.withLock { pool in
             let generation = forkGeneration.load(ordering: .relaxed)
             if pool.used + count > pool.bytes.count || generation != pool.owner {
-                SymmetricKey(size: SymmetricKeySize(bitCount: pool.bytes.count * 8)).withUnsafeBytes { fresh in
-                    pool.bytes.withUnsafeMutableBytes { $0.copyMemory(from: fresh) }
-                }
+                pool.bytes.withUnsafeMutableBytes { systemRandom($0) }
                 pool.used = 0
                 pool.owner = generation
             }
@@ -68,3 +66,27 @@ final class NonceSource: Sendable {
 /// How many times this process has been forked into the current one
 /// (counted in the child by `pthread_atfork`); no system call to read.
 private let forkGeneration = Atomic<UInt64>(0)
+
+/// Fills `buffer` from the operating system's CSPRNG in a few system
+/// calls: `arc4random_buf` on Apple platforms, `/dev/urandom` on Linux
+/// (the kernel's CSPRNG, which swift-crypto's random keys read 8 bytes per
+/// `getrandom` call; `getrandom` itself is not in Swift's Glibc module).
+func systemRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+    #if canImport(Darwin)
+    arc4random_buf(buffer.baseAddress!, buffer.count)
+    #else
+    let descriptor = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+    // Without the kernel's CSPRNG no nonce can be made; one must never be guessed.
+    guard descriptor >= 0 else { fatalError("cannot open /dev/urandom (errno \(errno))") }
+    defer { close(descriptor) }
+    var filled = 0
+    while filled < buffer.count {
+        let count = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+        if count <= 0 {
+            guard count < 0, errno == EINTR else { fatalError("cannot read /dev/urandom (errno \(errno))") }
+            continue
+        }
+        filled += count
+    }
+    #endif
+}

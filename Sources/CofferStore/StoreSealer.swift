@@ -1,0 +1,170 @@
+import Coffer
+import Crypto
+import Foundation
+import GRDB
+
+/// Seals many rows of one table, the same bytes as ``StoreKeys`` makes one
+/// at a time (docs/store.md), with what does not change from row to row
+/// worked out once: each cell's context up to the primary key, each
+/// index's HMAC key schedule. A row's context, plaintext and index
+/// messages are built straight into byte buffers, not from part arrays.
+struct RowSealer: Sendable {
+    struct Cell: Sendable {
+        let field: String
+        /// `SC1` ‖ the parts before the primary key, length-prefixed.
+        let prefix: [UInt8]
+        /// Bound fields: the name's length-prefixed bytes, and the field.
+        let bound: [(name: [UInt8], field: String)]
+        let indexes: [Index]
+    }
+
+    struct Index: Sendable {
+        let index: StoreSchema.Index
+        /// The indexed field, then the `with` fields.
+        let inputs: [String]
+        let mac: HMAC<SHA256>
+    }
+
+    let keys: StoreKeys
+    let table: StoreSchema.Table
+    let version: UInt16
+    let cells: [Cell]
+    /// The names of ``seal(_:key:)``'s values, in order: each sealed
+    /// field, then its indexes that are columns (not token indexes).
+    let columns: [String]
+
+    init(keys: StoreKeys, table: StoreSchema.Table, fields: [StoreSchema.Field], version: UInt16) throws {
+        self.keys = keys
+        self.table = table
+        self.version = version
+        var cells: [Cell] = []
+        var columns: [String] = []
+        for field in fields {
+            var prefix = Self.contextMagic
+            for part in [Array("coffer store v1".utf8), keys.storeID, Array(table.name.utf8), Array(field.name.utf8)] {
+                try Self.append(part: part, to: &prefix)
+            }
+            let bound = try field.bind.map { name -> ([UInt8], String) in
+                var bytes: [UInt8] = []
+                try Self.append(part: Array(name.utf8), to: &bytes)
+                return (bytes, name)
+            }
+            let indexes = try field.indexes.map {
+                Index(
+                    index: $0, inputs: [field.name] + $0.with,
+                    mac: try keys.indexMAC(table: table.name, index: $0.name, version: version))
+            }
+            cells.append(Cell(field: field.name, prefix: prefix, bound: bound, indexes: indexes))
+            columns.append(field.name)
+            columns += field.indexes.filter { $0.tokens == nil }.map(\.name)
+        }
+        self.cells = cells
+        self.columns = columns
+    }
+
+    /// The row's sealed cells and index values in ``columns``' order, and
+    /// its token entries by index.
+    func seal(_ record: StoreRecord, key: StoreValue) throws -> (values: [DatabaseValue], tokens: [String: [Data]]) {
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(columns.count)
+        var tokens: [String: [Data]] = [:]
+        var context: [UInt8] = []
+        var plaintext: [UInt8] = []
+        for cell in cells {
+            context.removeAll(keepingCapacity: true)
+            context += cell.prefix
+            try Self.append(encoded: key, to: &context)
+            for (name, field) in cell.bound {
+                context += name
+                try Self.append(encoded: record[field] ?? .null, to: &context)
+            }
+            plaintext.removeAll(keepingCapacity: true)
+            Self.encode(record[cell.field] ?? .null, into: &plaintext)
+            values.append(try keys.keyRing.seal(plaintext, context: context).databaseValue)
+            for plan in cell.indexes {
+                if let splitter = plan.index.tokens {
+                    tokens[plan.index.name] = try keys.tokenEntries(
+                        record[cell.field] ?? .null, tokens: splitter, transforms: plan.index.transforms,
+                        table: table.name, index: plan.index.name, bits: plan.index.bits, version: version
+                    ).map { Data($0) }
+                } else {
+                    values.append(try indexValue(plan, record))
+                }
+            }
+        }
+        return (values, tokens)
+    }
+
+    /// Version ‖ the truncated HMAC of the transformed inputs, or null
+    /// when an input has no text (``StoreKeys/indexInput(_:transforms:)``).
+    func indexValue(_ plan: Index, _ record: StoreRecord) throws -> DatabaseValue {
+        guard
+            let texts = StoreKeys.indexInput(
+                plan.inputs.map { record[$0] ?? .null }, transforms: plan.index.transforms)
+        else { return .null }
+        var message = Self.contextMagic
+        for text in texts {
+            let utf8 = text.utf8
+            try Self.checkPart(utf8.count + 1)
+            withUnsafeBytes(of: UInt32(utf8.count + 1).bigEndian) { message += $0 }
+            message.append(UInt8(ascii: "t"))
+            message += utf8
+        }
+        var mac = plan.mac
+        mac.update(data: message)
+        let bits = plan.index.bits
+        var stored = Data(capacity: 2 + (bits + 7) / 8)
+        withUnsafeBytes(of: version.bigEndian) { stored.append(contentsOf: $0) }
+        mac.finalize().withUnsafeBytes { stored.append(contentsOf: $0.prefix((bits + 7) / 8)) }
+        let spare = (bits + 7) / 8 * 8 - bits
+        if spare > 0 { stored[stored.count - 1] &= UInt8(0xFF) << spare }
+        return stored.databaseValue
+    }
+
+    /// What every ``SealingContext`` encoding starts with.
+    static let contextMagic = Array("SC1".utf8)
+
+    /// ``SealingContext``'s limit on a part, kept here too.
+    static func checkPart(_ count: Int) throws {
+        guard count <= 1 << 20 else {
+            throw CofferError(.invalidArgument, "a context part is at most 1 MiB, not \(count) bytes")
+        }
+    }
+
+    /// A context part: its length, 4 bytes big-endian, then its bytes.
+    static func append(part: [UInt8], to bytes: inout [UInt8]) throws {
+        try checkPart(part.count)
+        withUnsafeBytes(of: UInt32(part.count).bigEndian) { bytes += $0 }
+        bytes += part
+    }
+
+    /// A value's ``StoreValue/encoded`` form as a context part.
+    static func append(encoded value: StoreValue, to bytes: inout [UInt8]) throws {
+        let count: Int
+        switch value {
+        case .text(let text): count = 1 + text.utf8.count
+        case .integer: count = 9
+        case .bytes(let payload): count = 1 + payload.count
+        case .null: count = 1
+        }
+        try checkPart(count)
+        withUnsafeBytes(of: UInt32(count).bigEndian) { bytes += $0 }
+        encode(value, into: &bytes)
+    }
+
+    /// Appends ``StoreValue/encoded`` without building it apart.
+    static func encode(_ value: StoreValue, into bytes: inout [UInt8]) {
+        switch value {
+        case .text(let text):
+            bytes.append(UInt8(ascii: "t"))
+            bytes += text.utf8
+        case .integer(let number):
+            bytes.append(UInt8(ascii: "i"))
+            withUnsafeBytes(of: number.bigEndian) { bytes += $0 }
+        case .bytes(let payload):
+            bytes.append(UInt8(ascii: "b"))
+            bytes += payload
+        case .null: bytes.append(UInt8(ascii: "n"))
+        }
+    }
+}
