@@ -19,6 +19,9 @@ let package = Package(
             traits: [.trait(name: "SecretService", condition: .when(traits: ["SecretService"]))]),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -27,6 +30,11 @@ let package = Package(
                 .product(name: "Coffer", package: "Coffer"),
                 .product(name: "CofferKeychain", package: "Coffer"),
                 .product(name: "CofferStore", package: "Coffer"),
+                .product(name: "CofferStorePostgres", package: "Coffer"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

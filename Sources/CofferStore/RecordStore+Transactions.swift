@@ -10,8 +10,16 @@ extension RecordStore {
         try backend.write(exclusive: false) { db in try body(db, try refreshed(db)) }
     }
 
+    /// A read with the store's state as of its snapshot. On a backend with
+    /// ``SnapshotReads`` the state held is tried first, with no
+    /// transaction; when the epoch moved, or the read needs more than one
+    /// statement, it runs again in a transaction.
     func read<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
-        try backend.read { db in try body(db, try refreshed(db)) }
+        if let snapshots = backend as? any SnapshotReads {
+            let held = state.withLock { $0 }
+            if let result = try snapshots.read(atEpoch: held.epoch, { db in try body(db, held) }) { return result }
+        }
+        return try backend.read { db in try body(db, try refreshed(db)) }
     }
 
     /// A write transaction that changes the state itself (keys, schema,

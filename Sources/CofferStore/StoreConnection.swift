@@ -51,6 +51,15 @@ package protocol StoreBackend: Sendable {
     func checkpoint() throws
 }
 
+/// A backend whose reads can skip their transaction: `body` runs with no
+/// BEGIN, and its one statement also reads the epoch in the same snapshot;
+/// nil when the epoch is not `epoch` or `body` needs more than one
+/// statement, and the caller reads again in a transaction. (On PostgreSQL
+/// a lookup is then one round trip instead of four.)
+package protocol SnapshotReads: StoreBackend {
+    func read<T>(atEpoch epoch: UInt64, _ body: (any StoreConnection) throws -> T) throws -> T?
+}
+
 extension StoreConnection {
     /// Before picking integer keys for rows that left theirs out: on
     /// PostgreSQL, where writers run side by side, a per-table lock until

@@ -16,12 +16,13 @@ import PostgresNIO
 /// SHARE, and a state change FOR UPDATE: writers run side by side, but
 /// none runs beside a rotation's or a migration's first and last
 /// transactions, so none writes under a state another has moved past.
-final class PostgresBackend: StoreBackend {
+final class PostgresBackend: SnapshotReads {
     let location: String
     private let configuration: PostgresConnection.Configuration
     private let idle = Locked<[PostgresConnection]>([])
     private let slots: DispatchSemaphore
     private let counter = Locked(0)
+    private let metaExists = Locked(false)
     private let logger: Logger
 
     /// The PostgreSQL schema (namespace) the store's tables live in, when
@@ -82,24 +83,61 @@ final class PostgresBackend: StoreBackend {
     /// PostgreSQL's WAL is the server's business: nothing to do here.
     func checkpoint() throws {}
 
+    /// A transaction on one connection. Statements whose answer is not
+    /// needed yet are queued on the connection (postgres-nio runs them in
+    /// order) and waited for with the next one, so BEGIN, the epoch row's
+    /// lock and the first query cost one wait, not three; a read's COMMIT
+    /// is not waited for at all (it cannot fail to keep anything, and the
+    /// connection's next statement runs after it).
     private func transaction<T>(_ begin: String, lock: String?, _ body: (any StoreConnection) throws -> T) throws
         -> T
     {
         try withConnection { connection in
             let db = PostgresStoreConnection(connection: connection, logger: logger)
-            try db.execute(begin)
+            db.queue(begin)
             do {
-                if let lock, try db.tableExists(StoreSQL.metaTable) {
-                    try db.execute("SELECT 1 FROM \(StoreSQL.metaTable) WHERE name = 'epoch' FOR \(lock)")
+                if let lock, try hasMeta(connection) {
+                    db.queue("SELECT 1 FROM \(StoreSQL.metaTable) WHERE name = 'epoch' FOR \(lock)")
                 }
                 let result = try body(db)
-                try db.execute("COMMIT")
+                if lock == nil {
+                    db.queue("COMMIT")
+                } else {
+                    try db.execute("COMMIT")
+                }
                 return result
             } catch {
                 _ = try? db.execute("ROLLBACK")
                 throw error
             }
         }
+    }
+
+    /// Tries a read on the state at `epoch` without a transaction: its one
+    /// statement is wrapped so that it returns the epoch row beside its own
+    /// rows, from the same snapshot.
+    func read<T>(atEpoch epoch: UInt64, _ body: (any StoreConnection) throws -> T) throws -> T? {
+        try withConnection { connection in
+            let db = PostgresStoreConnection(connection: connection, logger: logger, expecting: epoch)
+            do {
+                let result = try body(db)
+                return db.snapshotFailed ? nil : result
+            } catch let error as PostgresStoreConnection.SnapshotMiss {
+                _ = error
+                return nil
+            }
+        }
+    }
+
+    /// Whether the store's metadata table exists yet (it does once a store
+    /// was created through this backend or found by it), remembered so
+    /// that a write transaction asks only until it does.
+    private func hasMeta(_ connection: PostgresConnection) throws -> Bool {
+        if metaExists.withLock({ $0 }) { return true }
+        let exists = try PostgresStoreConnection(connection: connection, logger: logger).tableExists(
+            StoreSQL.metaTable)
+        if exists { metaExists.withLock { $0 = true } }
+        return exists
     }
 
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
@@ -130,102 +168,6 @@ final class PostgresBackend: StoreBackend {
         // Back to the idle ones after a failure too: the transaction was rolled back.
         defer { if !connection.isClosed { idle.withLock { $0.append(connection) } } }
         return try body(connection)
-    }
-}
-
-/// One PostgreSQL connection inside a transaction. The store's SQL is
-/// written with `?` placeholders and `IS ?` for null-safe equality; here
-/// they become `$1…` and `IS NOT DISTINCT FROM $n`.
-struct PostgresStoreConnection: StoreConnection {
-    let connection: PostgresConnection
-    let logger: Logger
-    var dialect: StoreDialect { .postgres }
-
-    func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]] {
-        try run(sql, arguments).rows.map { row in
-            var columns: [String: DatabaseValue] = [:]
-            for cell in row { columns[cell.columnName] = try Self.value(cell) }
-            return columns
-        }
-    }
-
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
-        try run(sql, arguments).metadata.rows ?? 0
-    }
-
-    func tableExists(_ name: String) throws -> Bool {
-        try integer(
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",
-            [name.databaseValue]) ?? 0 > 0
-    }
-
-    private func run(_ sql: String, _ arguments: [DatabaseValue]) throws -> PostgresQueryResult {
-        var bindings = PostgresBindings()
-        for argument in arguments {
-            switch argument.storage {
-            case .null: bindings.appendNull()
-            case .int64(let number): bindings.append(number)
-            case .double(let number): bindings.append(number)
-            case .string(let text): bindings.append(text)
-            case .blob(let data): bindings.append(ByteBuffer(bytes: data))
-            }
-        }
-        do {
-            return try connection.query(PostgresQuery(unsafeSQL: Self.translate(sql), binds: bindings), logger: logger)
-                .wait()
-        } catch {
-            throw Self.coffer(error)
-        }
-    }
-
-    /// `?` → `$n` (outside quotes), `IS ?` → `IS NOT DISTINCT FROM $n`.
-    static func translate(_ sql: String) -> String {
-        var result = ""
-        var number = 0
-        var quoted: Character?
-        for character in sql.replacingOccurrences(of: " IS ?", with: " IS NOT DISTINCT FROM ?") {
-            if let open = quoted {
-                if character == open { quoted = nil }
-                result.append(character)
-            } else if character == "'" || character == "\"" {
-                quoted = character
-                result.append(character)
-            } else if character == "?" {
-                number += 1
-                result += "$\(number)"
-            } else {
-                result.append(character)
-            }
-        }
-        return result
-    }
-
-    static func value(_ cell: PostgresCell) throws -> DatabaseValue {
-        guard cell.bytes != nil else { return .null }
-        switch cell.dataType {
-        case .int2, .int4, .int8: return try cell.decode(Int64.self).databaseValue
-        case .bytea:
-            var buffer = try cell.decode(ByteBuffer.self)
-            return Data(buffer.readBytes(length: buffer.readableBytes) ?? []).databaseValue
-        case .float4, .float8: return try cell.decode(Double.self).databaseValue
-        case .bool: return (try cell.decode(Bool.self) ? 1 : 0).databaseValue
-        default: return try cell.decode(String.self).databaseValue
-        }
-    }
-
-    /// PostgreSQL's error as a Coffer error: a unique violation is
-    /// `refused`; the server's message, never the query's values.
-    static func coffer(_ error: any Error) -> CofferError {
-        if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "23505" {
-            return CofferError(.refused, "a record with this primary key exists")
-        }
-        return CofferError(.io, "the store's database failed: \(reason(error))")
-    }
-
-    static func reason(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(type(of: error))" }
-        if let message = error.serverInfo?[.message] { return message }
-        return "\(error.code)"
     }
 }
 

@@ -77,4 +77,41 @@ import Testing
         }
         #expect(throws: CofferError(.refused, "")) { try Self.store(try RecordStoreTests.schema(), in: "seed") }
     }
+
+    /// Reads skip their transaction while the epoch holds still: a second
+    /// handle's reindex and key rotation move it, and the first handle's
+    /// finds, gets and verify still answer exactly (they read again in a
+    /// transaction, with the state reloaded).
+    @Test(.enabled(if: available)) func readsFollowAnotherHandlesJobs() throws {
+        let server = try #require(Self.server)
+        let first = try Self.store(try RecordStoreTests.schema(bits: 2), in: "snapshots")
+        let second = try RecordStore.open(
+            postgres: try Self.url("snapshots"), password: server.password, secret: RecordStoreTests.passphrase)
+        var emails: [StoreValue: String] = [:]
+        for index in 0..<30 {
+            let email = "p\(index % 7)@example.org"
+            emails[
+                try first.put(
+                    ["to": .text("t"), "description": .text("d\(index)"), "email": .text(email)], into: "presents")] =
+                email
+        }
+        func check(_ store: RecordStore, _ moment: String) throws {
+            for wanted in ["p0@example.org", "p6@example.org", "none@example.org"] {
+                let found = Set(
+                    try store.find("presents", where: "email", equals: .text(wanted)).compactMap { $0["id"] })
+                #expect(found == Set(emails.filter { $0.value == wanted }.keys), "\(wanted) \(moment)")
+            }
+            #expect(try store.get("presents", id: .integer(3))?["description"] == .text("d2"), "\(moment)")
+        }
+        try check(first, "before")
+        _ = try second.reindex()
+        try check(first, "after a reindex by another handle")
+        _ = try second.rotateKeys()
+        try check(first, "after a key rotation by another handle")
+        let id = try second.put(
+            ["to": .text("t"), "description": .text("late"), "email": .text("p0@example.org")], into: "presents")
+        emails[id] = "p0@example.org"
+        try check(first, "after a put by another handle")
+        #expect(try first.verify().isIntact)
+    }
 }

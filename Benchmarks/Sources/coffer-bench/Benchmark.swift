@@ -28,6 +28,14 @@ struct Benchmark {
             try KeychainBenchmark.run(directory: directory)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "store-postgres" {
+            var rows = 1_000_000
+            if let index = CommandLine.arguments.firstIndex(of: "--rows"), index + 1 < CommandLine.arguments.count {
+                rows = Int(CommandLine.arguments[index + 1]) ?? rows
+            }
+            try StorePostgresBenchmark.run(rows: rows)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "store" {
             var rows = 1_000_000
             var directory = NSTemporaryDirectory()
@@ -61,7 +69,7 @@ struct Benchmark {
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
                 print(
-                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR]"
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
                 )
                 exit(64)
             }

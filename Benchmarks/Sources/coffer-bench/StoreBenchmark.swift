@@ -21,24 +21,8 @@ enum StoreBenchmark {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         print("coffer-bench store: \(rows) records, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(folder)")
         let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
-        let schema = try StoreSchema(tables: [
-            .init(
-                name: "people", primaryKey: "id",
-                fields: [
-                    .init(name: "id", type: .integer),
-                    .init(name: "city", type: .text),
-                    .init(name: "note", type: .text, sealed: true),
-                    .init(
-                        name: "email", type: .text, sealed: true,
-                        indexes: [.init(name: "email_exact", transforms: [.trim, .lowercase], bits: 32)]),
-                ])
-        ])
-        func record(_ index: Int) -> StoreRecord {
-            [
-                "city": .text("city \(index % 1000)"), "note": .text("note number \(index) for the benchmark"),
-                "email": .text("person\(index)@example.org"),
-            ]
-        }
+        let schema = try Self.schema()
+        let record = Self.record
 
         // Plain GRDB: the same rows in the clear, an SQL index on email.
         let plainPath = folder + "/plain.sqlite"
@@ -71,15 +55,7 @@ enum StoreBenchmark {
                 try store.put(contentsOf: (start..<min(rows, start + batch)).map(record), into: "people")
             }
         }
-        print(
-            String(
-                format: "insert          plain GRDB %8.0f rows/s   CofferStore %8.0f rows/s   %.2f× (target ≥ 0.5×)",
-                Double(rows) / plainInsert.wall, Double(rows) / storeInsert.wall, plainInsert.wall / storeInsert.wall))
-        print(
-            String(
-                format: "                CPU/wall: plain %.2f, CofferStore %.2f (cores used)",
-                plainInsert.cpu / plainInsert.wall,
-                storeInsert.cpu / storeInsert.wall))
+        reportInsert(plain: plainInsert, store: storeInsert, rows: rows, anchor: "plain GRDB")
 
         // Lookups of random existing emails: the whole find, candidates opened and checked.
         let probes = (0..<5000).map { _ in Int.random(in: 0..<rows) }
@@ -156,6 +132,43 @@ enum StoreBenchmark {
                     "bytes           sealed note %.1f B for %.1f B of text (+%.1f); index entry %.0f B (2 version + 4 of 32 bits)",
                 sizes.1, plainNote, sizes.1 - plainNote, sizes.2))
         _ = sizes.0
+    }
+
+    /// One clear field, one sealed, one sealed and indexed (32 bits).
+    static func schema() throws -> StoreSchema {
+        try StoreSchema(tables: [
+            .init(
+                name: "people", primaryKey: "id",
+                fields: [
+                    .init(name: "id", type: .integer),
+                    .init(name: "city", type: .text),
+                    .init(name: "note", type: .text, sealed: true),
+                    .init(
+                        name: "email", type: .text, sealed: true,
+                        indexes: [.init(name: "email_exact", transforms: [.trim, .lowercase], bits: 32)]),
+                ])
+        ])
+    }
+
+    @Sendable static func record(_ index: Int) -> StoreRecord {
+        [
+            "city": .text("city \(index % 1000)"), "note": .text("note number \(index) for the benchmark"),
+            "email": .text("person\(index)@example.org"),
+        ]
+    }
+
+    static func reportInsert(
+        plain: (wall: Double, cpu: Double), store: (wall: Double, cpu: Double), rows: Int, anchor: String
+    ) {
+        print(
+            String(
+                format: "insert          %@ %8.0f rows/s   CofferStore %8.0f rows/s   %.2f× (target ≥ 0.5×)",
+                anchor, Double(rows) / plain.wall, Double(rows) / store.wall, plain.wall / store.wall))
+        print(
+            String(
+                format: "                CPU/wall: %@ %.2f, CofferStore %.2f (cores used)", anchor,
+                plain.cpu / plain.wall,
+                store.cpu / store.wall))
     }
 
     static func measure(_ body: () throws -> Void) throws -> (wall: Double, cpu: Double) {

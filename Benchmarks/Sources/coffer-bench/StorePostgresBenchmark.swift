@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Coffer
+import CofferStore
+import CofferStorePostgres
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// `coffer-bench store-postgres [--rows N]`: the store benchmark's rows on a
+/// PostgreSQL server, beside plain postgres-nio holding the same rows in
+/// the clear (a table with a B-tree index on email) in the same run:
+/// insert throughput (both one INSERT per row, in transactions of 10,000)
+/// and lookup latency. The server is the one `scripts/with-postgres` starts
+/// (COFFER_TEST_POSTGRES_URL and COFFER_TEST_POSTGRES_PASSWORD_FILE):
+///
+///     scripts/with-postgres Benchmarks/.build/release/coffer-bench store-postgres
+enum StorePostgresBenchmark {
+    static func run(rows: Int) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment["COFFER_TEST_POSTGRES_URL"],
+            let passwordFile = environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"]
+        else {
+            throw CofferError(.invalidArgument, "run it under scripts/with-postgres (no COFFER_TEST_POSTGRES_URL)")
+        }
+        let password = try String(contentsOfFile: passwordFile, encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        print("coffer-bench store-postgres: \(rows) records, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        let plain = try PlainPostgres(url: url, password: password)
+        defer { plain.close() }
+        let namespace = "bench_\(getpid())"
+        try plain.execute("DROP TABLE IF EXISTS plain_people")
+        try plain.execute("CREATE TABLE plain_people (id BIGINT PRIMARY KEY, city TEXT, note TEXT, email TEXT)")
+        try plain.execute("CREATE INDEX plain_people_email ON plain_people (email)")
+        defer {
+            try? plain.execute("DROP TABLE IF EXISTS plain_people")
+            try? plain.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE")
+        }
+        let plainInsert = try StoreBenchmark.measure {
+            for start in stride(from: 0, to: rows, by: StoreBenchmark.batch) {
+                try plain.execute("BEGIN")
+                for index in start..<min(rows, start + StoreBenchmark.batch) {
+                    let record = StoreBenchmark.record(index)
+                    try plain.execute(
+                        "INSERT INTO plain_people (id, city, note, email) VALUES ($1, $2, $3, $4)",
+                        [.integer(Int64(index + 1)), record["city"]!, record["note"]!, record["email"]!])
+                }
+                try plain.execute("COMMIT")
+            }
+        }
+        let store = try RecordStore.create(
+            postgres: url + "?schema=" + namespace, password: password, schema: try StoreBenchmark.schema(),
+            secret: .key(SymmetricKey(size: .bits256)))
+        let storeInsert = try StoreBenchmark.measure {
+            for start in stride(from: 0, to: rows, by: StoreBenchmark.batch) {
+                try store.put(
+                    contentsOf: (start..<min(rows, start + StoreBenchmark.batch)).map(StoreBenchmark.record),
+                    into: "people")
+            }
+        }
+        StoreBenchmark.reportInsert(plain: plainInsert, store: storeInsert, rows: rows, anchor: "plain PostgreSQL")
+
+        var floor: [Double] = []
+        for _ in 0..<2000 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try plain.execute("SELECT 1")
+            floor.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        print(
+            String(format: "round trip      SELECT 1, waited for, p50 %.0f µs", StoreBenchmark.percentile(floor, 0.5)))
+        var plainTimes: [Double] = []
+        var storeTimes: [Double] = []
+        for _ in 0..<3000 {
+            let email = "person\(Int.random(in: 0..<rows))@example.org"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let found = try plain.count(
+                "SELECT id, city, note, email FROM plain_people WHERE email = $1", [.text(email)])
+            let middle = DispatchTime.now().uptimeNanoseconds
+            let records = try store.find("people", where: "email", equals: .text(email))
+            let end = DispatchTime.now().uptimeNanoseconds
+            guard found == 1, records.count == 1 else { throw CofferError(.malformed, "lookup of \(email) failed") }
+            plainTimes.append(Double(middle - start) / 1000)
+            storeTimes.append(Double(end - middle) / 1000)
+        }
+        print(
+            String(
+                format:
+                    "lookup          plain PostgreSQL p50 %.0f µs p99 %.0f µs   CofferStore p50 %.0f µs p99 %.0f µs (target p50 ≤ 500 µs)",
+                StoreBenchmark.percentile(plainTimes, 0.5), StoreBenchmark.percentile(plainTimes, 0.99),
+                StoreBenchmark.percentile(storeTimes, 0.5), StoreBenchmark.percentile(storeTimes, 0.99)))
+        let reindex = try StoreBenchmark.measure { _ = try store.reindex(batchSize: 5000) }
+        print(
+            String(
+                format: "reindex         %d rows in %.1f s (target ≤ 60 s), CPU/wall %.2f", rows, reindex.wall,
+                reindex.cpu / reindex.wall))
+    }
+}
+
+/// One postgres-nio connection, used blocking: the anchor the store is measured against.
+final class PlainPostgres {
+    let connection: PostgresConnection
+    let logger = Logger(label: "coffer-bench.postgres")
+
+    init(url: String, password: String) throws {
+        guard let components = URLComponents(string: url), let host = components.host, let user = components.user
+        else { throw CofferError(.invalidArgument, "not a postgres:// URL") }
+        connection = try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(),
+            configuration: .init(
+                host: host, port: components.port ?? 5432, username: user, password: password,
+                database: String(components.path.dropFirst()), tls: .disable),
+            id: 1, logger: logger
+        ).wait()
+    }
+
+    func close() { try? connection.close().wait() }
+
+    @discardableResult
+    func execute(_ sql: String, _ values: [StoreValue] = []) throws -> PostgresQueryResult {
+        var bindings = PostgresBindings()
+        for value in values {
+            switch value {
+            case .integer(let number): bindings.append(number)
+            case .text(let text): bindings.append(text)
+            case .bytes(let bytes): bindings.append(ByteBuffer(bytes: bytes))
+            case .null: bindings.appendNull()
+            }
+        }
+        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).wait()
+    }
+
+    func count(_ sql: String, _ values: [StoreValue]) throws -> Int { try execute(sql, values).rows.count }
+}
+#endif
