@@ -205,9 +205,7 @@ extension RecordStore {
             try write { db, current in
                 guard try StoreJob.fetch(db) == job, current.epoch == state.epoch else { return }
                 var next = predicted
-                for (row, change) in zip(rows, batch.changes) where !change.isEmpty {
-                    next.changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
-                }
+                next.changed += try store(batch.changes, rows: rows, table: table, state: state, db)
                 try next.store(db)
                 last = next
             }

@@ -38,10 +38,10 @@ extension RecordStore {
             try Self.pipeline(
                 Array(zip(records, keys)), chunk: 256, map: { try sealer.seal($0.0, key: $0.1) },
                 consume: { rows, sealed in
-                    for ((record, key), cells) in zip(rows, sealed) {
-                        try state.insert(
-                            record, key: key, sealed: cells.values, columns: sealer.columns, table: table, db,
-                            statements: &statements)
+                    try state.insert(
+                        zip(rows, sealed).map { (record: $0.0.0, key: $0.0.1, sealed: $0.1.values) },
+                        columns: sealer.columns, table: table, db, statements: &statements)
+                    for ((_, key), cells) in zip(rows, sealed) {
                         try state.writeTokens(cells.tokens, key: key, table: table, db, replacing: false)
                     }
                 })
@@ -87,37 +87,6 @@ extension StoreState {
             next! += 1
         }
         return keys
-    }
-
-    /// Writes one row: its clear fields as given, its sealed cells and
-    /// index values (`sealed`, named by `columns`). `statements` keeps the
-    /// INSERT of each set of clear fields given.
-    func insert(
-        _ record: StoreRecord, key: StoreValue, sealed: [DatabaseValue], columns: [String],
-        table: StoreSchema.Table, _ db: any StoreConnection, statements: inout [[Bool]: String]
-    ) throws {
-        var names: [String] = []
-        var values: [DatabaseValue] = []
-        values.reserveCapacity(table.fields.count + sealed.count)
-        var shape: [Bool] = []
-        for field in table.fields where !field.sealed {
-            let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
-            shape.append(value != .null)
-            guard value != .null else { continue }
-            names.append(field.name)
-            values.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
-        }
-        values += sealed
-        let sql: String
-        if let known = statements[shape] {
-            sql = known
-        } else {
-            names += columns
-            sql =
-                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
-            statements[shape] = sql
-        }
-        try db.execute(sql, values)
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.

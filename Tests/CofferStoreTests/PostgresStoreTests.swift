@@ -114,4 +114,13 @@ import Testing
         try check(first, "after a put by another handle")
         #expect(try first.verify().isIntact)
     }
+
+    @Test(.enabled(if: available)) func writerWinsOverAJobOnPostgres() throws {
+        let store = try Self.store(try RecordStoreTests.schema(bits: 3), in: "writerwins")
+        try store.put(
+            contentsOf: (0..<40).map {
+                ["to": .text("t\($0 % 5)"), "description": .text("gift \($0)"), "email": .text("u\($0 % 7)@x.org")]
+            }, into: "presents")
+        try StoreJobTests.writerWinsOverAJob(store)
+    }
 }

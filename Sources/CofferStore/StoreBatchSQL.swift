@@ -1,0 +1,127 @@
+import Coffer
+import Foundation
+import GRDB
+
+/// Many rows per statement where a statement costs a round trip
+/// (PostgreSQL): a bulk put's rows in one multi-row INSERT per set of
+/// fields given, a job's batch in one UPDATE … FROM (VALUES …) per set of
+/// columns changed. On SQLite a statement is a function call, and each
+/// row keeps its own prepared statement.
+extension StoreState {
+    /// Inserts rows whose sealed cells and index values (`sealed`, named
+    /// by `columns`) are worked out. `statements` keeps, on SQLite, the
+    /// INSERT of each set of clear fields given.
+    func insert(
+        _ rows: some Collection<(record: StoreRecord, key: StoreValue, sealed: [DatabaseValue])>,
+        columns: [String], table: StoreSchema.Table, _ db: any StoreConnection,
+        statements: inout [[Bool]: String]
+    ) throws {
+        let clear = table.fields.filter { !$0.sealed }
+        var group: (shape: [Bool], values: [DatabaseValue], count: Int)?
+        func flush() throws {
+            guard let pending = group else { return }
+            let names = zip(clear, pending.shape).filter(\.1).map(\.0.name) + columns
+            let row = "(" + names.map { _ in "?" }.joined(separator: ", ") + ")"
+            try db.execute(
+                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES "
+                    + Array(repeating: row, count: pending.count).joined(separator: ", "), pending.values)
+            group = nil
+        }
+        for (record, key, sealed) in rows {
+            var shape: [Bool] = []
+            var values: [DatabaseValue] = []
+            values.reserveCapacity(clear.count + sealed.count)
+            for field in clear {
+                let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
+                shape.append(value != .null)
+                if value != .null { values.append(try StoreSQL.databaseValue(value, for: field, table: table.name)) }
+            }
+            values += sealed
+            if db.dialect == .sqlite {
+                let sql =
+                    try statements[shape]
+                    ?? {
+                        let names = zip(clear, shape).filter(\.1).map(\.0.name) + columns
+                        let sql =
+                            "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+                        statements[shape] = sql
+                        return sql
+                    }()
+                try db.execute(sql, values)
+                continue
+            }
+            if group?.shape != shape { try flush() }
+            if group == nil { group = (shape, [], 0) }
+            group!.values += values
+            group!.count += 1
+        }
+        try flush()
+    }
+}
+
+extension RecordStore {
+    /// Writes a job batch's new columns, each row only if its sealed cells
+    /// are still the ones the job read (a writer's change wins); returns
+    /// how many values were rewritten.
+    func store(
+        _ changes: [SealedRow], rows: [[String: DatabaseValue]], table: StoreSchema.Table, state: StoreState,
+        _ db: any StoreConnection
+    ) throws -> Int {
+        guard db.dialect == .postgres else {
+            var changed = 0
+            for (row, change) in zip(rows, changes) where !change.isEmpty {
+                changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
+            }
+            return changed
+        }
+        var groups: [[String]: [(SealedRow, [String: DatabaseValue])]] = [:]
+        for (row, change) in zip(rows, changes) where !change.isEmpty {
+            groups[change.columns.keys.sorted(), default: []].append((change, row))
+        }
+        let keyField = table.field(table.primaryKey)!
+        let sealed = table.fields.filter(\.sealed).map(\.name)
+        let bytes = StoreDialect.postgres.bytes
+        var changed = 0
+        for (names, members) in groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            // u(k, n0…, o0…): the key, the new columns, the sealed cells as read.
+            let types =
+                [StoreDialect.postgres.type(of: keyField.type)]
+                + Array(repeating: bytes, count: names.count + sealed.count)
+            let aliases = ["k"] + names.indices.map { "n\($0)" } + sealed.indices.map { "o\($0)" }
+            let first = "(" + types.map { "?::" + $0 }.joined(separator: ", ") + ")"
+            let other = "(" + types.map { _ in "?" }.joined(separator: ", ") + ")"
+            let target = StoreSQL.quoted(table.name)
+            let assignments =
+                names.isEmpty
+                ? ["\(StoreSQL.quoted(table.primaryKey)) = u.k"]
+                : names.enumerated().map { "\(StoreSQL.quoted($0.element)) = u.n\($0.offset)" }
+            let conditions =
+                ["\(target).\(StoreSQL.quoted(table.primaryKey)) = u.k"]
+                + sealed.enumerated().map {
+                    "\(target).\(StoreSQL.quoted($0.element)) IS NOT DISTINCT FROM u.o\($0.offset)"
+                }
+            // At most 1,000 rows per statement: far under PostgreSQL's 65,535 parameters.
+            for start in stride(from: 0, to: members.count, by: 1000) {
+                let part = members[start..<min(members.count, start + 1000)]
+                var values: [DatabaseValue] = []
+                for (change, row) in part {
+                    values.append(row[table.primaryKey] ?? .null)
+                    values += names.map { change.columns[$0]! }
+                    values += sealed.map { row[$0] ?? .null }
+                }
+                let sql =
+                    "UPDATE \(target) SET \(assignments.joined(separator: ", ")) FROM (VALUES \(([first] + Array(repeating: other, count: part.count - 1)).joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE \(conditions.joined(separator: " AND ")) RETURNING \(target).\(StoreSQL.quoted(table.primaryKey))"
+                let updated = Set(try db.rows(sql, values).compactMap { $0[table.primaryKey] })
+                for (change, row) in part {
+                    guard let key = row[table.primaryKey], updated.contains(key) else { continue }
+                    changed += change.count
+                    try state.writeTokens(
+                        change.tokens, key: try StoreSQL.storeValue(key, for: keyField, table: table.name),
+                        table: table,
+                        db, replacing: true)
+                }
+            }
+        }
+        return changed
+    }
+}
