@@ -72,12 +72,21 @@ extension RecordStore {
             var rows = try db.rows(
                 "\(select(table)) WHERE \(candidates.joined(separator: " AND "))", candidateArguments)
             if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
-                filters.append("typeof(\(StoreSQL.quoted(migrating))) NOT IN ('blob', 'null')")
+                // The rows not sealed yet: on SQLite a text or an integer, on
+                // PostgreSQL an encoded value (state.unsealed).
+                let column = StoreSQL.quoted(migrating)
+                filters.append(
+                    db.dialect == .sqlite
+                        ? "typeof(\(column)) NOT IN ('blob', 'null')"
+                        : "get_byte(\(column), 0) <> \(SealedValue.version)")
                 if let value = conditions[migrating], chosen.index.transforms.isEmpty, value != .null,
                     let field = table.field(migrating)
                 {
-                    filters.append("\(StoreSQL.quoted(migrating)) = ?")
-                    arguments.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
+                    filters.append("\(column) = ?")
+                    arguments.append(
+                        db.dialect == .sqlite
+                            ? try StoreSQL.databaseValue(value, for: field, table: table.name)
+                            : Data(value.encoded).databaseValue)
                 }
                 rows += try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments)
             }

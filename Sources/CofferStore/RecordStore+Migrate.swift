@@ -106,14 +106,11 @@ extension RecordStore {
             return StoreJob(kind: .migrate, tables: [tableName], field: fieldName, target: 0)
         }
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
-            guard let field = table.field(fieldName) else { return SealedRow() }
-            switch (row[field.name] ?? .null).storage {
-            case .blob: return SealedRow()
-            default:
-                let record = try state.record(from: row, table: table)
-                return try state.sealedRow(
-                    record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
-            }
+            guard let field = table.field(fieldName),
+                try state.unsealed(row[field.name] ?? .null, field: field, table: table) != nil
+            else { return SealedRow() }
+            let record = try state.record(from: row, table: table)
+            return try state.sealedRow(record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
         } finish: { _ in
         }
     }
@@ -122,12 +119,7 @@ extension RecordStore {
     /// its index columns: a STRICT table whose column is typed is rebuilt
     /// (in the job's first transaction) with the column as ANY.
     func prepare(_ db: any StoreConnection, table: StoreSchema.Table, field: String) throws {
-        guard db.dialect == .sqlite else {
-            throw CofferError(
-                .unsupported,
-                "sealing a column in place is done on SQLite stores; on PostgreSQL, copy the column into a new sealed field"
-            )
-        }
+        guard db.dialect == .sqlite else { return try preparePostgres(db, table: table, field: field) }
         let strict =
             try db.integer("SELECT strict FROM pragma_table_list WHERE name = ?", [table.name.databaseValue]) == 1
         let type =
@@ -164,5 +156,28 @@ extension RecordStore {
         try db.execute("DROP TABLE \(StoreSQL.quoted(table.name))")
         try db.execute("ALTER TABLE \(temporary) RENAME TO \(StoreSQL.quoted(table.name))")
         for statement in StoreSQL.indexes(table) { try db.execute(statement) }
+    }
+
+    /// On PostgreSQL the column becomes BYTEA, each clear value rewritten
+    /// as its ``StoreValue/encoded`` form in the same statement (one table
+    /// rewrite, in the job's first transaction); the index columns, their
+    /// SQL indexes and token tables are added.
+    func preparePostgres(_ db: any StoreConnection, table: StoreSchema.Table, field name: String) throws {
+        let field = table.field(name)!
+        let column = StoreSQL.quoted(name)
+        let encoded =
+            field.type == .integer
+            ? "'i'::bytea || int8send(\(column))" : "'t'::bytea || convert_to(\(column), 'UTF8')"
+        try db.execute(
+            "ALTER TABLE \(StoreSQL.quoted(table.name)) ALTER COLUMN \(column) TYPE BYTEA USING CASE WHEN \(column) IS NULL THEN NULL ELSE \(encoded) END"
+        )
+        let fresh = field.indexes.filter { $0.tokens == nil }.map(\.name)
+        for index in fresh {
+            try db.execute("ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(index)) BYTEA")
+        }
+        for statement in StoreSQL.indexes(table, only: Set(fresh)) { try db.execute(statement) }
+        for index in field.indexes where index.tokens != nil {
+            for statement in StoreSQL.tokenTable(table, index, db.dialect) { try db.execute(statement) }
+        }
     }
 }

@@ -109,18 +109,17 @@ extension StoreState {
         throws -> StoreRecord
     {
         var record: StoreRecord = [:]
-        let migrating = migrating(table.name)
         for field in table.fields where !field.sealed {
             record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
         }
         let key = record[table.primaryKey] ?? .null
         for field in table.fields where field.sealed && only?.contains(field.name) != false {
             let stored = columns[field.name] ?? .null
+            if let clear = try unsealed(stored, field: field, table: table) {
+                record[field.name] = clear
+                continue
+            }
             guard case .blob(let sealed) = stored.storage else {
-                if field.name == migrating {
-                    record[field.name] = try StoreSQL.storeValue(stored, for: field, table: table.name)
-                    continue
-                }
                 throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
             }
             let context = try keys.context(

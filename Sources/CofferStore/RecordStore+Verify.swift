@@ -87,7 +87,7 @@ extension StoreState {
             return outcome
         }
         for field in table.fields where field.sealed {
-            if field.name == migrating(table.name), (row[field.name] ?? .null).storage.isClear { continue }
+            if (try? unsealed(row[field.name] ?? .null, field: field, table: table)) != nil { continue }
             outcome.cells += 1
             for index in field.indexes where index.tokens != nil {
                 guard case .blob(let joined) = (row[index.name] ?? .null).storage else { continue }
@@ -123,15 +123,5 @@ extension StoreState {
             }
         }
         return outcome
-    }
-}
-
-extension DatabaseValue.Storage {
-    /// A text or integer: a field being migrated not sealed yet.
-    var isClear: Bool {
-        switch self {
-        case .string, .int64, .double: true
-        case .blob, .null: false
-        }
     }
 }

@@ -97,6 +97,26 @@ struct StoreState: Sendable {
         try put(Self.epochName, withUnsafeBytes(of: epoch.bigEndian, Array.init))
     }
 
+    /// The clear value of a cell of `field` while it is being migrated and
+    /// this row is not sealed yet; nil for a sealed cell. SQLite keeps the
+    /// value as it was (text or an integer, in a column that takes any
+    /// type); PostgreSQL, whose columns are typed, keeps it in the BYTEA
+    /// column as its ``StoreValue/encoded`` form, whose tag (`t`, `i`) is
+    /// never a sealed value's version byte (1). Null is a clear null.
+    func unsealed(_ stored: DatabaseValue, field: StoreSchema.Field, table: StoreSchema.Table) throws -> StoreValue? {
+        guard field.name == migrating(table.name) else { return nil }
+        switch stored.storage {
+        case .blob(let bytes):
+            guard let tag = bytes.first, tag != SealedValue.version else { return nil }
+            let value = try StoreValue(encoded: bytes)
+            guard value.kindName == field.type.rawValue else {
+                throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds neither its value nor a sealed cell")
+            }
+            return value
+        default: return try StoreSQL.storeValue(stored, for: field, table: table.name)
+        }
+    }
+
     /// The field of `table` being migrated from clear to sealed, if any.
     func migrating(_ table: String) -> String? {
         guard let job, job.kind == .migrate, job.tables.first == table else { return nil }

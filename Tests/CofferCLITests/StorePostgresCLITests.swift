@@ -21,10 +21,12 @@ import Glibc
     }
 
     /// A store in its own PostgreSQL schema, under a KEK file.
-    static func setUp(_ name: String) throws -> (TemporaryDirectory, [String]) {
-        let directory = try TemporaryDirectory()
+    static func setUp(_ name: String, schema: String = StoreCLITests.schema, in folder: TemporaryDirectory? = nil)
+        throws -> (TemporaryDirectory, [String])
+    {
+        let directory = try folder ?? TemporaryDirectory()
         try directory.write("kek", (0..<32).map { UInt8($0 * 11 & 0xff) })
-        try directory.write("schema.json", Array(StoreCLITests.schema.utf8))
+        try directory.write("schema.json", Array(schema.utf8))
         let password = try String(contentsOfFile: environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"]!, encoding: .utf8)
         try directory.write("dbpass", Array(password.utf8))
         let options = [
@@ -135,5 +137,79 @@ import Glibc
             "store on PostgreSQL kill -9: 20 puts (\(acknowledged.count) acknowledged, all present), 20 rotations (\(killed) killed, \(resumed) resumed)"
         )
         #expect(killed >= 5)
+    }
+
+    /// `reindex` and `migrate` on PostgreSQL, each killed at random 20
+    /// times and run again: every row stays found and verified; a
+    /// migration that ends starts over on a fresh store with the column clear.
+    @Test(.enabled(if: available)) func killNineDuringJobsOnPostgres() throws {
+        let (directory, options) = try Self.setUp("cli_reindex")
+        StoreCLITests.ok(
+            try Self.run(
+                ["put", "--table", "presents"], options, directory, stdin: Array(StoreJobCLITests.records().utf8)),
+            "put")
+        var (killed, resumed) = (0, 0)
+        for _ in 0..<20 {
+            if let output = try StoreJobCLITests.interrupted(
+                ["store", "reindex", "--batch", "20"] + options, in: directory, pause: 400_000)
+            {
+                if output.contains("(resumed)") { resumed += 1 }
+            } else {
+                killed += 1
+            }
+        }
+        StoreCLITests.ok(try Self.run(["reindex"], options, directory), "reindex to the end")
+        StoreCLITests.ok(try Self.run(["verify"], options, directory), "verify after the reindex kills")
+        for probe in [0, 17, 49] {
+            let found = try Self.run(
+                ["find", "--table", "presents", "--where", "email= e\(probe)@X.org"], options, directory)
+            #expect(found.stdoutText.split(separator: "\n").count == StoreJobCLITests.rows / 50, "email \(probe)")
+        }
+        print("store on PostgreSQL reindex kill -9: 20 rounds, \(killed) killed, \(resumed) resumed")
+        #expect(killed >= 5)
+
+        let users = """
+            {"tables": [{"name": "users", "primaryKey": "id", "fields": [{"name": "id", "type": "integer"},
+              {"name": "name", "type": "text"}, {"name": "email", "type": "text"}]}]}
+            """
+        let people = (0..<StoreJobCLITests.rows).map { "{\"name\": \"n\", \"email\": \"Person\($0 % 50)@Mail.org\"}\n" }
+            .joined()
+        var generation = 0
+        func fresh() throws -> [String] {
+            generation += 1
+            let (_, options) = try Self.setUp("cli_migrate_\(generation)", schema: users, in: directory)
+            StoreCLITests.ok(
+                try Self.run(["put", "--table", "users"], options, directory, stdin: Array(people.utf8)), "put users")
+            return options
+        }
+        func check(_ options: [String], _ moment: String) throws {
+            StoreCLITests.ok(try Self.run(["verify"], options, directory), "verify \(moment)")
+            for probe in [0, 17, 49] {
+                let found = try Self.run(
+                    ["find", "--table", "users", "--where", "email=Person\(probe)@Mail.org"], options, directory)
+                #expect(
+                    found.stdoutText.split(separator: "\n").count == StoreJobCLITests.rows / 50,
+                    "\(moment): email \(probe)")
+            }
+        }
+        var current = try fresh()
+        var (finished, migrateKilled) = (0, 0)
+        for round in 0..<20 {
+            let output = try StoreJobCLITests.interrupted(
+                [
+                    "store", "migrate", "--table", "users", "--field", "email", "--bind", "name", "--index",
+                    "email_exact,6,lowercase", "--batch", "20",
+                ] + current,
+                in: directory, pause: 400_000)
+            if round % 5 == 4 || output != nil { try check(current, "migrate round \(round)") }
+            if output != nil {
+                finished += 1
+                current = try fresh()
+            } else {
+                migrateKilled += 1
+            }
+        }
+        print("store on PostgreSQL migrate kill -9: 20 rounds, \(migrateKilled) killed, \(finished) finished")
+        #expect(migrateKilled >= 5)
     }
 }

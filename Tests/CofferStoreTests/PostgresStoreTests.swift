@@ -123,4 +123,63 @@ import Testing
             }, into: "presents")
         try StoreJobTests.writerWinsOverAJob(store)
     }
+
+    /// A clear text column and a clear integer column of a PostgreSQL store
+    /// are sealed in place: the column becomes BYTEA with each value
+    /// encoded, finds are exact half way (sealed rows through the index,
+    /// the rest in the clear), a second handle writes sealed cells
+    /// meanwhile, and at the end every cell is sealed and verified.
+    @Test(.enabled(if: available)) func migrationInPlaceOnPostgres() throws {
+        let server = try #require(Self.server)
+        let schema = try StoreSchema(tables: [
+            .init(
+                name: "notes", primaryKey: "id",
+                fields: [
+                    .init(name: "id", type: .integer), .init(name: "title", type: .text),
+                    .init(name: "body", type: .text, sealed: true, bind: ["title"]),
+                    .init(name: "tag", type: .text), .init(name: "score", type: .integer),
+                ])
+        ])
+        let store = try Self.store(schema, in: "migration")
+        var tags: [StoreValue: StoreValue] = [:]
+        for index in 0..<30 {
+            let tag: StoreValue = index % 10 == 9 ? .null : .text("Tag-\(index % 4)")
+            tags[
+                try store.put(
+                    [
+                        "title": .text("n\(index)"), "body": .text("b\(index)"), "tag": tag,
+                        "score": .integer(Int64(index % 3)),
+                    ], into: "notes")] = tag
+        }
+        func check(_ handle: RecordStore, _ moment: String) throws {
+            for wanted in ["Tag-1", "Tag-3", "none"] {
+                let found = Set(try handle.find("notes", where: "tag", equals: .text(wanted)).compactMap { $0["id"] })
+                #expect(found == Set(tags.filter { $0.value == .text(wanted) }.keys), "\(wanted) \(moment)")
+            }
+            #expect(try handle.get("notes", id: .integer(4))?["tag"] == .text("Tag-3"), "\(moment)")
+        }
+        #expect(throws: StoreJobTests.Stop.self) {
+            try store.migrate("notes", field: "tag", indexes: [.init(name: "tag_exact", bits: 6)], batchSize: 8) { _ in
+                throw StoreJobTests.Stop()
+            }
+        }
+        try check(store, "half way")
+        let other = try RecordStore.open(
+            postgres: try Self.url("migration"), password: server.password, secret: RecordStoreTests.passphrase)
+        try check(other, "half way, another handle")
+        let late = try other.put(["title": .text("late"), "tag": .text("Tag-1"), "score": .integer(7)], into: "notes")
+        tags[late] = .text("Tag-1")
+        #expect(try store.verify().isIntact)
+        let report = try store.migrate(
+            "notes", field: "tag", indexes: [.init(name: "tag_exact", bits: 6)], batchSize: 8)
+        #expect(report.resumed && report.rows == 31, "\(report)")
+        try check(store, "after")
+        try check(other, "after, another handle")
+        let integers = try store.migrate("notes", field: "score", indexes: [.init(name: "score_exact", bits: 4)])
+        #expect(integers.rows == 31 && integers.changed == 62, "\(integers)")
+        #expect(try store.find("notes", where: "score", equals: .integer(2)).count == 10)
+        // Every row's body, tag and score are sealed cells now, and all open.
+        let verification = try store.verify()
+        #expect(verification.isIntact && verification.cells == 31 * 3, "\(verification)")
+    }
 }
