@@ -110,7 +110,8 @@ struct StoreState: Sendable {
             guard let tag = bytes.first, tag != SealedValue.version else { return nil }
             let value = try StoreValue(encoded: bytes)
             guard value.kindName == field.type.rawValue else {
-                throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds neither its value nor a sealed cell")
+                throw CofferError(
+                    .malformed, "\(table.name).\(field.name) of this row holds neither its value nor a sealed cell")
             }
             return value
         default: return try StoreSQL.storeValue(stored, for: field, table: table.name)
