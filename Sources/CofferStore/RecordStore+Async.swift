@@ -56,3 +56,74 @@ extension RecordStore {
         try await BlockingWork.run { try self.verify(batchSize: batchSize) }
     }
 }
+
+/// The jobs and the planner, for server code. A job runs on a Dispatch
+/// thread; when the calling task is cancelled it stops after the batch
+/// in hand (committed, so nothing is lost) with `CancellationError`, and
+/// resumes from there when started again.
+///
+/// ```swift
+/// let report = try await store.rotateKeys { progress in
+///     logger.info("rotated \(progress.done) of \(progress.total)")
+/// }
+/// ```
+extension RecordStore {
+    @discardableResult
+    public func rotateKeys(
+        batchSize: Int = 1000, progress: @escaping @Sendable (StoreProgress) throws -> Void = { _ in }
+    )
+        async throws -> StoreJobReport
+    {
+        try await Self.cancellable(progress) { progress in try self.rotateKeys(batchSize: batchSize, progress: progress)
+        }
+    }
+
+    @discardableResult
+    public func reindex(batchSize: Int = 1000, progress: @escaping @Sendable (StoreProgress) throws -> Void = { _ in })
+        async throws -> StoreJobReport
+    {
+        try await Self.cancellable(progress) { progress in try self.reindex(batchSize: batchSize, progress: progress) }
+    }
+
+    @discardableResult
+    public func migrate(
+        _ tableName: String, field fieldName: String, bind: [String] = [], indexes: [StoreSchema.Index] = [],
+        batchSize: Int = 1000, progress: @escaping @Sendable (StoreProgress) throws -> Void = { _ in }
+    ) async throws -> StoreJobReport {
+        try await Self.cancellable(progress) { progress in
+            try self.migrate(
+                tableName, field: fieldName, bind: bind, indexes: indexes, batchSize: batchSize, progress: progress)
+        }
+    }
+
+    public func plan(
+        _ tableName: String, field fieldName: String, transforms: [IndexTransform]? = nil, sampleSize: Int = 100_000
+    ) async throws -> StorePlan {
+        try await BlockingWork.run {
+            try self.plan(tableName, field: fieldName, transforms: transforms, sampleSize: sampleSize)
+        }
+    }
+
+    public func pendingJob() async throws -> StoreJob? {
+        try await BlockingWork.run { try self.pendingJob() }
+    }
+
+    /// Runs `job` off the cooperative pool with a progress closure that
+    /// throws `CancellationError` once the task is cancelled.
+    static func cancellable(
+        _ progress: @escaping @Sendable (StoreProgress) throws -> Void,
+        _ job: @escaping @Sendable (@escaping (StoreProgress) throws -> Void) throws -> StoreJobReport
+    ) async throws -> StoreJobReport {
+        let cancelled = Locked(false)
+        return try await withTaskCancellationHandler {
+            try await BlockingWork.run {
+                try job { step in
+                    if cancelled.withLock({ $0 }) { throw CancellationError() }
+                    try progress(step)
+                }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+    }
+}
