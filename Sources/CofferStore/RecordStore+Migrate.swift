@@ -6,7 +6,7 @@ extension RecordStore {
     /// Makes the plain SQLite database at `path` a store without touching a
     /// row: `schema` must describe tables that exist, with every field a
     /// clear column of the same name and each table's primary key its SQL
-    /// primary key. Seal fields afterwards with ``migrate(_:field:bind:indexes:batchSize:progress:)``.
+    /// primary key. Seal fields afterwards with `migrate(_:field:bind:indexes:batchSize:progress:)`.
     public static func adopt(
         sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
     ) throws -> RecordStore {
