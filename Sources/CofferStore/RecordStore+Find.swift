@@ -20,87 +20,91 @@ extension RecordStore {
     /// index covers is refused rather than opening every row. While a field
     /// is being migrated, its rows not sealed yet are searched in the clear.
     public func find(_ tableName: String, where conditions: StoreRecord) throws -> [StoreRecord] {
-        try read { db, state in
-            let table = try state.schema.table(tableName)
-            guard !conditions.isEmpty else { throw CofferError(.invalidArgument, "a find needs a condition") }
-            var clear: [(StoreSchema.Field, StoreValue)] = []
-            var sealed: [String] = []
-            for (name, value) in conditions.sorted(by: { $0.key < $1.key }) {
-                guard let field = table.field(name) else {
-                    throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-                }
-                if field.sealed { sealed.append(name) } else { clear.append((field, value)) }
+        try read { db, state in try find(tableName, where: conditions, db, state) }
+    }
+
+    func find(_ tableName: String, where conditions: StoreRecord, _ db: any StoreConnection, _ state: StoreState)
+        throws -> [StoreRecord]
+    {
+        let table = try state.schema.table(tableName)
+        guard !conditions.isEmpty else { throw CofferError(.invalidArgument, "a find needs a condition") }
+        var clear: [(StoreSchema.Field, StoreValue)] = []
+        var sealed: [String] = []
+        for (name, value) in conditions.sorted(by: { $0.key < $1.key }) {
+            guard let field = table.field(name) else {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
             }
-            var filters = clear.map { "\(StoreSQL.quoted($0.0.name)) IS ?" }
-            var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
-            guard !sealed.isEmpty else {
-                return try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments).map {
-                    try state.record(from: $0, table: table)
-                }
+            if field.sealed { sealed.append(name) } else { clear.append((field, value)) }
+        }
+        var filters = clear.map { "\(StoreSQL.quoted($0.0.name)) IS ?" }
+        var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
+        guard !sealed.isEmpty else {
+            return try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments).map {
+                try state.record(from: $0, table: table)
             }
-            let usable = table.fields.filter(\.sealed).flatMap { field in
-                field.indexes.filter { $0.tokens == nil }.map {
-                    (field: field, index: $0, parts: [field.name] + $0.with)
-                }
-            }.filter { $0.parts.allSatisfy { conditions[$0] != nil } }
-            guard
-                let chosen = usable.max(by: {
-                    $0.parts.filter(sealed.contains).count < $1.parts.filter(sealed.contains).count
-                })
-            else {
-                throw CofferError(
-                    .invalidArgument,
-                    "no blind index of \(table.name) covers \(sealed.joined(separator: ", ")): finding it would open every row; add an index to the schema"
-                )
+        }
+        let usable = table.fields.filter(\.sealed).flatMap { field in
+            field.indexes.filter { $0.tokens == nil }.map {
+                (field: field, index: $0, parts: [field.name] + $0.with)
             }
-            let wanted = StoreKeys.indexInput(chosen.parts.map { conditions[$0]! }, transforms: chosen.index.transforms)
-            let column = StoreSQL.quoted(chosen.index.name)
-            var candidates = filters
-            var candidateArguments = arguments
-            if let wanted {
-                let entries = try state.keys.indexVersions.map {
-                    Data(
-                        try state.keys.indexValue(
-                            wanted, table: table.name, index: chosen.index.name, bits: chosen.index.bits, version: $0)
-                    ).databaseValue
-                }
-                candidates.append("\(column) IN (\(entries.map { _ in "?" }.joined(separator: ", ")))")
-                candidateArguments += entries
-            } else {
-                candidates.append("\(column) IS NULL")
+        }.filter { $0.parts.allSatisfy { conditions[$0] != nil } }
+        guard
+            let chosen = usable.max(by: {
+                $0.parts.filter(sealed.contains).count < $1.parts.filter(sealed.contains).count
+            })
+        else {
+            throw CofferError(
+                .invalidArgument,
+                "no blind index of \(table.name) covers \(sealed.joined(separator: ", ")): finding it would open every row; add an index to the schema"
+            )
+        }
+        let wanted = StoreKeys.indexInput(chosen.parts.map { conditions[$0]! }, transforms: chosen.index.transforms)
+        let column = StoreSQL.quoted(chosen.index.name)
+        var candidates = filters
+        var candidateArguments = arguments
+        if let wanted {
+            let entries = try state.keys.indexVersions.map {
+                Data(
+                    try state.keys.indexValue(
+                        wanted, table: table.name, index: chosen.index.name, bits: chosen.index.bits, version: $0)
+                ).databaseValue
             }
-            var rows = try db.rows(
-                "\(select(table)) WHERE \(candidates.joined(separator: " AND "))", candidateArguments)
-            if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
-                // The rows not sealed yet: on SQLite a text or an integer, on
-                // PostgreSQL an encoded value (state.unsealed).
-                let column = StoreSQL.quoted(migrating)
-                filters.append(
+            candidates.append("\(column) IN (\(entries.map { _ in "?" }.joined(separator: ", ")))")
+            candidateArguments += entries
+        } else {
+            candidates.append("\(column) IS NULL")
+        }
+        var rows = try db.rows(
+            "\(select(table)) WHERE \(candidates.joined(separator: " AND "))", candidateArguments)
+        if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
+            // The rows not sealed yet: on SQLite a text or an integer, on
+            // PostgreSQL an encoded value (state.unsealed).
+            let column = StoreSQL.quoted(migrating)
+            filters.append(
+                db.dialect == .sqlite
+                    ? "typeof(\(column)) NOT IN ('blob', 'null')"
+                    : "get_byte(\(column), 0) <> \(SealedValue.version)")
+            if let value = conditions[migrating], chosen.index.transforms.isEmpty, value != .null,
+                let field = table.field(migrating)
+            {
+                filters.append("\(column) = ?")
+                arguments.append(
                     db.dialect == .sqlite
-                        ? "typeof(\(column)) NOT IN ('blob', 'null')"
-                        : "get_byte(\(column), 0) <> \(SealedValue.version)")
-                if let value = conditions[migrating], chosen.index.transforms.isEmpty, value != .null,
-                    let field = table.field(migrating)
-                {
-                    filters.append("\(column) = ?")
-                    arguments.append(
-                        db.dialect == .sqlite
-                            ? try StoreSQL.databaseValue(value, for: field, table: table.name)
-                            : Data(value.encoded).databaseValue)
-                }
-                rows += try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments)
+                        ? try StoreSQL.databaseValue(value, for: field, table: table.name)
+                        : Data(value.encoded).databaseValue)
             }
-            var seen = Set<DatabaseValue>()
-            rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
-            return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
-                sealed.allSatisfy { name in
-                    let stored = candidate[name] ?? .null
-                    let value = conditions[name]!
-                    guard chosen.parts.contains(name),
-                        let query = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
-                    else { return stored == value }
-                    return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == query
-                }
+            rows += try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments)
+        }
+        var seen = Set<DatabaseValue>()
+        rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
+        return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
+            sealed.allSatisfy { name in
+                let stored = candidate[name] ?? .null
+                let value = conditions[name]!
+                guard chosen.parts.contains(name),
+                    let query = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
+                else { return stored == value }
+                return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == query
             }
         }
     }

@@ -21,32 +21,36 @@ extension RecordStore {
     /// sealed on every core; each row is one `INSERT`.
     @discardableResult
     public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
-        try write { db, state in
-            let table = try state.schema.table(tableName)
-            for record in records {
-                for name in record.keys where table.field(name) == nil {
-                    throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-                }
+        try write { db, state in try put(contentsOf: records, into: tableName, db, state) }
+    }
+
+    func put(contentsOf records: [StoreRecord], into tableName: String, _ db: any StoreConnection, _ state: StoreState)
+        throws -> [StoreValue]
+    {
+        let table = try state.schema.table(tableName)
+        for record in records {
+            for name in record.keys where table.field(name) == nil {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
             }
-            let keys = try state.primaryKeys(for: records, table: table, db)
-            let sealer = try RowSealer(
-                keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
-                version: state.keys.currentIndexVersion)
-            // Sealing runs on every core, ahead of this thread, which
-            // writes the rows in order (and seals too when it would wait).
-            var statements: [[Bool]: String] = [:]
-            try Self.pipeline(
-                Array(zip(records, keys)), chunk: 256, map: { try sealer.seal($0.0, key: $0.1) },
-                consume: { rows, sealed in
-                    try state.insert(
-                        zip(rows, sealed).map { (record: $0.0.0, key: $0.0.1, sealed: $0.1.values) },
-                        columns: sealer.columns, table: table, db, statements: &statements)
-                    for ((_, key), cells) in zip(rows, sealed) {
-                        try state.writeTokens(cells.tokens, key: key, table: table, db, replacing: false)
-                    }
-                })
-            return keys
         }
+        let keys = try state.primaryKeys(for: records, table: table, db)
+        let sealer = try RowSealer(
+            keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
+            version: state.keys.currentIndexVersion)
+        // Sealing runs on every core, ahead of this thread, which
+        // writes the rows in order (and seals too when it would wait).
+        var statements: [[Bool]: String] = [:]
+        try Self.pipeline(
+            Array(zip(records, keys)), chunk: 256, map: { try sealer.seal($0.0, key: $0.1) },
+            consume: { rows, sealed in
+                try state.insert(
+                    zip(rows, sealed).map { (record: $0.0.0, key: $0.0.1, sealed: $0.1.values) },
+                    columns: sealer.columns, table: table, db, statements: &statements)
+                for ((_, key), cells) in zip(rows, sealed) {
+                    try state.writeTokens(cells.tokens, key: key, table: table, db, replacing: false)
+                }
+            })
+        return keys
     }
 }
 
@@ -135,15 +139,19 @@ extension StoreState {
 extension RecordStore {
     /// The record whose primary key is `key`, its sealed fields opened, or nil.
     public func get(_ tableName: String, id key: StoreValue) throws -> StoreRecord? {
-        try read { db, state in
-            let table = try state.schema.table(tableName)
-            let keyField = table.field(table.primaryKey)!
-            let row = try db.rows(
-                "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
-            ).first
-            return try row.map { try state.record(from: $0, table: table) }
-        }
+        try read { db, state in try get(tableName, id: key, db, state) }
+    }
+
+    func get(_ tableName: String, id key: StoreValue, _ db: any StoreConnection, _ state: StoreState) throws
+        -> StoreRecord?
+    {
+        let table = try state.schema.table(tableName)
+        let keyField = table.field(table.primaryKey)!
+        let row = try db.rows(
+            "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+            [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
+        ).first
+        return try row.map { try state.record(from: $0, table: table) }
     }
 
     /// Changes fields of the record `key` (a field set to `.null` becomes
@@ -153,52 +161,61 @@ extension RecordStore {
     /// opening. The primary key does not change.
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
-        try write { db, state in
-            let table = try state.schema.table(tableName)
-            for name in changes.keys where table.field(name) == nil {
-                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-            }
-            if let changed = changes[table.primaryKey], changed != key {
-                throw CofferError(
-                    .invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
-            }
-            let keyField = table.field(table.primaryKey)!
-            guard
-                let row = try db.rows(
-                    "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                    [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
-                ).first
-            else { return nil }
-            var record = try state.record(from: row, table: table)
-            record.merge(changes) { $1 }
-            let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
-            if !clear.isEmpty {
-                try db.execute(
-                    "UPDATE \(StoreSQL.quoted(table.name)) SET \(clear.map { StoreSQL.quoted($0.name) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                    try clear.map { try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name) }
-                        + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
-            }
-            try state.writeSealed(record, key: key, table: table, db)
-            return record
+        try write { db, state in try update(tableName, id: key, set: changes, db, state) }
+    }
+
+    func update(
+        _ tableName: String, id key: StoreValue, set changes: StoreRecord, _ db: any StoreConnection,
+        _ state: StoreState
+    ) throws -> StoreRecord? {
+        let table = try state.schema.table(tableName)
+        for name in changes.keys where table.field(name) == nil {
+            throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
         }
+        if let changed = changes[table.primaryKey], changed != key {
+            throw CofferError(
+                .invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
+        }
+        let keyField = table.field(table.primaryKey)!
+        guard
+            let row = try db.rows(
+                "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
+            ).first
+        else { return nil }
+        var record = try state.record(from: row, table: table)
+        record.merge(changes) { $1 }
+        let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
+        if !clear.isEmpty {
+            try db.execute(
+                "UPDATE \(StoreSQL.quoted(table.name)) SET \(clear.map { StoreSQL.quoted($0.name) + " = ?" }.joined(separator: ", ")) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                try clear.map { try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name) }
+                    + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+        }
+        try state.writeSealed(record, key: key, table: table, db)
+        return record
     }
 
     /// Deletes the record `key`; false when there was none.
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
-        try write { db, state in
-            let table = try state.schema.table(tableName)
-            let keyField = table.field(table.primaryKey)!
-            let deleted =
-                try db.execute(
-                    "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                    [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]) > 0
-            try state.writeTokens(
-                Dictionary(uniqueKeysWithValues: table.tokenIndexes.map { ($0.index.name, []) }), key: key,
-                table: table,
-                db, replacing: true)
-            return deleted
-        }
+        try write { db, state in try delete(tableName, id: key, db, state) }
+    }
+
+    func delete(_ tableName: String, id key: StoreValue, _ db: any StoreConnection, _ state: StoreState) throws
+        -> Bool
+    {
+        let table = try state.schema.table(tableName)
+        let keyField = table.field(table.primaryKey)!
+        let deleted =
+            try db.execute(
+                "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
+                [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]) > 0
+        try state.writeTokens(
+            Dictionary(uniqueKeysWithValues: table.tokenIndexes.map { ($0.index.name, []) }), key: key,
+            table: table,
+            db, replacing: true)
+        return deleted
     }
 
     func select(_ table: StoreSchema.Table) -> String {

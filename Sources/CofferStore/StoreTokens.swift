@@ -80,35 +80,40 @@ extension RecordStore {
     /// returned only when the token, transformed as the index does, is one
     /// of its value's tokens.
     public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
-        try read { db, state in
-            let table = try state.schema.table(tableName)
-            guard let field = table.field(fieldName) else {
-                throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
-            }
-            guard let index = field.indexes.first(where: { $0.tokens != nil }), let tokens = index.tokens else {
-                throw CofferError(.invalidArgument, "\(table.name).\(field.name) has no token index")
-            }
-            let wanted = tokens.tokens(of: token, transforms: index.transforms)
-            guard wanted.count == 1 else {
-                throw CofferError(
-                    .invalidArgument, "the search value makes \(wanted.count) tokens of \(index.name); give exactly one"
-                )
-            }
-            let entries = try state.keys.indexVersions.map {
-                Data(
-                    try state.keys.indexValue(
-                        wanted, table: table.name, index: index.name, bits: index.bits, version: $0)
-                )
-                .databaseValue
-            }
-            let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
-            let rows = try db.rows(
-                "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))",
-                entries)
-            return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
-                guard let text = (candidate[field.name] ?? .null).indexText else { return false }
-                return tokens.tokens(of: text, transforms: index.transforms).contains(wanted[0])
-            }
+        try read { db, state in try find(tableName, where: fieldName, hasToken: token, db, state) }
+    }
+
+    func find(
+        _ tableName: String, where fieldName: String, hasToken token: String, _ db: any StoreConnection,
+        _ state: StoreState
+    ) throws -> [StoreRecord] {
+        let table = try state.schema.table(tableName)
+        guard let field = table.field(fieldName) else {
+            throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
+        }
+        guard let index = field.indexes.first(where: { $0.tokens != nil }), let tokens = index.tokens else {
+            throw CofferError(.invalidArgument, "\(table.name).\(field.name) has no token index")
+        }
+        let wanted = tokens.tokens(of: token, transforms: index.transforms)
+        guard wanted.count == 1 else {
+            throw CofferError(
+                .invalidArgument, "the search value makes \(wanted.count) tokens of \(index.name); give exactly one"
+            )
+        }
+        let entries = try state.keys.indexVersions.map {
+            Data(
+                try state.keys.indexValue(
+                    wanted, table: table.name, index: index.name, bits: index.bits, version: $0)
+            )
+            .databaseValue
+        }
+        let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
+        let rows = try db.rows(
+            "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))",
+            entries)
+        return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
+            guard let text = (candidate[field.name] ?? .null).indexText else { return false }
+            return tokens.tokens(of: text, transforms: index.transforms).contains(wanted[0])
         }
     }
 }

@@ -1,0 +1,119 @@
+import Coffer
+import Foundation
+
+/// The record operations of a ``RecordStore`` inside one transaction, as
+/// GRDB's `write { db in … }` gives a `Database`: everything done in the
+/// closure is committed together, or, when it throws, none of it.
+///
+/// ```swift
+/// try store.write { tx in
+///     let scarf = try tx.put(["to": .text("Grandma"), "description": .text("a scarf")], into: "presents")
+///     try tx.update("presents", id: scarf, set: ["to": .text("Gran")])
+///     try tx.delete("presents", id: .integer(3))
+/// }
+/// let (grandma, sam) = try store.read { tx in
+///     (try tx.find("presents", where: "to", equals: .text("Gran")), try tx.get("presents", id: .integer(10)))
+/// }
+/// ```
+///
+/// A transaction is valid only inside its closure; used after it returns,
+/// every call throws `refused`. Inside `RecordStore.read(_:)` the calls
+/// that write throw `refused`. Inside the closure, go through the
+/// transaction, not the store: as with GRDB, a transaction does not nest
+/// another one on the same store.
+public final class StoreTransaction {
+    private let store: RecordStore
+    private let db: any StoreConnection
+    private let state: StoreState
+    private let writable: Bool
+    fileprivate var open = true
+
+    fileprivate init(store: RecordStore, db: any StoreConnection, state: StoreState, writable: Bool) {
+        self.store = store
+        self.db = db
+        self.state = state
+        self.writable = writable
+    }
+
+    private func checked(writing: Bool) throws -> (any StoreConnection, StoreState) {
+        guard open else { throw CofferError(.refused, "a store transaction is used only inside its closure") }
+        guard writable || !writing else { throw CofferError(.refused, "a read transaction does not write") }
+        return (db, state)
+    }
+
+    @discardableResult
+    public func put(_ record: StoreRecord, into tableName: String) throws -> StoreValue {
+        try put(contentsOf: [record], into: tableName)[0]
+    }
+
+    @discardableResult
+    public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
+        let (db, state) = try checked(writing: true)
+        return try store.put(contentsOf: records, into: tableName, db, state)
+    }
+
+    public func get(_ tableName: String, id key: StoreValue) throws -> StoreRecord? {
+        let (db, state) = try checked(writing: false)
+        return try store.get(tableName, id: key, db, state)
+    }
+
+    public func find(_ tableName: String, where conditions: StoreRecord) throws -> [StoreRecord] {
+        let (db, state) = try checked(writing: false)
+        return try store.find(tableName, where: conditions, db, state)
+    }
+
+    public func find(_ tableName: String, where fieldName: String, equals value: StoreValue) throws -> [StoreRecord] {
+        try find(tableName, where: [fieldName: value])
+    }
+
+    public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
+        let (db, state) = try checked(writing: false)
+        return try store.find(tableName, where: fieldName, hasToken: token, db, state)
+    }
+
+    @discardableResult
+    public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
+        let (db, state) = try checked(writing: true)
+        return try store.update(tableName, id: key, set: changes, db, state)
+    }
+
+    @discardableResult
+    public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
+        let (db, state) = try checked(writing: true)
+        return try store.delete(tableName, id: key, db, state)
+    }
+}
+
+extension RecordStore {
+    /// Runs `body` in one write transaction: all its puts, updates and
+    /// deletes are committed together, or none when it throws.
+    public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        try write { db, state in
+            let transaction = StoreTransaction(store: self, db: db, state: state, writable: true)
+            defer { transaction.open = false }
+            return try body(transaction)
+        }
+    }
+
+    /// Runs `body` in one read transaction: every get and find in it sees
+    /// the same snapshot of the store.
+    public func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
+        // Always a real transaction: the snapshot shortcut of one-statement
+        // reads could run `body` twice.
+        try backend.read { db in
+            let transaction = StoreTransaction(store: self, db: db, state: try refreshed(db), writable: false)
+            defer { transaction.open = false }
+            return try body(transaction)
+        }
+    }
+
+    /// `write(_:)` on a Dispatch thread, off the cooperative pool.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        try await BlockingWork.run { try self.write(body) }
+    }
+
+    /// `read(_:)` on a Dispatch thread, off the cooperative pool.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        try await BlockingWork.run { try self.read(body) }
+    }
+}
