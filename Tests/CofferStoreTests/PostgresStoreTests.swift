@@ -131,15 +131,7 @@ import Testing
     /// meanwhile, and at the end every cell is sealed and verified.
     @Test(.enabled(if: available)) func migrationInPlaceOnPostgres() throws {
         let server = try #require(Self.server)
-        let schema = try StoreSchema(tables: [
-            .init(
-                name: "notes", primaryKey: "id",
-                fields: [
-                    .init(name: "id", type: .integer), .init(name: "title", type: .text),
-                    .init(name: "body", type: .text, sealed: true, bind: ["title"]),
-                    .init(name: "tag", type: .text), .init(name: "score", type: .integer),
-                ])
-        ])
+        let schema = try StoreJobTests.notes(last: .init(name: "score", type: .integer))
         let store = try Self.store(schema, in: "migration")
         var tags: [StoreValue: StoreValue] = [:]
         for index in 0..<30 {

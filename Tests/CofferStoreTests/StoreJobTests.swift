@@ -205,19 +205,24 @@ import Testing
         #expect(again.rows == 0 && again.changed == 0 && !again.resumed)
     }
 
-    /// A store's own STRICT table is rebuilt so its typed column can hold
-    /// sealed cells; primary keys, bytes and fields other cells bind are refused.
-    @Test func migrationOfAStoresOwnColumn() throws {
-        let folder = try Folder()
-        let schema = try StoreSchema(tables: [
+    /// Notes: a clear title, a sealed body bound to it, a clear tag, and `last`.
+    static func notes(last: StoreSchema.Field) throws -> StoreSchema {
+        try StoreSchema(tables: [
             .init(
                 name: "notes", primaryKey: "id",
                 fields: [
                     .init(name: "id", type: .integer), .init(name: "title", type: .text),
                     .init(name: "body", type: .text, sealed: true, bind: ["title"]),
-                    .init(name: "tag", type: .text), .init(name: "blob", type: .bytes),
+                    .init(name: "tag", type: .text), last,
                 ])
         ])
+    }
+
+    /// A store's own STRICT table is rebuilt so its typed column can hold
+    /// sealed cells; primary keys, bytes and fields other cells bind are refused.
+    @Test func migrationOfAStoresOwnColumn() throws {
+        let folder = try Folder()
+        let schema = try Self.notes(last: .init(name: "blob", type: .bytes))
         let store = try RecordStore.create(
             sqlite: folder.database, schema: schema, secret: RecordStoreTests.passphrase, kdf: RecordStoreTests.fast)
         for index in 0..<12 {

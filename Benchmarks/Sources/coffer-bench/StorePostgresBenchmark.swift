@@ -79,26 +79,10 @@ enum StorePostgresBenchmark {
         }
         print(
             String(format: "round trip      SELECT 1, waited for, p50 %.0f µs", StoreBenchmark.percentile(floor, 0.5)))
-        var plainTimes: [Double] = []
-        var storeTimes: [Double] = []
-        for _ in 0..<3000 {
-            let email = "person\(Int.random(in: 0..<rows))@example.org"
-            let start = DispatchTime.now().uptimeNanoseconds
-            let found = try plain.count(
-                "SELECT id, city, note, email FROM plain_people WHERE email = $1", [.text(email)])
-            let middle = DispatchTime.now().uptimeNanoseconds
-            let records = try store.find("people", where: "email", equals: .text(email))
-            let end = DispatchTime.now().uptimeNanoseconds
-            guard found == 1, records.count == 1 else { throw CofferError(.malformed, "lookup of \(email) failed") }
-            plainTimes.append(Double(middle - start) / 1000)
-            storeTimes.append(Double(end - middle) / 1000)
+        let times = try StoreBenchmark.lookups(3000, rows: rows, store: store) { email in
+            try plain.count("SELECT id, city, note, email FROM plain_people WHERE email = $1", [.text(email)])
         }
-        print(
-            String(
-                format:
-                    "lookup          plain PostgreSQL p50 %.0f µs p99 %.0f µs   CofferStore p50 %.0f µs p99 %.0f µs (target p50 ≤ 500 µs)",
-                StoreBenchmark.percentile(plainTimes, 0.5), StoreBenchmark.percentile(plainTimes, 0.99),
-                StoreBenchmark.percentile(storeTimes, 0.5), StoreBenchmark.percentile(storeTimes, 0.99)))
+        StoreBenchmark.reportLookup(times, anchor: "plain PostgreSQL", target: "500 µs")
         let reindex = try StoreBenchmark.measure { _ = try store.reindex(batchSize: 5000) }
         print(
             String(
