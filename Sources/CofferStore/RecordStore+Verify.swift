@@ -45,12 +45,23 @@ extension RecordStore {
                     var rows = try db.rows(
                         "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",
                         after.isNull ? [] : [after])
-                    // A token index's entries, sorted and joined, under the index's name.
+                    // A token index's entries, sorted and joined, under the
+                    // index's name: one query per index for the batch's key range.
                     for (_, index) in table.tokenIndexes {
+                        guard let first = rows.first?[table.primaryKey], let last = rows.last?[table.primaryKey]
+                        else { break }
+                        var entries: [DatabaseValue: Data] = [:]
+                        for entry in try db.rows(
+                            "SELECT key, entry FROM \(StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))) WHERE key >= ? AND key <= ? ORDER BY key, entry",
+                            [first, last])
+                        {
+                            guard let key = entry["key"], let bytes = entry["entry"].flatMap(Data.fromDatabaseValue)
+                            else { continue }
+                            entries[key, default: Data()] += bytes
+                        }
                         for position in rows.indices {
-                            let entries = try state.storedTokens(
-                                index, key: rows[position][table.primaryKey] ?? .null, table: table, db)
-                            rows[position][index.name] = Data(entries.joined()).databaseValue
+                            rows[position][index.name] =
+                                (entries[rows[position][table.primaryKey] ?? .null] ?? Data()).databaseValue
                         }
                     }
                     return (rows, state)

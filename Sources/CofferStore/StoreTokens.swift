@@ -59,18 +59,6 @@ extension StoreState {
             }
         }
     }
-
-    /// The token entries row `key` has in `index`, sorted.
-    func storedTokens(
-        _ index: StoreSchema.Index, key: DatabaseValue, table: StoreSchema.Table, _ db: any StoreConnection
-    ) throws
-        -> [Data]
-    {
-        let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
-        return try db.rows("SELECT entry FROM \(side) WHERE key = ? ORDER BY entry", [key]).compactMap {
-            $0["entry"].flatMap(Data.fromDatabaseValue)
-        }
-    }
 }
 
 extension RecordStore {

@@ -152,6 +152,8 @@ import Testing
             )
         }
         #expect(try store.verify().problemCount == 1)
+        // Batches of a few rows read each batch's entries by key range: the same answer.
+        #expect(try store.verify(batchSize: 3).problemCount == 1)
         #expect(throws: CofferError(.invalidArgument, "")) {
             try store.find("notes", where: "body", hasToken: "two words")
         }
