@@ -116,7 +116,13 @@ struct SQLiteBackend: StoreBackend {
     init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            // Blind index values are random, so each insert lands on a random
+            // page of the index: the writer keeps more pages in memory than
+            // SQLite's 2 MiB default (filled only as pages are used).
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -32768") }
+        }
         do { pool = try DatabasePool(path: path, configuration: configuration) } catch let error as DatabaseError {
             throw CofferError(
                 .io, "cannot open the store \(path): \(error.message ?? "SQLite error \(error.resultCode)")")
