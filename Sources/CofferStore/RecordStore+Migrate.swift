@@ -10,10 +10,37 @@ extension RecordStore {
     public static func adopt(
         sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
     ) throws -> RecordStore {
-        try schema.validate()
         guard FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.io, "there is no database at \(path) to adopt")
         }
+        return try adopt(SQLiteBackend(path: path), schema: schema, secret: secret, kdf: kdf) { table, db in
+            let columns = try db.rows("SELECT name, pk FROM pragma_table_info(?)", [table.name.databaseValue])
+            guard !columns.isEmpty else {
+                throw CofferError(.invalidArgument, "\(path) has no table \(table.name)")
+            }
+            let names = Set(columns.compactMap { $0["name"].flatMap(String.fromDatabaseValue) })
+            for field in table.fields where !names.contains(field.name) {
+                throw CofferError(.invalidArgument, "\(table.name) in \(path) has no column \(field.name)")
+            }
+            let keys = columns.filter { ($0["pk"].flatMap(Int.fromDatabaseValue) ?? 0) > 0 }
+                .compactMap { $0["name"].flatMap(String.fromDatabaseValue) }
+            guard keys == [table.primaryKey] else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table.name)'s primary key in \(path) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)"
+                )
+            }
+        }
+    }
+
+    /// Adopts the database of `backend`: `check` finds each table as the
+    /// schema describes it; then the store's metadata is written beside
+    /// the tables, in one transaction, no row touched.
+    package static func adopt(
+        _ backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
+        check: (StoreSchema.Table, any StoreConnection) throws -> Void
+    ) throws -> RecordStore {
+        try schema.validate()
         for table in schema.tables {
             for field in table.fields where field.sealed {
                 throw CofferError(
@@ -22,29 +49,11 @@ extension RecordStore {
                 )
             }
         }
-        let backend = try SQLiteBackend(path: path)
         let state = try backend.write(exclusive: true) { db in
             guard try !db.tableExists(StoreSQL.metaTable) else {
-                throw CofferError(.refused, "\(path) is a Coffer store already")
+                throw CofferError(.refused, "\(backend.location) is a Coffer store already")
             }
-            for table in schema.tables {
-                let columns = try db.rows("SELECT name, pk FROM pragma_table_info(?)", [table.name.databaseValue])
-                guard !columns.isEmpty else {
-                    throw CofferError(.invalidArgument, "\(path) has no table \(table.name)")
-                }
-                let names = Set(columns.compactMap { $0["name"].flatMap(String.fromDatabaseValue) })
-                for field in table.fields where !names.contains(field.name) {
-                    throw CofferError(.invalidArgument, "\(table.name) in \(path) has no column \(field.name)")
-                }
-                let keys = columns.filter { ($0["pk"].flatMap(Int.fromDatabaseValue) ?? 0) > 0 }
-                    .compactMap { $0["name"].flatMap(String.fromDatabaseValue) }
-                guard keys == [table.primaryKey] else {
-                    throw CofferError(
-                        .invalidArgument,
-                        "\(table.name)'s primary key in \(path) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)"
-                    )
-                }
-            }
+            for table in schema.tables { try check(table, db) }
             return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
         return RecordStore(state: state, backend: backend)

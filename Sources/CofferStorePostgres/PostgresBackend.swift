@@ -185,6 +185,65 @@ extension RecordStore {
         return try create(in: backend, schema: schema, secret: secret, kdf: kdf)
     }
 
+    /// Makes the plain tables of the PostgreSQL database at `url` a store
+    /// without touching a row: `schema` describes tables that exist (in the
+    /// URL's `?schema=`, else the connection's default), every field a
+    /// clear column of the same name and a type that holds it (text:
+    /// `text`, `varchar` or `char`; integer: `smallint`, `integer` or
+    /// `bigint`; bytes: `bytea`), and each table's primary key its SQL
+    /// primary key. Seal fields afterwards with `migrate`. New rows are
+    /// given their integer keys by the store, so a key column
+    /// `GENERATED ALWAYS AS IDENTITY` refuses them.
+    public static func adopt(
+        postgres url: String, password: String?, schema: StoreSchema, secret: UnlockSecret,
+        kdf: PasswordKDF = .defaultScrypt
+    ) throws -> RecordStore {
+        let backend = try PostgresBackend(url: url, password: password)
+        return try adopt(backend, schema: schema, secret: secret, kdf: kdf) { table, db in
+            try checkAdoptable(table, db, location: backend.location)
+        }
+    }
+
+    /// The table exists with every field's column, of a type that holds
+    /// it, and the primary key the schema names.
+    static func checkAdoptable(_ table: StoreSchema.Table, _ db: any StoreConnection, location: String) throws {
+        let columns = try db.rows(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?",
+            [table.name.databaseValue])
+        guard !columns.isEmpty else { throw CofferError(.invalidArgument, "\(location) has no table \(table.name)") }
+        var types: [String: String] = [:]
+        for column in columns {
+            guard let name = column["column_name"].flatMap(String.fromDatabaseValue),
+                let type = column["data_type"].flatMap(String.fromDatabaseValue)
+            else { continue }
+            types[name] = type
+        }
+        let holds: [StoreSchema.FieldType: Set<String>] = [
+            .text: ["text", "character varying", "character"], .integer: ["smallint", "integer", "bigint"],
+            .bytes: ["bytea"],
+        ]
+        for field in table.fields {
+            guard let type = types[field.name] else {
+                throw CofferError(.invalidArgument, "\(table.name) in \(location) has no column \(field.name)")
+            }
+            guard holds[field.type]!.contains(type) else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table.name).\(field.name) in \(location) is \(type), which does not hold \(field.type.rawValue)")
+            }
+        }
+        let keys = try db.rows(
+            "SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident(?)) AND i.indisprimary",
+            [table.name.databaseValue]
+        ).compactMap { $0["name"].flatMap(String.fromDatabaseValue) }
+        guard keys == [table.primaryKey] else {
+            throw CofferError(
+                .invalidArgument,
+                "\(table.name)'s primary key in \(location) is (\(keys.joined(separator: ", "))), not \(table.primaryKey)"
+            )
+        }
+    }
+
     /// Opens the store in the PostgreSQL database at `url` with `secret`.
     public static func open(postgres url: String, password: String?, secret: UnlockSecret) throws -> RecordStore {
         try open(try PostgresBackend(url: url, password: password), secret: secret)

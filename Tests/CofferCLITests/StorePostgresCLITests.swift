@@ -212,4 +212,89 @@ import Glibc
         print("store on PostgreSQL migrate kill -9: 20 rounds, \(migrateKilled) killed, \(finished) finished")
         #expect(migrateKilled >= 5)
     }
+
+    /// A plain PostgreSQL table (made with psql, a varchar column among
+    /// them) adopted as it is, its email column sealed in place with an
+    /// index: found exactly, verified, and absent from a pg_dump.
+    @Test(.enabled(if: available)) func adoptAPlainTableAndSealAColumn() throws {
+        let directory = try TemporaryDirectory()
+        let bin = Self.environment["COFFER_TEST_POSTGRES_BIN"]!
+        let url = URLComponents(string: Self.environment["COFFER_TEST_POSTGRES_URL"]!)!
+        let password = try String(
+            contentsOfFile: Self.environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"]!, encoding: .utf8)
+        func psql(_ sql: String) throws -> CLI.Result {
+            try CLI.run(
+                bin + "/psql",
+                [
+                    "-h", url.host!, "-p", "\(url.port!)", "-U", url.user!, "-v", "ON_ERROR_STOP=1", "-c", sql,
+                    String(url.path.dropFirst()),
+                ],
+                environment: ["PGPASSWORD": password])
+        }
+        let made = try psql(
+            "CREATE SCHEMA adopted; CREATE TABLE adopted.users (id bigint PRIMARY KEY, name text, email varchar(100)); INSERT INTO adopted.users SELECT n, 'n', 'Person' || (n % 50) || '@Mail.org' FROM generate_series(1, 300) n"
+        )
+        #expect(made.status == 0, "\(made.stderr)")
+        try directory.write("kek", (0..<32).map { UInt8($0 * 3 & 0xff) })
+        try directory.write("dbpass", Array(password.utf8))
+        try directory.write(
+            "users.json",
+            Array(
+                """
+                {"tables": [{"name": "users", "primaryKey": "id", "fields": [{"name": "id", "type": "integer"},
+                  {"name": "name", "type": "text"}, {"name": "email", "type": "text"}]}]}
+                """.utf8))
+        let options = [
+            "--db", Self.environment["COFFER_TEST_POSTGRES_URL"]! + "?schema=adopted", "--db-password-file", "dbpass",
+            "--kek-file", "kek",
+        ]
+        StoreCLITests.ok(
+            try CLI.coffer(["store", "init", "--adopt", "--schema", "users.json"] + options, in: directory.url), "adopt"
+        )
+        StoreCLITests.ok(
+            try Self.run(
+                [
+                    "migrate", "--table", "users", "--field", "email", "--bind", "name", "--index",
+                    "email_exact,7,lowercase",
+                ],
+                options, directory), "migrate")
+        let found = try Self.run(["find", "--table", "users", "--where", "email=person7@mail.org"], options, directory)
+        #expect(found.stdoutText.split(separator: "\n").count == 6, "\(found.stdoutText)")
+        StoreCLITests.ok(try Self.run(["verify"], options, directory), "verify")
+        let dump = try CLI.run(
+            bin + "/pg_dump",
+            ["-h", url.host!, "-p", "\(url.port!)", "-U", url.user!, "-n", "adopted", String(url.path.dropFirst())],
+            environment: ["PGPASSWORD": password])
+        #expect(dump.status == 0 && dump.stdoutText.contains("coffer_meta"), "\(dump.stderr)")
+        #expect(!dump.stdoutText.contains("@Mail.org"), "pg_dump shows a clear email after the migration")
+        // A table that is not as the schema says is refused, naming what differs.
+        let wrong = try CLI.coffer(
+            ["store", "init", "--adopt", "--schema", "users.json"]
+                + [
+                    "--db", Self.environment["COFFER_TEST_POSTGRES_URL"]! + "?schema=nothing", "--db-password-file",
+                    "dbpass", "--kek-file", "kek",
+                ],
+            in: directory.url)
+        #expect(wrong.status != 0 && wrong.stderr.contains("no table users"), "\(wrong.stderr)")
+        #expect(try psql("CREATE SCHEMA misfit; CREATE TABLE misfit.other (id text PRIMARY KEY, n text)").status == 0)
+        let misfit = [
+            "--db", Self.environment["COFFER_TEST_POSTGRES_URL"]! + "?schema=misfit", "--db-password-file", "dbpass",
+            "--kek-file", "kek",
+        ]
+        for (schema, complaint) in [
+            (
+                #"{"tables": [{"name": "other", "primaryKey": "id", "fields": [{"name": "id", "type": "text"}, {"name": "n", "type": "integer"}]}]}"#,
+                "does not hold integer"
+            ),
+            (
+                #"{"tables": [{"name": "other", "primaryKey": "n", "fields": [{"name": "id", "type": "text"}, {"name": "n", "type": "text"}]}]}"#,
+                "primary key"
+            ),
+        ] {
+            try directory.write("other.json", Array(schema.utf8))
+            let refused = try CLI.coffer(
+                ["store", "init", "--adopt", "--schema", "other.json"] + misfit, in: directory.url)
+            #expect(refused.status != 0 && refused.stderr.contains(complaint), "\(refused.stderr)")
+        }
+    }
 }

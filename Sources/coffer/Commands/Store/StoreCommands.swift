@@ -109,7 +109,7 @@ struct StoreOptions: ParsableArguments {
 struct StoreInit: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
-        abstract: "Make a new store from a schema file (never overwrites), or adopt a plain SQLite database.")
+        abstract: "Make a new store from a schema file (never overwrites), or adopt a plain database.")
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("schema"), help: "The schema, JSON (docs/store.md).")
     var schema: String
@@ -123,10 +123,15 @@ struct StoreInit: ParsableCommand {
     func run() throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
         if adopt {
-            guard !store.isPostgres else { throw CLIFailure("--adopt takes a SQLite file", status: 64) }
-            _ = try RecordStore.adopt(
-                sqlite: store.database, schema: schema, secret: try store.secret(confirm: true, creating: true),
-                kdf: try PasswordKDF.named(kdf))
+            let secret = try store.secret(confirm: true, creating: true)
+            if store.isPostgres {
+                _ = try RecordStore.adopt(
+                    postgres: store.database, password: try store.databasePassword(), schema: schema, secret: secret,
+                    kdf: try PasswordKDF.named(kdf))
+            } else {
+                _ = try RecordStore.adopt(
+                    sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
+            }
         } else {
             _ = try store.create(schema: schema, kdf: try PasswordKDF.named(kdf))
         }
