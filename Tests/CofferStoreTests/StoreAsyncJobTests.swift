@@ -9,15 +9,23 @@ import Testing
     @Test func cancelledJobsResume() async throws {
         let folder = try RecordStoreTests.Folder()
         let store = try StoreJobTests.filled(folder, rows: 200)
+        // The first batch's progress waits until the task has been
+        // cancelled, so the job cannot finish first however slow the
+        // machine; the next batch sees the cancellation and stops.
         let started = AsyncStream<Void>.makeStream()
+        let cancelRequested = Locked(false)
         let rotation = Task {
             try await store.rotateKeys(batchSize: 10) { _ in
                 started.continuation.yield()
-                Thread.sleep(forTimeInterval: 0.01)
+                let deadline = Date().addingTimeInterval(60)
+                while !cancelRequested.withLock({ $0 }) && Date() < deadline {
+                    Thread.sleep(forTimeInterval: 0.005)
+                }
             }
         }
         for await _ in started.stream { break }
         rotation.cancel()
+        cancelRequested.withLock { $0 = true }
         await #expect(throws: CancellationError.self) { try await rotation.value }
         #expect(try await store.pendingJob()?.kind == .rotate)
         let report = try await store.rotateKeys(batchSize: 50)
