@@ -20,11 +20,11 @@ extension StoreState {
         var group: (shape: [Bool], values: [DatabaseValue], count: Int)?
         func flush() throws {
             guard let pending = group else { return }
-            let names = zip(clear, pending.shape).filter(\.1).map(\.0.name) + columns
-            let row = "(" + names.map { _ in "?" }.joined(separator: ", ") + ")"
             try db.execute(
-                "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES "
-                    + Array(repeating: row, count: pending.count).joined(separator: ", "), pending.values)
+                Self.insertSQL(
+                    table: table.name, names: zip(clear, pending.shape).filter(\.1).map(\.0.name) + columns,
+                    rows: pending.count),
+                pending.values)
             group = nil
         }
         for (record, key, sealed) in rows {
@@ -41,9 +41,8 @@ extension StoreState {
                 let sql =
                     try statements[shape]
                     ?? {
-                        let names = zip(clear, shape).filter(\.1).map(\.0.name) + columns
-                        let sql =
-                            "INSERT INTO \(StoreSQL.quoted(table.name)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+                        let sql = Self.insertSQL(
+                            table: table.name, names: zip(clear, shape).filter(\.1).map(\.0.name) + columns, rows: 1)
                         statements[shape] = sql
                         return sql
                     }()
@@ -56,6 +55,13 @@ extension StoreState {
             group!.count += 1
         }
         try flush()
+    }
+
+    /// `INSERT INTO table (names…) VALUES (?, …)`, with `rows` rows of placeholders.
+    static func insertSQL(table: String, names: [String], rows: Int) -> String {
+        let row = "(" + names.map { _ in "?" }.joined(separator: ", ") + ")"
+        return "INSERT INTO \(StoreSQL.quoted(table)) (\(names.map(StoreSQL.quoted).joined(separator: ", "))) VALUES "
+            + Array(repeating: row, count: rows).joined(separator: ", ")
     }
 }
 

@@ -108,8 +108,25 @@ final class PostgresStoreConnection: StoreConnection {
         return connection.query(PostgresQuery(unsafeSQL: Self.translate(sql), binds: bindings), logger: logger)
     }
 
+    /// Translations already made: the store sends a few dozen distinct
+    /// statements, each many times. Bounded, so that the multi-row INSERTs
+    /// of odd batch sizes cannot grow it without end.
+    private static let translated = Locked([String: String]())
+    static let translationsKept = 512
+    static var cachedTranslations: Int { translated.withLock(\.count) }
+
     /// `?` → `$n` (outside quotes), `IS ?` → `IS NOT DISTINCT FROM $n`.
     static func translate(_ sql: String) -> String {
+        if let known = translated.withLock({ $0[sql] }) { return known }
+        let result = translation(of: sql)
+        translated.withLock { cache in
+            if cache.count >= translationsKept { cache.removeAll(keepingCapacity: true) }
+            cache[sql] = result
+        }
+        return result
+    }
+
+    static func translation(of sql: String) -> String {
         var result = ""
         var number = 0
         var quoted: Character?
