@@ -11,7 +11,9 @@ let package = Package(
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
+        .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
         .executable(name: "coffer", targets: ["coffer"]),
+        .executable(name: "coffer-server", targets: ["coffer-server"]),
     ],
     traits: [
         .trait(
@@ -34,6 +36,10 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The key server (docs/key-server.md): HTTP, and the sign-in tokens it trusts.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // prctl and setrlimit, which Swift cannot call directly (variadic).
@@ -104,6 +110,30 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Keys from a server after sign-in: keys as wrapped rows, tokens
+        // checked against the issuer's keys, the HTTP API (docs/key-server.md).
+        .target(
+            name: "CofferKeyServer",
+            dependencies: [
+                "Coffer",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "coffer-server",
+            dependencies: [
+                "Coffer", "CofferKeyServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "coffer-fuzz",
             dependencies: [
@@ -152,6 +182,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "CofferKeyServerTests",
+            dependencies: [
+                "Coffer", "CofferKeyServer", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(
             name: "CofferKeychainTests",

@@ -1,0 +1,82 @@
+import Coffer
+import Crypto
+import Foundation
+
+/// What names a key: the realm the server serves, the subject the sign-in
+/// token names, an optional device (empty: none) and the purpose the app
+/// chose ("notes", "photos"). A key's every version is sealed under the
+/// server's KEK with its name and version as context, so a row copied to
+/// another name does not open.
+public struct KeyName: Sendable, Hashable, CustomStringConvertible {
+    public let realm: String
+    public let subject: String
+    public let device: String
+    public let purpose: String
+
+    /// Checks every part: a purpose is 1–64 of `a-z 0-9 . _ -`; a device
+    /// at most 128 of `A-Z a-z 0-9 . _ : -`; a realm 1–64 like a purpose;
+    /// a subject 1–255 bytes of UTF-8 with no control character.
+    public init(realm: String, subject: String, device: String = "", purpose: String) throws {
+        guard Self.isToken(realm, lowercaseOnly: true, range: 1...64) else {
+            throw Problem.badRequest("invalid-realm", "a realm is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
+        }
+        guard Self.isToken(purpose, lowercaseOnly: true, range: 1...64) else {
+            throw Problem.badRequest("invalid-purpose", "a purpose is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
+        }
+        guard Self.isToken(device, lowercaseOnly: false, range: 0...128, colon: true) else {
+            throw Problem.badRequest(
+                "invalid-device", "a device is at most 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
+        }
+        guard (1...255).contains(subject.utf8.count),
+            !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw Problem.badRequest("invalid-subject", "a subject is 1–255 bytes of UTF-8 with no control character")
+        }
+        self.realm = realm
+        self.subject = subject
+        self.device = device
+        self.purpose = purpose
+    }
+
+    static func isToken(_ text: String, lowercaseOnly: Bool, range: ClosedRange<Int>, colon: Bool = false) -> Bool {
+        range.contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                    true
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): !lowercaseOnly
+                case UInt8(ascii: ":"): colon
+                default: false
+                }
+            }
+    }
+
+    public var description: String {
+        "\(realm)/\(purpose)\(device.isEmpty ? "" : " on device \(device)")"
+    }
+
+    /// The context a version is sealed under (docs/key-server.md).
+    func context(version: Int) throws -> SealingContext {
+        try SealingContext("coffer key server v1", realm, subject, device, purpose, String(version))
+    }
+
+    /// An opaque, stable name for one version: the first 8 bytes of
+    /// SHA-256 over its sealing context, in hex. Not secret; lets a client
+    /// tell which key sealed its data without holding the subject.
+    func keyID(version: Int) throws -> String {
+        let digest = SHA256.hash(data: try context(version: version).bytes)
+        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// A key as released to its subject.
+public struct ReleasedKey: Sendable, CustomStringConvertible {
+    public let name: KeyName
+    public let version: Int
+    public let keyID: String
+    /// The 256-bit key; hidden from `description`.
+    public let key: SymmetricKey
+
+    public var description: String { "ReleasedKey(\(name), version \(version), id \(keyID), <redacted>)" }
+}

@@ -1,0 +1,103 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Operator routes under `/v1/admin/…`, each needing an operator token
+/// with its scope. They never return key bytes.
+extension KeyServer {
+    func addAdminRoutes(_ router: Router<BasicRequestContext>) {
+        router.post("/v1/admin/keys/rotate") { request, _ in
+            try await authorize(request, .rotate)
+            let body = try await Self.decode(AdminKeyRequest.self, request)
+            let key = try await store.rotate(try body.name(realm: realm))
+            return Self.json(KeyInfo(purpose: key.name.purpose, version: key.version, keyId: key.keyID))
+        }
+        router.post("/v1/admin/keys/retire") { request, _ in
+            try await authorize(request, .retire)
+            let body = try await Self.decode(AdminKeyRequest.self, request)
+            guard let minimum = body.minimumVersion else {
+                throw Problem.badRequest("invalid-minimum-version", "retire needs minimumVersion")
+            }
+            try await store.retire(try body.name(realm: realm), below: minimum)
+            return Response(status: .noContent)
+        }
+        router.post("/v1/admin/subjects/shred") { request, _ in
+            try await authorize(request, .shred)
+            let body = try await Self.decode(ShredRequest.self, request)
+            _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
+            let at = try await store.shred(realm: realm, subject: body.subject, after: body.undoWindowSeconds ?? 86400)
+            return Self.json(ShredResponse(subject: body.subject, shredAt: ServerKeyStore.timestamp(at)))
+        }
+        router.post("/v1/admin/subjects/undo-shred") { request, _ in
+            try await authorize(request, .shred)
+            let body = try await Self.decode(ShredRequest.self, request)
+            try await store.undoShred(realm: realm, subject: body.subject)
+            return Response(status: .noContent)
+        }
+    }
+
+    /// The request's operator token must be known and hold `scope`.
+    func authorize(_ request: Request, _ scope: OperatorScope) async throws {
+        guard let info = try await store.operatorFor(token: String(try Self.bearer(request))) else {
+            throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
+        }
+        guard info.scopes.contains(scope) else {
+            throw Problem(.forbidden, "scope-missing", "this operator token lacks the \(scope) scope")
+        }
+    }
+}
+
+// MARK: bodies (docs/openapi.yaml)
+
+struct Health: Codable { let status: String }
+struct KeyRequest: Codable { let device: String? }
+struct BatchRequest: Codable {
+    let purposes: [String]
+    let device: String?
+}
+
+struct KeyResponse: Codable {
+    let purpose: String
+    let version: Int
+    let keyId: String
+    /// The key, base64.
+    let key: String
+    let device: String?
+
+    init(_ released: ReleasedKey) {
+        purpose = released.name.purpose
+        version = released.version
+        keyId = released.keyID
+        key = released.key.withUnsafeBytes { Data($0).base64EncodedString() }
+        device = released.name.device.isEmpty ? nil : released.name.device
+    }
+}
+
+struct BatchResponse: Codable { let keys: [KeyResponse] }
+struct KeyInfo: Codable {
+    let purpose: String
+    let version: Int
+    let keyId: String
+}
+
+struct AdminKeyRequest: Codable {
+    let subject: String
+    let purpose: String
+    let device: String?
+    let minimumVersion: Int?
+
+    func name(realm: String) throws -> KeyName {
+        try KeyName(realm: realm, subject: subject, device: device ?? "", purpose: purpose)
+    }
+}
+
+struct ShredRequest: Codable {
+    let subject: String
+    let undoWindowSeconds: Int64?
+}
+
+struct ShredResponse: Codable {
+    let subject: String
+    let shredAt: String
+}

@@ -1,0 +1,116 @@
+import Coffer
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The key server's HTTP API (docs/openapi.yaml): routes on a Hummingbird
+/// router, over a key store and a sign-in verifier. The executable
+/// `coffer-server` only reads its configuration and runs this.
+public struct KeyServer: Sendable {
+    public let store: ServerKeyStore
+    public let verifier: SignInVerifier
+    /// The realm every key this server releases belongs to.
+    public let realm: String
+    public static let maxBodyBytes = 16 * 1024
+    public static let maxBatch = 32
+
+    public init(store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default") throws {
+        _ = try KeyName(realm: realm, subject: "-", purpose: "-")
+        self.store = store
+        self.verifier = verifier
+        self.realm = realm
+    }
+
+    /// Every route, behind the problem and request-id middleware.
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.middlewares.add(ProblemMiddleware())
+        router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
+        router.post("/v1/keys/:purpose") { request, context in
+            let subject = try await signedIn(request)
+            let body = try await Self.decode(KeyRequest.self, request, emptyAs: KeyRequest(device: nil))
+            let key = try await store.current(
+                try KeyName(
+                    realm: realm, subject: subject, device: body.device ?? "",
+                    purpose: Self.parameter("purpose", context)))
+            return Self.json(KeyResponse(key), private: true)
+        }
+        router.get("/v1/keys/:purpose/versions/:version") { request, context in
+            let subject = try await signedIn(request)
+            guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
+                throw Problem.badRequest("invalid-version", "a version is a whole number from 1")
+            }
+            let name = try KeyName(
+                realm: realm, subject: subject, device: request.uri.queryParameters.get("device") ?? "",
+                purpose: Self.parameter("purpose", context))
+            return Self.json(KeyResponse(try await store.version(version, of: name)), private: true)
+        }
+        router.post("/v1/keys") { request, _ in
+            let subject = try await signedIn(request)
+            let body = try await Self.decode(BatchRequest.self, request)
+            guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
+            else {
+                throw Problem.badRequest("invalid-batch", "a batch names 1 to \(Self.maxBatch) different purposes")
+            }
+            var keys: [KeyResponse] = []
+            for purpose in body.purposes {
+                let name = try KeyName(realm: realm, subject: subject, device: body.device ?? "", purpose: purpose)
+                keys.append(KeyResponse(try await store.current(name)))
+            }
+            return Self.json(BatchResponse(keys: keys), private: true)
+        }
+        addAdminRoutes(router)
+        return router
+    }
+
+    /// The subject of the request's bearer token.
+    func signedIn(_ request: Request) async throws -> String {
+        let token = try Self.bearer(request)
+        guard !token.hasPrefix(ServerKeyStore.operatorPrefix) else {
+            throw Problem(
+                .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
+        }
+        return try await verifier.subject(of: token)
+    }
+
+    static func bearer(_ request: Request) throws -> Substring {
+        guard let header = request.headers[.authorization] else {
+            throw Problem.unauthorized("token-missing", "the request has no Authorization: Bearer token")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw Problem.unauthorized("token-missing", "the Authorization header is not a Bearer token")
+        }
+        return parts[1]
+    }
+
+    static func parameter(_ name: String, _ context: BasicRequestContext) throws -> String {
+        guard let value = context.parameters.get(name) else {
+            throw Problem.badRequest("bad-request", "the route lacks its \(name)")
+        }
+        return value
+    }
+
+    /// A JSON body of at most `maxBodyBytes`, decoded strictly; an empty
+    /// body is `emptyAs` when given.
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
+        var request = request
+        let buffer = try await request.collectBody(upTo: maxBodyBytes)
+        if buffer.readableBytes == 0, let empty { return empty }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch {
+            throw Problem.badRequest("body-malformed", "the request body is not the JSON this route takes")
+        }
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, private: Bool = false) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if `private` { headers[.cacheControl] = "no-store" }
+        return Response(
+            status: status, headers: headers,
+            body: .init(byteBuffer: ByteBuffer(bytes: (try? encoder.encode(value)) ?? Data("{}".utf8))))
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Gives every response an `X-Request-Id`, turns every error into a
+/// problem document (never a bare 500 page, never an error's own text
+/// unless it is a `Problem`), and logs one line per request: method, path,
+/// status, time and request id — never a header, a body or a query.
+struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    static var requestIDField: HTTPField.Name { HTTPField.Name("X-Request-Id")! }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let id = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let problem as Problem {
+            response = problem.response(requestID: id)
+        } catch let error as any HTTPResponseError {
+            response = Self.problem(for: error.status).response(requestID: id)
+        } catch {
+            context.logger.error(
+                "request failed", metadata: ["request.id": "\(id)", "error.type": "\(type(of: error))"])
+            response = Problem(
+                .internalServerError, "internal-error", "the server failed; the request id names it in its log"
+            )
+            .response(requestID: id)
+        }
+        response.headers[Self.requestIDField] = id
+        let elapsed = ContinuousClock.now - start
+        context.logger.info(
+            "\(request.method) \(request.uri.path) \(response.status.code)",
+            metadata: [
+                "request.id": "\(id)",
+                "duration.ms":
+                    "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
+            ])
+        return response
+    }
+
+    /// Hummingbird's own refusals (no route, wrong method, body too big…)
+    /// as problems with stable codes.
+    static func problem(for status: HTTPResponse.Status) -> Problem {
+        switch status {
+        case .notFound: Problem(.notFound, "not-found", "no such route")
+        case .methodNotAllowed: Problem(.methodNotAllowed, "method-not-allowed", "the route does not take this method")
+        case .contentTooLarge: Problem(.contentTooLarge, "body-too-large", "the request body is too large")
+        case .badRequest: Problem(.badRequest, "bad-request", "the request is malformed")
+        default:
+            status.code >= 500
+                ? Problem(
+                    .internalServerError, "internal-error", "the server failed; the request id names it in its log")
+                : Problem(status, "http-\(status.code)", status.reasonPhrase)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Crypto
+import Foundation
+import GRDB
+import HTTPTypes
+
+/// What an operator token allows.
+public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+    public var description: String { name }
+
+    /// Add a version to a subject's key.
+    public static let rotate = OperatorScope("keys:rotate")
+    /// Set a key's minimum version.
+    public static let retire = OperatorScope("keys:retire")
+    /// Schedule and undo the shredding of a subject.
+    public static let shred = OperatorScope("subjects:shred")
+    public static let all: [OperatorScope] = [.rotate, .retire, .shred]
+}
+
+/// An operator as listed (never its token).
+public struct OperatorInfo: Sendable, Equatable {
+    public let name: String
+    public let scopes: [OperatorScope]
+    public let created: Int64
+}
+
+/// Operator tokens: `cofop_` and 43 characters of base64url (32 random
+/// bytes), shown once when made and stored only as their SHA-256. A token
+/// is found by its hash; a hash of 256 random bits reveals nothing that a
+/// timing difference in the lookup could leak.
+extension ServerKeyStore {
+    static let operatorPrefix = "cofop_"
+
+    /// Makes an operator token; returns it (the only time it exists
+    /// outside the caller). Names are unique.
+    public func addOperator(name: String, scopes: [OperatorScope]) async throws -> String {
+        guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
+            throw Problem.badRequest(
+                "invalid-operator-name", "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
+        }
+        let known = Set(OperatorScope.all)
+        guard !scopes.isEmpty, scopes.allSatisfy(known.contains) else {
+            throw Problem.badRequest(
+                "invalid-scope", "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
+        }
+        let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+        let token = Self.operatorPrefix + Self.base64URL(random)
+        let created = now()
+        try await pool.write { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
+            else {
+                throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already")
+            }
+            try db.execute(
+                sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
+                arguments: [Self.hash(token), name, scopes.map(\.name).sorted().joined(separator: " "), created])
+        }
+        return token
+    }
+
+    /// The operator a token belongs to, or nil.
+    public func operatorFor(token: String) async throws -> OperatorInfo? {
+        guard token.hasPrefix(Self.operatorPrefix), token.utf8.count == Self.operatorPrefix.utf8.count + 43 else {
+            return nil
+        }
+        let hash = Self.hash(token)
+        return try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT name, scopes, created FROM operators WHERE hash = ?", arguments: [hash])
+                .map(Self.info)
+        }
+    }
+
+    public func operators() async throws -> [OperatorInfo] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, scopes, created FROM operators ORDER BY name").map(Self.info)
+        }
+    }
+
+    /// Removes an operator; false when there was none of that name.
+    @discardableResult
+    public func removeOperator(name: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
+            return db.changesCount > 0
+        }
+    }
+
+    static func info(_ row: Row) -> OperatorInfo {
+        OperatorInfo(
+            name: row["name"],
+            scopes: (row["scopes"] as String).split(separator: " ").map { OperatorScope(String($0)) },
+            created: row["created"])
+    }
+
+    static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An error as the key server answers it: an RFC 9457 problem document
+/// (`application/problem+json`) whose `code` is stable and documented in
+/// docs/openapi.yaml. `detail` is for people and never holds a key, a
+/// token or anything read from one but the claim names.
+public struct Problem: Error, HTTPResponseError, Sendable, CustomStringConvertible {
+    public let status: HTTPResponse.Status
+    /// Stable, machine-readable: `token-expired`, `key-shredded`, …
+    public let code: String
+    public let detail: String
+    /// Extra response headers (`WWW-Authenticate` on a 401).
+    public var headers: HTTPFields = [:]
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ detail: String) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(status.code) \(code): \(detail)" }
+
+    /// The document's fields, in the order RFC 9457 lists them.
+    struct Document: Codable {
+        let type: String
+        let title: String
+        let status: Int
+        let detail: String
+        let code: String
+        let requestId: String?
+    }
+
+    func document(requestID: String?) -> Document {
+        Document(
+            type: "https://coffer.dev/problems/\(code)", title: status.reasonPhrase, status: status.code,
+            detail: detail, code: code, requestId: requestID)
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        response(requestID: nil)
+    }
+
+    func response(requestID: String?) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(document(requestID: requestID))) ?? Data()
+        var fields = headers
+        fields[.contentType] = "application/problem+json"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    // MARK: the problems every route can answer
+
+    static func unauthorized(_ code: String, _ detail: String) -> Problem {
+        var problem = Problem(.unauthorized, code, detail)
+        problem.headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
+        return problem
+    }
+
+    static func badRequest(_ code: String, _ detail: String) -> Problem { Problem(.badRequest, code, detail) }
+}

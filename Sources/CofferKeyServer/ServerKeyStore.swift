@@ -1,0 +1,192 @@
+import Coffer
+import Crypto
+import Foundation
+import GRDB
+import HTTPTypes
+
+/// Keys as rows (docs/key-server.md): each version of each key is 256
+/// bits from the system's CSPRNG, sealed under the server's KEK with its
+/// name and version as context. SQLite through GRDB, in WAL mode, so
+/// several processes may serve one file; every change is one transaction.
+public final class ServerKeyStore: Sendable {
+    let pool: DatabasePool
+    let kek: KeyRing
+    /// Seconds since 1970; tests move it.
+    let now: @Sendable () -> Int64
+
+    /// Opens (creating when missing) the database at `path`; `kek` seals
+    /// and opens every key.
+    public init(
+        path: String, kek: KeyRing, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    )
+        throws
+    {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // Destroyed rows are overwritten, not left in free pages.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        self.kek = kek
+        self.now = now
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE keys (realm TEXT NOT NULL, subject TEXT NOT NULL, device TEXT NOT NULL,
+                      purpose TEXT NOT NULL, version INTEGER NOT NULL, wrapped BLOB NOT NULL, created INTEGER NOT NULL,
+                      PRIMARY KEY (realm, subject, device, purpose, version)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE key_floors (realm TEXT NOT NULL, subject TEXT NOT NULL, device TEXT NOT NULL,
+                      purpose TEXT NOT NULL, minimum INTEGER NOT NULL,
+                      PRIMARY KEY (realm, subject, device, purpose)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE subjects (realm TEXT NOT NULL, subject TEXT NOT NULL, shred_at INTEGER NOT NULL,
+                      shredded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (realm, subject)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE operators (hash BLOB PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE,
+                      scopes TEXT NOT NULL, created INTEGER NOT NULL) STRICT;
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: releasing keys
+
+    /// The current version of `name`'s key, created on first use: of many
+    /// first requests at once, exactly one key is made and all receive it.
+    public func current(_ name: KeyName) async throws -> ReleasedKey {
+        let now = self.now()
+        if let row = try await pool.read({ db in
+            try Self.gate(db, name, now: now)
+            return try Self.latest(db, name)
+        }) {
+            return try open(row, name)
+        }
+        let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
+        let row = try await pool.write { db -> StoredVersion in
+            try Self.gate(db, name, now: now)
+            try db.execute(
+                sql:
+                    "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [name.realm, name.subject, name.device, name.purpose, sealed, now])
+            return try Self.latest(db, name)!
+        }
+        return try open(row, name)
+    }
+
+    /// Version `version` of `name`'s key: `key-not-found` when it was never
+    /// made, `key-retired` below the key's minimum version.
+    public func version(_ version: Int, of name: KeyName) async throws -> ReleasedKey {
+        let now = self.now()
+        let row = try await pool.read { db -> StoredVersion? in
+            try Self.gate(db, name, now: now)
+            let minimum = try Self.minimum(db, name)
+            guard version >= minimum else {
+                throw Problem(
+                    .gone, "key-retired",
+                    "version \(version) of this key is retired (the lowest version still released is \(minimum))")
+            }
+            return try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT version, wrapped FROM keys WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? AND version = ?",
+                arguments: [name.realm, name.subject, name.device, name.purpose, version]
+            ).map(StoredVersion.init)
+        }
+        guard let row else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
+        return try open(row, name)
+    }
+
+    // MARK: changing keys (operators)
+
+    /// Adds a version and makes it current; returns it. A key never made
+    /// gets its version 1.
+    public func rotate(_ name: KeyName) async throws -> ReleasedKey {
+        let now = self.now()
+        let row = try await pool.write { db -> StoredVersion in
+            try Self.gate(db, name, now: now)
+            let next = (try Self.latest(db, name)?.version ?? 0) + 1
+            try db.execute(
+                sql:
+                    "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    name.realm, name.subject, name.device, name.purpose, next,
+                    try self.seal(SymmetricKey(size: .bits256), name, version: next), now,
+                ])
+            return try Self.latest(db, name)!
+        }
+        return try open(row, name)
+    }
+
+    /// Stops releasing versions below `minimum` (at most the current one).
+    public func retire(_ name: KeyName, below minimum: Int) async throws {
+        let now = self.now()
+        try await pool.write { db in
+            try Self.gate(db, name, now: now)
+            guard let current = try Self.latest(db, name)?.version else {
+                throw Problem(.notFound, "key-not-found", "this key was never made")
+            }
+            guard (1...current).contains(minimum) else {
+                throw Problem.badRequest(
+                    "invalid-minimum-version",
+                    "the minimum version must be between 1 and the current version, \(current)")
+            }
+            guard minimum >= (try Self.minimum(db, name)) else {
+                throw Problem(
+                    .conflict, "retire-backwards", "versions below \(try Self.minimum(db, name)) are retired already")
+            }
+            try db.execute(
+                sql:
+                    "INSERT INTO key_floors (realm, subject, device, purpose, minimum) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET minimum = excluded.minimum",
+                arguments: [name.realm, name.subject, name.device, name.purpose, minimum])
+        }
+    }
+
+    // MARK: rows
+
+    func seal(_ key: SymmetricKey, _ name: KeyName, version: Int) throws -> Data {
+        try key.withUnsafeBytes { try kek.seal($0, context: try name.context(version: version)) }
+    }
+
+    /// A version as stored: the key sealed under the KEK.
+    struct StoredVersion: Sendable {
+        let version: Int
+        let wrapped: Data
+        init(_ row: Row) {
+            version = row["version"]
+            wrapped = row["wrapped"]
+        }
+    }
+
+    /// Opens a stored version.
+    func open(_ row: StoredVersion, _ name: KeyName) throws -> ReleasedKey {
+        let (version, wrapped) = (row.version, row.wrapped)
+        let bytes: Data
+        do {
+            bytes = try kek.open(wrapped, context: try name.context(version: version))
+        } catch {
+            // A row moved to another name, or a KEK that is not this store's.
+            throw Problem(.internalServerError, "key-unreadable", "a stored key did not open under the server's KEK")
+        }
+        return ReleasedKey(
+            name: name, version: version, keyID: try name.keyID(version: version), key: SymmetricKey(data: bytes))
+    }
+
+    static func latest(_ db: Database, _ name: KeyName) throws -> StoredVersion? {
+        try Row.fetchOne(
+            db,
+            sql:
+                "SELECT version, wrapped FROM keys WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? ORDER BY version DESC LIMIT 1",
+            arguments: [name.realm, name.subject, name.device, name.purpose]
+        ).map(StoredVersion.init)
+    }
+
+    static func minimum(_ db: Database, _ name: KeyName) throws -> Int {
+        try Int.fetchOne(
+            db, sql: "SELECT minimum FROM key_floors WHERE realm = ? AND subject = ? AND device = ? AND purpose = ?",
+            arguments: [name.realm, name.subject, name.device, name.purpose]) ?? 1
+    }
+}

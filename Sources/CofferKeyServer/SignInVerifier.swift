@@ -1,0 +1,174 @@
+import Coffer
+import Foundation
+import HTTPTypes
+import JWTKit
+
+/// What a sign-in token must say to be accepted.
+public struct TokenPolicy: Sendable {
+    /// `iss`, compared exactly.
+    public var issuer: String
+    /// Must be `aud`, or one of the strings of an `aud` array.
+    public var audience: String
+    /// The claim naming the subject (`sub` by default).
+    public var subjectClaim: String
+    /// Seconds of clock skew allowed on `exp`, `nbf` and `iat`.
+    public var leeway: Int64
+    /// How often, at most, an unknown `kid` makes the server read its
+    /// issuer's keys again (seconds).
+    public var refreshFloor: Int64
+
+    public init(
+        issuer: String, audience: String, subjectClaim: String = "sub", leeway: Int64 = 60, refreshFloor: Int64 = 30
+    ) {
+        self.issuer = issuer
+        self.audience = audience
+        self.subjectClaim = subjectClaim
+        self.leeway = leeway
+        self.refreshFloor = refreshFloor
+    }
+}
+
+/// Checks OIDC / JWT bearer tokens against the issuer's keys (a JWKS).
+///
+/// Only ES256 (P-256), RS256 and EdDSA (Ed25519) are accepted, and only
+/// with a key of the matching type: `none`, HMAC and every other
+/// algorithm are refused before any signature is checked. The header must
+/// name its key (`kid`), and the key must be in the set — a token naming
+/// no key or an unknown one is never tried against another key. An
+/// unknown `kid` makes the verifier read the set again, at most once per
+/// `refreshFloor` seconds, so an issuer's key rotation is picked up.
+/// Signatures are checked by jwt-kit; claims here, strictly.
+public final class SignInVerifier: Sendable {
+    public static let maxTokenBytes = 8192
+    static let algorithms = ["ES256", "RS256", "EdDSA"]
+
+    struct IssuerKey: Sendable {
+        let algorithm: String
+        let keys: JWTKeyCollection
+    }
+
+    struct State: Sendable {
+        var keys: [String: IssuerKey]
+        var loaded: Int64
+    }
+
+    let policy: TokenPolicy
+    let load: @Sendable () throws -> Data
+    let now: @Sendable () -> Int64
+    let state: Locked<State>
+
+    /// - Parameters:
+    ///   - jwks: reads the issuer's key set (a file's contents; read again
+    ///     on an unknown `kid`).
+    public init(
+        policy: TokenPolicy, jwks: @escaping @Sendable () throws -> Data,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) async throws {
+        self.policy = policy
+        self.load = jwks
+        self.now = now
+        state = Locked(State(keys: try await Self.parse(jwks()), loaded: now()))
+    }
+
+    /// The subject a valid token names, or a 401 problem saying why not.
+    public func subject(of token: Substring) async throws -> String {
+        guard token.utf8.count <= Self.maxTokenBytes else {
+            throw Problem.unauthorized("token-malformed", "the token is over \(Self.maxTokenBytes) bytes")
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let payloadBytes = Self.base64URL(parts[1]),
+            Self.base64URL(parts[2]) != nil,
+            let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any]
+        else {
+            throw Problem.unauthorized(
+                "token-malformed", "the token is not a signed JWT (three base64url parts of JSON)")
+        }
+        guard let algorithm = header["alg"] as? String, Self.algorithms.contains(algorithm) else {
+            throw Problem.unauthorized(
+                "token-algorithm-refused", "only \(Self.algorithms.joined(separator: ", ")) tokens are accepted")
+        }
+        guard header["crit"] == nil else {
+            throw Problem.unauthorized(
+                "token-malformed", "the token has critical header parameters this server does not know")
+        }
+        guard let kid = header["kid"] as? String else {
+            throw Problem.unauthorized("token-key-unknown", "the token does not name its key (kid)")
+        }
+        let key = try await issuerKey(kid)
+        guard key.algorithm == algorithm else {
+            throw Problem.unauthorized("token-algorithm-refused", "the token's algorithm is not its key's")
+        }
+        do {
+            _ = try await key.keys.verify(String(token), as: AnyClaims.self)
+        } catch {
+            throw Problem.unauthorized("token-signature-invalid", "the token's signature does not verify")
+        }
+        return try check(claims)
+    }
+
+    /// The key `kid` names, reading the set again (rate-limited) when it is unknown.
+    func issuerKey(_ kid: String) async throws -> IssuerKey {
+        if let key = state.withLock({ $0.keys[kid] }) { return key }
+        let now = now()
+        let due = state.withLock { state -> Bool in
+            guard now - state.loaded >= policy.refreshFloor else { return false }
+            state.loaded = now
+            return true
+        }
+        if due, let fresh = try? await Self.parse(load()) {
+            state.withLock { $0.keys = fresh }
+            if let key = fresh[kid] { return key }
+        }
+        throw Problem.unauthorized("token-key-unknown", "the token's key is not one of the issuer's")
+    }
+
+    func check(_ claims: [String: Any]) throws -> String {
+        let now = now()
+        guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else {
+            throw Problem.unauthorized("token-expired", "the token has no expiry (exp)")
+        }
+        guard Double(now - policy.leeway) < exp else {
+            throw Problem.unauthorized("token-expired", "the token has expired")
+        }
+        for claim in ["nbf", "iat"] where claims[claim] != nil {
+            guard let time = (claims[claim] as? NSNumber)?.doubleValue, time <= Double(now + policy.leeway) else {
+                throw Problem.unauthorized("token-not-yet-valid", "the token is not valid yet (\(claim))")
+            }
+        }
+        guard claims["iss"] as? String == policy.issuer else {
+            throw Problem.unauthorized("token-issuer-mismatch", "the token is not from this server's issuer")
+        }
+        let audiences =
+            (claims["aud"] as? [Any])?.compactMap { $0 as? String } ?? [claims["aud"] as? String].compactMap { $0 }
+        guard audiences.contains(policy.audience) else {
+            throw Problem.unauthorized("token-audience-mismatch", "the token is not for this server (aud)")
+        }
+        guard let subject = claims[policy.subjectClaim] as? String, !subject.isEmpty else {
+            throw Problem.unauthorized(
+                "token-subject-missing", "the token has no \(policy.subjectClaim) claim naming its subject")
+        }
+        return subject
+    }
+
+    /// Accepts any JSON object; the claims are checked by `check`.
+    struct AnyClaims: JWTPayload {
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+
+    static func base64URL(_ text: Substring) -> Data? {
+        guard
+            text.utf8.allSatisfy({ byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default: false
+                }
+            })
+        else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

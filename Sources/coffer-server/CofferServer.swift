@@ -1,0 +1,69 @@
+import ArgumentParser
+import Coffer
+import CofferKeyServer
+import Foundation
+
+/// `coffer-server`: the key server (docs/key-server.md). Only reads its
+/// options and runs CofferKeyServer; nothing here is policy.
+@main
+struct CofferServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coffer-server",
+        abstract: "Releases a key per user (and device, and purpose) to apps whose users have signed in.",
+        discussion: """
+            Keys are rows sealed under the server's KEK, a key ring in DIR/kek.ckr unlocked by a \
+            passphrase file (created on first start). Sign-in tokens are JWTs checked against the \
+            issuer's keys (a JWKS file). Operators, who rotate, retire and shred, use tokens made by \
+            `coffer-server operator add`.
+            """,
+        subcommands: [Serve.self, Operator.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Where the server keeps its data.
+struct DataOptions: ParsableArguments {
+    @Option(
+        name: .customLong("data"), help: ArgumentHelp("The server's folder (KEK key ring, database).", valueName: "DIR")
+    )
+    var directory: String
+
+    @Option(help: ArgumentHelp("The database: an SQLite path (default DIR/keys.sqlite).", valueName: "URL"))
+    var database: String?
+
+    @Option(
+        name: .customLong("kek-passphrase-file"),
+        help: ArgumentHelp("The passphrase of the KEK key ring, from a file or /dev/fd/N (never argv).", valueName: "F")
+    )
+    var kekPassphraseFile: String
+
+    /// The KEK (the key ring is created on first use) and the key store.
+    func open() throws -> ServerKeyStore {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let passphrase = try ServerFiles.passphrase(kekPassphraseFile)
+        let ring = KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
+        let file = FileManager.default.fileExists(atPath: ring.path) ? try ring.read() : try ring.create()
+        let path = database ?? directory + "/keys.sqlite"
+        guard !path.contains("://") else {
+            throw ValidationError(
+                "--database takes an SQLite path; \(path.prefix(while: { $0 != ":" }))://… is not supported")
+        }
+        return try ServerKeyStore(path: path, kek: file.keyRing)
+    }
+}
+
+enum ServerFiles {
+    /// A passphrase file: its bytes less one trailing newline; never empty.
+    static func passphrase(_ path: String) throws -> SecretBytes {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ValidationError("cannot read the passphrase file \(path)")
+        }
+        defer { try? handle.close() }
+        var bytes = [UInt8](try handle.read(upToCount: 4097) ?? Data())
+        guard bytes.count <= 4096 else { throw ValidationError("the passphrase file \(path) is over 4 KiB") }
+        if bytes.last == 0x0A { bytes.removeLast() }
+        if bytes.last == 0x0D { bytes.removeLast() }
+        guard !bytes.isEmpty else { throw ValidationError("the passphrase file \(path) is empty") }
+        return SecretBytes(bytes)
+    }
+}

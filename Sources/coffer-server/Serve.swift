@@ -1,0 +1,125 @@
+import ArgumentParser
+import Coffer
+import CofferKeyServer
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serves keys over HTTP (plain HTTP on loopback only).")
+
+    @Option(help: ArgumentHelp("Where to listen; port 0 picks a free one.", valueName: "HOST:PORT"))
+    var listen = "127.0.0.1:8080"
+
+    @OptionGroup var data: DataOptions
+
+    @Option(help: ArgumentHelp("The token issuer, compared with iss exactly.", valueName: "URL"))
+    var issuer: String
+
+    @Option(help: ArgumentHelp("This server's audience: aud must name it.", valueName: "AUD"))
+    var audience: String
+
+    @Option(help: ArgumentHelp("The issuer's keys, a JWKS file (read again on an unknown kid).", valueName: "FILE"))
+    var jwksFile: String
+
+    @Option(help: ArgumentHelp("The claim that names the subject.", valueName: "NAME"))
+    var subjectClaim = "sub"
+
+    @Option(help: ArgumentHelp("The realm of every key this server releases.", valueName: "NAME"))
+    var realm = "default"
+
+    @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat.", valueName: "SECONDS"))
+    var leeway: Int64 = 60
+
+    func run() async throws {
+        let (host, port) = try Self.address(listen)
+        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ValidationError("plain HTTP is served on loopback only (127.0.0.1, ::1); \(host) is not loopback")
+        }
+        let store = try data.open()
+        let jwksFile = self.jwksFile
+        let verifier = try await SignInVerifier(
+            policy: TokenPolicy(issuer: issuer, audience: audience, subjectClaim: subjectClaim, leeway: leeway),
+            jwks: { try Data(contentsOf: URL(fileURLWithPath: jwksFile)) })
+        let server = try KeyServer(store: store, verifier: verifier, realm: realm)
+        var logger = Logger(label: "coffer-server")
+        logger.logLevel = .info
+        let app = Application(
+            router: server.router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "coffer-server"),
+            onServerRunning: { channel in
+                // The one line a supervisor or a test reads to find the port.
+                let line = "coffer-server: listening on \(host):\(channel.localAddress?.port ?? port)\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            },
+            logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            group.addTask {
+                // Shreds come due while the server runs.
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .seconds(30))
+                    _ = try? await store.sweep()
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    static func address(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw ValidationError("--listen takes HOST:PORT, not \(text)") }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
+    }
+}
+
+struct Operator: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Makes, lists and removes operator tokens.", subcommands: [Add.self, List.self, Remove.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Makes an operator token and prints it (the only time it is shown).")
+        @OptionGroup var data: DataOptions
+        @Option(help: "The operator's name (unique).") var name: String
+        @Option(
+            name: .customLong("scope"),
+            help: ArgumentHelp(
+                "keys:rotate, keys:retire or subjects:shred; repeat for several (default: all).", valueName: "SCOPE"))
+        var scopes: [String] = []
+
+        func run() async throws {
+            let scopes = self.scopes.isEmpty ? OperatorScope.all : self.scopes.map(OperatorScope.init)
+            print(try await data.open().addOperator(name: name, scopes: scopes))
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lists operators and their scopes (never tokens).")
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            for info in try await data.open().operators() {
+                print("\(info.name)\t\(info.scopes.map(\.name).joined(separator: " "))")
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Removes an operator; its token stops working.")
+        @OptionGroup var data: DataOptions
+        @Option(help: "The operator's name.") var name: String
+
+        func run() async throws {
+            guard try await data.open().removeOperator(name: name) else {
+                throw ValidationError("there is no operator named \(name)")
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Coffer
+import CofferKeyServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// An issuer made by an independent implementation (scripts/jwt-tool.py:
+/// PyJWT and pyca/cryptography) and a key server on loopback trusting it.
+struct Issuer {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let name = "https://issuer.test"
+    static let audience = "coffer-tests"
+    let folder: String
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "coffer-issuer-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Self.python(["keys", folder])
+    }
+
+    /// Tokens for `specs` (scripts/jwt-tool.py's spec format).
+    func mint(_ specs: [[String: Any]]) throws -> [String] {
+        let output = try Self.python(["mint", folder], input: try JSONSerialization.data(withJSONObject: specs))
+        return try JSONSerialization.jsonObject(with: output) as! [String]
+    }
+
+    /// A valid ES256 token (or of another key) for `subject`, with `extra` claims.
+    func token(_ subject: String, key: String = "es", _ extra: [String: Any] = [:]) throws -> String {
+        try mint([["key": key, "claims": Self.claims(subject).merging(extra) { $1 }]])[0]
+    }
+
+    static func claims(_ subject: String) -> [String: Any] {
+        let now = Int(Date().timeIntervalSince1970)
+        return ["sub": subject, "iss": name, "aud": audience, "iat": now, "exp": now + 300]
+    }
+
+    func rotate() throws { try Self.python(["rotate", folder]) }
+
+    @discardableResult
+    static func python(_ arguments: [String], input: Data = Data()) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: root + "/.venv/bin/python")
+        process.arguments = [root + "/scripts/jwt-tool.py"] + arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        stdin.fileHandleForWriting.write(input)
+        try stdin.fileHandleForWriting.close()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CofferError(.malformed, "jwt-tool.py \(arguments[0]) failed (scripts/test installs PyJWT into .venv)")
+        }
+        return output
+    }
+}
+
+/// A key server in this process, on a loopback port, over a fresh database.
+struct TestServer {
+    let issuer: Issuer
+    let store: ServerKeyStore
+    let server: KeyServer
+    let path: String
+
+    init(issuer: Issuer, kek: KeyRing = KeyRing()) async throws {
+        self.issuer = issuer
+        path = issuer.folder + "/keys.sqlite"
+        store = try ServerKeyStore(path: path, kek: kek)
+        let jwks = issuer.folder + "/jwks.json"
+        let verifier = try await SignInVerifier(
+            policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
+            jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
+        server = try KeyServer(store: store, verifier: verifier)
+    }
+
+    func run(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let app = Application(router: server.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in try await test(client) }
+    }
+}
+
+/// A response's JSON object.
+func json(_ response: TestResponse) throws -> [String: Any] {
+    try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any] ?? [:]
+}
+
+func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
+
+func body(_ object: [String: Any]) throws -> ByteBuffer {
+    ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: object))
+}
+
+/// Checks a problem document: status, stable code, content type, request id.
+func expectProblem(
+    _ response: TestResponse, _ status: HTTPResponse.Status, _ code: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    #expect(response.status == status, "\(code)", sourceLocation: sourceLocation)
+    #expect(response.headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+    let document = try json(response)
+    #expect(document["code"] as? String == code, "\(document)", sourceLocation: sourceLocation)
+    #expect(document["status"] as? Int == status.code, sourceLocation: sourceLocation)
+    #expect(response.headers[HTTPField.Name("X-Request-Id")!]?.count == 16, sourceLocation: sourceLocation)
+}

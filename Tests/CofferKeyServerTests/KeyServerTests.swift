@@ -1,0 +1,144 @@
+import Coffer
+import CofferKeyServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The key routes, live on loopback, with tokens from PyJWT.
+@Suite struct KeyServerTests {
+    @Test func healthAndProblemsCarryARequestID() async throws {
+        let server = try await TestServer(issuer: try Issuer())
+        try await server.run { client in
+            try await client.execute(uri: "/v1/health", method: .get) { response in
+                #expect(response.status == .ok)
+                let document = try json(response)
+                #expect(document["status"] as? String == "ok")
+                #expect(response.headers[HTTPField.Name("X-Request-Id")!]?.count == 16)
+            }
+            try await client.execute(uri: "/v1/nothing", method: .get) { try expectProblem($0, .notFound, "not-found") }
+            try await client.execute(uri: "/v1/keys/notes", method: .post) {
+                try expectProblem($0, .unauthorized, "token-missing")
+                #expect($0.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true)
+            }
+        }
+    }
+
+    @Test func theFirstRequestMakesTheKeyAndLaterOnesGetTheSame() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let tokens = try issuer.mint(
+            ["es", "rs", "ed"].map { ["key": $0, "claims": Issuer.claims("alice")] } + [
+                ["key": "es", "claims": Issuer.claims("bob")]
+            ])
+        try await server.run { client in
+            var keys: [String] = []
+            for token in tokens.prefix(3) {
+                try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.cacheControl] == "no-store")
+                    let document = try json(response)
+                    #expect(document["purpose"] as? String == "notes")
+                    #expect(document["version"] as? Int == 1)
+                    #expect((document["keyId"] as? String)?.count == 16)
+                    let key = try #require(document["key"] as? String)
+                    #expect(Data(base64Encoded: key)?.count == 32)
+                    keys.append(key)
+                }
+            }
+            // One key, whichever of the issuer's algorithms signed the token.
+            #expect(Set(keys).count == 1)
+            let other = { (uri: String, token: String, body: ByteBuffer?) async throws -> String in
+                try await client.execute(uri: uri, method: .post, headers: bearer(token), body: body) { response in
+                    #expect(response.status == .ok)
+                    return try json(response)["key"] as? String ?? ""
+                }
+            }
+            let photos = try await other("/v1/keys/photos", tokens[0], nil)
+            let device = try await other("/v1/keys/notes", tokens[0], try body(["device": "iphone-1"]))
+            let bob = try await other("/v1/keys/notes", tokens[3], nil)
+            #expect(Set([keys[0], photos, device, bob]).count == 4)
+            #expect(try await other("/v1/keys/notes", tokens[0], try body(["device": "iphone-1"])) == device)
+            // A batch gives the same keys.
+            try await client.execute(
+                uri: "/v1/keys", method: .post, headers: bearer(tokens[0]),
+                body: try body(["purposes": ["notes", "photos"]])
+            ) { response in
+                let batch = try #require(try json(response)["keys"] as? [[String: Any]])
+                #expect(batch.map { $0["key"] as? String } == [keys[0], photos])
+            }
+        }
+    }
+
+    @Test func manyFirstRequestsAtOnceMakeExactlyOneKey() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let token = try issuer.token("carol")
+        try await server.run { client in
+            let keys = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<100 {
+                    group.addTask {
+                        try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) {
+                            try json($0)["key"] as? String ?? "missing"
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(keys.count == 100)
+            #expect(Set(keys).count == 1)
+            #expect(!keys.contains("missing"))
+        }
+        let rows = try Self.rowCount(server.path, "SELECT count(*) FROM keys")
+        #expect(rows == 1)
+    }
+
+    @Test func badBodiesAndNamesAreClearRefusals() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let token = try issuer.token("dave")
+        try await server.run { client in
+            let post = { (uri: String, payload: ByteBuffer?) async throws -> TestResponse in
+                try await client.execute(uri: uri, method: .post, headers: bearer(token), body: payload)
+            }
+            try expectProblem(
+                try await post("/v1/keys/notes", ByteBuffer(string: "{not json")), .badRequest, "body-malformed")
+            try expectProblem(
+                try await post("/v1/keys/notes", ByteBuffer(repeating: UInt8(ascii: " "), count: 100_000)),
+                .contentTooLarge, "body-too-large")
+            try expectProblem(try await post("/v1/keys/NOTES", nil), .badRequest, "invalid-purpose")
+            try expectProblem(
+                try await post("/v1/keys/notes", try body(["device": "a/b"])), .badRequest, "invalid-device")
+            try expectProblem(
+                try await post("/v1/keys", try body(["purposes": Array(repeating: "x", count: 2)])), .badRequest,
+                "invalid-batch")
+            try expectProblem(
+                try await post("/v1/keys", try body(["purposes": [String]()])), .badRequest, "invalid-batch")
+            try await client.execute(uri: "/v1/keys/notes/versions/0", method: .get, headers: bearer(token)) {
+                try expectProblem($0, .badRequest, "invalid-version")
+            }
+            try await client.execute(uri: "/v1/keys/notes/versions/7", method: .get, headers: bearer(token)) {
+                try expectProblem($0, .notFound, "key-not-found")
+            }
+            try await client.execute(uri: "/v1/health", method: .delete) {
+                #expect($0.status.code >= 400 && $0.status.code < 500)
+            }
+        }
+    }
+
+    static func rowCount(_ path: String, _ sql: String) throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])", path, sql,
+        ]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+}
