@@ -14,8 +14,11 @@ public final class ServerKeyStore: Sendable {
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
 
-    /// Opens (creating when missing) the database at `path`; `kek` seals
-    /// and opens every key.
+    /// Opens (creating when missing) the database at `path`.
+    /// - Parameters:
+    ///   - path: the SQLite file.
+    ///   - kek: the key ring that seals and opens every key.
+    ///   - now: the clock, in seconds since 1970.
     public init(
         path: String, kek: KeyRing, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     )

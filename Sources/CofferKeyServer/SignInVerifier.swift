@@ -58,8 +58,10 @@ public final class SignInVerifier: Sendable {
     let state: Locked<State>
 
     /// - Parameters:
+    ///   - policy: what a token must say.
     ///   - jwks: reads the issuer's key set (a file's contents; read again
     ///     on an unknown `kid`).
+    ///   - now: the clock, in seconds since 1970.
     public init(
         policy: TokenPolicy, jwks: @escaping @Sendable () throws -> Data,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }

@@ -66,11 +66,15 @@ struct TestServer {
     let store: ServerKeyStore
     let server: KeyServer
     let path: String
+    /// Seconds added to the store's clock (shred windows pass at once).
+    let skip = Locked<Int64>(0)
 
     init(issuer: Issuer, kek: KeyRing = KeyRing()) async throws {
         self.issuer = issuer
         path = issuer.folder + "/keys.sqlite"
-        store = try ServerKeyStore(path: path, kek: kek)
+        let skip = self.skip
+        store = try ServerKeyStore(
+            path: path, kek: kek, now: { Int64(Date().timeIntervalSince1970) + skip.withLock { $0 } })
         let jwks = issuer.folder + "/jwks.json"
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),

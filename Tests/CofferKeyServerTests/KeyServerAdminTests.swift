@@ -1,0 +1,126 @@
+import Coffer
+import CofferKeyServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Rotate, retire, shred and undo, through the operator routes.
+@Suite struct KeyServerAdminTests {
+    @Test func rotateAndRetire() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let admin = try await server.store.addOperator(name: "ops", scopes: OperatorScope.all)
+        let alice = try issuer.token("alice")
+        try await server.run { client in
+            let fetch = { (uri: String) async throws -> (HTTPResponse.Status, [String: Any]) in
+                try await client.execute(
+                    uri: uri, method: uri.contains("versions") ? .get : .post, headers: bearer(alice)
+                ) { ($0.status, try json($0)) }
+            }
+            let admin = { (route: String, payload: [String: Any]) async throws -> TestResponse in
+                try await client.execute(
+                    uri: "/v1/admin/\(route)", method: .post, headers: bearer(admin), body: try body(payload))
+            }
+            let first = try await fetch("/v1/keys/notes").1
+            let rotated = try await admin("keys/rotate", ["subject": "alice", "purpose": "notes"])
+            #expect(rotated.status == .ok)
+            let info = try json(rotated)
+            #expect(info["version"] as? Int == 2)
+            #expect(info["key"] == nil)
+            let second = try await fetch("/v1/keys/notes").1
+            #expect(second["version"] as? Int == 2)
+            #expect(second["keyId"] as? String == info["keyId"] as? String)
+            #expect(second["key"] as? String != first["key"] as? String)
+            // The old version stays readable for data written under it.
+            #expect(try await fetch("/v1/keys/notes/versions/1").1["key"] as? String == first["key"] as? String)
+
+            let retire = try await admin("keys/retire", ["subject": "alice", "purpose": "notes", "minimumVersion": 2])
+            #expect(retire.status == .noContent)
+            let retired = try await client.execute(
+                uri: "/v1/keys/notes/versions/1", method: .get, headers: bearer(alice))
+            try expectProblem(retired, .gone, "key-retired")
+            #expect(try await fetch("/v1/keys/notes/versions/2").0 == .ok)
+            try expectProblem(
+                try await admin("keys/retire", ["subject": "alice", "purpose": "notes", "minimumVersion": 1]),
+                .conflict,
+                "retire-backwards")
+            try expectProblem(
+                try await admin("keys/retire", ["subject": "alice", "purpose": "notes", "minimumVersion": 3]),
+                .badRequest, "invalid-minimum-version")
+            try expectProblem(
+                try await admin("keys/retire", ["subject": "nobody", "purpose": "notes", "minimumVersion": 1]),
+                .notFound, "key-not-found")
+            try expectProblem(try await admin("keys/rotate", ["subject": "alice"]), .badRequest, "body-malformed")
+        }
+    }
+
+    @Test func operatorTokensNeedTheirScopeAndUsersCannotAdminister() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let rotator = try await server.store.addOperator(name: "rotator", scopes: [.rotate])
+        let user = try issuer.token("alice")
+        try await server.run { client in
+            let call = { (token: String, route: String) async throws -> TestResponse in
+                try await client.execute(
+                    uri: "/v1/admin/\(route)", method: .post, headers: bearer(token),
+                    body: try body(["subject": "alice", "purpose": "notes", "minimumVersion": 1]))
+            }
+            #expect(try await call(rotator, "keys/rotate").status == .ok)
+            try expectProblem(try await call(rotator, "keys/retire"), .forbidden, "scope-missing")
+            try expectProblem(try await call(rotator, "subjects/shred"), .forbidden, "scope-missing")
+            try expectProblem(try await call(user, "keys/rotate"), .unauthorized, "operator-token-invalid")
+            let forged = "cofop_" + String(rotator.dropFirst(6).reversed())
+            try expectProblem(try await call(forged, "keys/rotate"), .unauthorized, "operator-token-invalid")
+            try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(rotator)) {
+                try expectProblem($0, .forbidden, "operator-token-refused")
+            }
+        }
+        #expect(try await server.store.removeOperator(name: "rotator"))
+        #expect(try await server.store.operatorFor(token: rotator) == nil)
+        await #expect(throws: Problem.self) {
+            try await server.store.addOperator(name: "x", scopes: [OperatorScope("root")])
+        }
+    }
+
+    @Test func shredWaitsOutItsUndoWindowThenIsGoneForEver() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer)
+        let admin = try await server.store.addOperator(name: "ops", scopes: [.shred])
+        let tokens = try issuer.mint([
+            ["key": "es", "claims": Issuer.claims("alice")], ["key": "es", "claims": Issuer.claims("bob")],
+        ])
+        try await server.run { client in
+            let fetch = { (token: String) async throws -> TestResponse in
+                try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token))
+            }
+            let admin = { (route: String, payload: [String: Any]) async throws -> TestResponse in
+                try await client.execute(
+                    uri: "/v1/admin/subjects/\(route)", method: .post, headers: bearer(admin), body: try body(payload))
+            }
+            let before = try json(try await fetch(tokens[0]))["key"] as? String
+            #expect(try await fetch(tokens[1]).status == .ok)
+            #expect(try await admin("shred", ["subject": "alice", "undoWindowSeconds": 3600]).status == .ok)
+            try expectProblem(try await fetch(tokens[0]), .conflict, "shred-pending")
+            #expect(try await admin("undo-shred", ["subject": "alice"]).status == .noContent)
+            #expect(try json(try await fetch(tokens[0]))["key"] as? String == before)
+            try expectProblem(try await admin("undo-shred", ["subject": "alice"]), .notFound, "shred-not-pending")
+
+            #expect(try await admin("shred", ["subject": "alice", "undoWindowSeconds": 3600]).status == .ok)
+            server.skip.withLock { $0 = 3601 }
+            try expectProblem(try await fetch(tokens[0]), .gone, "key-shredded")
+            #expect(try await server.store.sweep() == 1)
+            #expect(try KeyServerTests.rowCount(server.path, "SELECT count(*) FROM keys WHERE subject = 'alice'") == 0)
+            try expectProblem(try await fetch(tokens[0]), .gone, "key-shredded")
+            try expectProblem(try await admin("undo-shred", ["subject": "alice"]), .gone, "key-shredded")
+            try expectProblem(
+                try await admin("shred", ["subject": "alice", "undoWindowSeconds": 0]), .gone, "key-shredded")
+            // Bob is untouched.
+            #expect(try await fetch(tokens[1]).status == .ok)
+            try expectProblem(
+                try await admin("shred", ["subject": "bob", "undoWindowSeconds": -1]), .badRequest,
+                "invalid-undo-window")
+        }
+    }
+}
