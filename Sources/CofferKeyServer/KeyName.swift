@@ -15,7 +15,7 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
 
     /// Checks every part: a purpose is 1–64 of `a-z 0-9 . _ -`; a device
     /// at most 128 of `A-Z a-z 0-9 . _ : -`; a realm 1–64 like a purpose;
-    /// a subject 1–255 bytes of UTF-8 with no control character.
+    /// a subject 1–255 Unicode scalars with no control character.
     public init(realm: String, subject: String, device: String = "", purpose: String) throws {
         guard Self.isToken(realm, lowercaseOnly: true, range: 1...64) else {
             throw Problem.badRequest("invalid-realm", "a realm is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
@@ -30,7 +30,7 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
         guard (1...255).contains(subject.utf8.count),
             !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
-            throw Problem.badRequest("invalid-subject", "a subject is 1–255 bytes of UTF-8 with no control character")
+            throw Problem.badRequest("invalid-subject", "a subject is 1–255 characters with no control character")
         }
         self.realm = realm
         self.subject = subject

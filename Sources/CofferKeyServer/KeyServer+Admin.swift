@@ -9,17 +9,17 @@ extension KeyServer {
     func addAdminRoutes(_ router: Router<BasicRequestContext>) {
         router.post("/v1/admin/keys/rotate") { request, _ in
             try await authorize(request, .rotate)
-            let body = try await Self.decode(AdminKeyRequest.self, request)
-            let key = try await store.rotate(try body.name(realm: realm))
+            let body = try await Self.decode(RotateRequest.self, request)
+            let key = try await store.rotate(
+                try KeyName(realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose))
             return Self.json(KeyInfo(purpose: key.name.purpose, version: key.version, keyId: key.keyID))
         }
         router.post("/v1/admin/keys/retire") { request, _ in
             try await authorize(request, .retire)
-            let body = try await Self.decode(AdminKeyRequest.self, request)
-            guard let minimum = body.minimumVersion else {
-                throw Problem.badRequest("invalid-minimum-version", "retire needs minimumVersion")
-            }
-            try await store.retire(try body.name(realm: realm), below: minimum)
+            let body = try await Self.decode(RetireRequest.self, request)
+            let name = try KeyName(
+                realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose)
+            try await store.retire(name, below: body.minimumVersion)
             return Response(status: .noContent)
         }
         router.post("/v1/admin/subjects/shred") { request, _ in
@@ -31,7 +31,8 @@ extension KeyServer {
         }
         router.post("/v1/admin/subjects/undo-shred") { request, _ in
             try await authorize(request, .shred)
-            let body = try await Self.decode(ShredRequest.self, request)
+            let body = try await Self.decode(UndoShredRequest.self, request)
+            _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
             try await store.undoShred(realm: realm, subject: body.subject)
             return Response(status: .noContent)
         }
@@ -50,9 +51,19 @@ extension KeyServer {
 
 // MARK: bodies (docs/openapi.yaml)
 
+/// A request body: `members` are the only ones it may have.
+protocol RequestBody: Decodable {
+    static var members: Set<String> { get }
+}
+
 struct Health: Codable { let status: String }
-struct KeyRequest: Codable { let device: String? }
-struct BatchRequest: Codable {
+struct KeyRequest: RequestBody {
+    static let members: Set<String> = ["device"]
+    let device: String?
+}
+
+struct BatchRequest: RequestBody {
+    static let members: Set<String> = ["purposes", "device"]
     let purposes: [String]
     let device: String?
 }
@@ -81,18 +92,28 @@ struct KeyInfo: Codable {
     let keyId: String
 }
 
-struct AdminKeyRequest: Codable {
+struct RotateRequest: RequestBody {
+    static let members: Set<String> = ["subject", "purpose", "device"]
     let subject: String
     let purpose: String
     let device: String?
-    let minimumVersion: Int?
-
-    func name(realm: String) throws -> KeyName {
-        try KeyName(realm: realm, subject: subject, device: device ?? "", purpose: purpose)
-    }
 }
 
-struct ShredRequest: Codable {
+struct RetireRequest: RequestBody {
+    static let members: Set<String> = ["subject", "purpose", "device", "minimumVersion"]
+    let subject: String
+    let purpose: String
+    let device: String?
+    let minimumVersion: Int
+}
+
+struct UndoShredRequest: RequestBody {
+    static let members: Set<String> = ["subject"]
+    let subject: String
+}
+
+struct ShredRequest: RequestBody {
+    static let members: Set<String> = ["subject", "undoWindowSeconds"]
     let subject: String
     let undoWindowSeconds: Int64?
 }

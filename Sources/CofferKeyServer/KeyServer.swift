@@ -21,6 +21,23 @@ public struct KeyServer: Sendable {
         self.realm = realm
     }
 
+    /// The routes and their methods, for `405 Method Not Allowed` (a
+    /// `*` stands for any one segment).
+    static let routes: [(segments: [Substring], methods: String)] = [
+        ("/v1/health", "GET"), ("/v1/keys", "POST"), ("/v1/keys/*", "POST"), ("/v1/keys/*/versions/*", "GET"),
+        ("/v1/admin/keys/rotate", "POST"), ("/v1/admin/keys/retire", "POST"), ("/v1/admin/subjects/shred", "POST"),
+        ("/v1/admin/subjects/undo-shred", "POST"),
+    ].map { ($0.0.split(separator: "/"), $0.1) }
+
+    /// The methods `path` takes, if it is a route.
+    static func methods(of path: String) -> String? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        return routes.first { route in
+            route.segments.count == segments.count
+                && zip(route.segments, segments).allSatisfy { $0 == "*" ? !$1.isEmpty : $0 == $1 }
+        }?.methods
+    }
+
     /// Every route, behind the problem and request-id middleware.
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
@@ -91,14 +108,23 @@ public struct KeyServer: Sendable {
         return value
     }
 
-    /// A JSON body of at most `maxBodyBytes`, decoded strictly; an empty
-    /// body is `emptyAs` when given.
-    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
+    /// A JSON body of at most `maxBodyBytes`, decoded strictly: an object
+    /// with no member the route does not take and no null; an empty body
+    /// is `emptyAs` when given.
+    static func decode<T: RequestBody>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
         var request = request
         let buffer = try await request.collectBody(upTo: maxBodyBytes)
         if buffer.readableBytes == 0, let empty { return empty }
+        let data = Data(buffer.readableBytesView)
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            Set(object.keys).isSubset(of: T.members), !object.values.contains(where: { $0 is NSNull })
+        else {
+            throw Problem.badRequest(
+                "body-malformed",
+                "the request body is not a JSON object of \(T.members.sorted().joined(separator: ", "))")
+        }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            return try JSONDecoder().decode(T.self, from: data)
         } catch {
             throw Problem.badRequest("body-malformed", "the request body is not the JSON this route takes")
         }

@@ -21,7 +21,15 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as Problem {
             response = problem.response(requestID: id)
         } catch let error as any HTTPResponseError {
-            response = Self.problem(for: error.status).response(requestID: id)
+            if error.status == .notFound, let allowed = KeyServer.methods(of: request.uri.path) {
+                var problem = Problem(
+                    .methodNotAllowed, "method-not-allowed",
+                    "\(request.uri.path) takes \(allowed), not \(request.method)")
+                problem.headers[.allow] = allowed
+                response = problem.response(requestID: id)
+            } else {
+                response = Self.problem(for: error.status).response(requestID: id)
+            }
         } catch {
             context.logger.error(
                 "request failed", metadata: ["request.id": "\(id)", "error.type": "\(type(of: error))"])

@@ -48,7 +48,13 @@ import Testing
                 "retire-backwards")
             try expectProblem(
                 try await admin("keys/retire", ["subject": "alice", "purpose": "notes", "minimumVersion": 3]),
+                .conflict, "minimum-above-current")
+            try expectProblem(
+                try await admin("keys/retire", ["subject": "alice", "purpose": "notes", "minimumVersion": 0]),
                 .badRequest, "invalid-minimum-version")
+            try expectProblem(
+                try await admin("keys/rotate", ["subject": "alice", "purpose": "notes", "minimumVersion": 2]),
+                .badRequest, "body-malformed")
             try expectProblem(
                 try await admin("keys/retire", ["subject": "nobody", "purpose": "notes", "minimumVersion": 1]),
                 .notFound, "key-not-found")
@@ -65,7 +71,10 @@ import Testing
             let call = { (token: String, route: String) async throws -> TestResponse in
                 try await client.execute(
                     uri: "/v1/admin/\(route)", method: .post, headers: bearer(token),
-                    body: try body(["subject": "alice", "purpose": "notes", "minimumVersion": 1]))
+                    body: try body(
+                        route == "keys/retire"
+                            ? ["subject": "alice", "purpose": "notes", "minimumVersion": 1]
+                            : route == "keys/rotate" ? ["subject": "alice", "purpose": "notes"] : ["subject": "alice"]))
             }
             #expect(try await call(rotator, "keys/rotate").status == .ok)
             try expectProblem(try await call(rotator, "keys/retire"), .forbidden, "scope-missing")

@@ -1,0 +1,97 @@
+import Coffer
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `coffer-server` executable, run as operators run it, on a loopback
+/// port it picks itself.
+final class ServerProcess {
+    static let binary: URL = {
+        if let path = ProcessInfo.processInfo.environment["COFFER_SERVER_BIN"] { return URL(fileURLWithPath: path) }
+        let beside = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("coffer-server")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        return URL(fileURLWithPath: Issuer.root + "/.build/debug/coffer-server")
+    }()
+
+    let process = Process()
+    let port: Int
+    var url: String { "http://127.0.0.1:\(port)" }
+    var address: ServerAddress { ServerAddress(url: url) }
+
+    /// Starts `coffer-server serve` for `issuer` over `data`.
+    init(issuer: Issuer, data: String) throws {
+        let passphrase = issuer.folder + "/kek-passphrase"
+        if !FileManager.default.fileExists(atPath: passphrase) {
+            try Data("a passphrase for the tests' KEK\n".utf8).write(to: URL(fileURLWithPath: passphrase))
+        }
+        process.executableURL = Self.binary
+        process.arguments = [
+            "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file", passphrase, "--issuer",
+            Issuer.name, "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
+        ]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        // The first line names the port.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw CofferError(.malformed, "coffer-server stopped before listening") }
+            line += chunk
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let colon = text.lastIndex(of: ":"),
+            let port = Int(text[text.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw CofferError(.malformed, "coffer-server said \(text)") }
+        self.port = port
+    }
+
+    /// `coffer-server operator add`: the token it prints.
+    static func addOperator(issuer: Issuer, data: String, name: String) throws -> String {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            "operator", "add", "--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase", "--name",
+            name,
+        ]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        try process.run()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+}
+
+/// Where a server listens; what the clients of a test share.
+struct ServerAddress: Sendable {
+    let url: String
+
+    /// POST or GET with a bearer token: status and JSON object.
+    func request(_ path: String, method: String = "POST", token: String, body: Data? = nil) async throws -> (
+        Int, [String: Any]
+    ) {
+        var request = URLRequest(url: URL(string: url + path)!)
+        request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.httpBody = body
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, object)
+    }
+}
