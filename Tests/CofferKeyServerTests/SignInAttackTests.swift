@@ -129,3 +129,42 @@ import Testing
         }
     }
 }
+
+/// What a JWKS may hold.
+@Suite struct JWKSTests {
+    static func verifier(_ jwks: String) async throws -> SignInVerifier {
+        try await SignInVerifier(policy: TokenPolicy(issuer: "i", audience: "a"), jwks: { Data(jwks.utf8) })
+    }
+
+    @Test func privateSymmetricAndUnusableKeysAreRefusedOrLeftOut() async throws {
+        let issuer = try Issuer()
+        let jwks = try String(contentsOfFile: issuer.folder + "/jwks.json", encoding: .utf8)
+        _ = try await Self.verifier(jwks)
+        // A private key (d) or a symmetric one (k): the whole set is refused.
+        let set = try JSONSerialization.jsonObject(with: Data(jwks.utf8)) as! [String: Any]
+        var keys = set["keys"] as! [[String: Any]]
+        var withPrivate = keys
+        withPrivate[0]["d"] = "AAAA"
+        let refusedPrivate = String(
+            decoding: try JSONSerialization.data(withJSONObject: ["keys": withPrivate]), as: UTF8.self)
+        await #expect(throws: CofferError.self) { _ = try await Self.verifier(refusedPrivate) }
+        await #expect(throws: CofferError.self) {
+            _ = try await Self.verifier(#"{"keys":[{"kty":"oct","kid":"h","k":"c2VjcmV0"}]}"#)
+        }
+        // Nothing usable: P-384, encryption keys, no kid, a 1024-bit RSA key, a mismatched alg.
+        keys = keys.map { key in
+            var key = key
+            switch key["kid"] as? String {
+            case "es": key["use"] = "enc"
+            case "rs": key["n"] = String((key["n"] as! String).prefix(171))
+            default: key["alg"] = "ES256"
+            }
+            return key
+        }
+        let unusable = String(decoding: try JSONSerialization.data(withJSONObject: ["keys": keys]), as: UTF8.self)
+        await #expect(throws: CofferError.self) { _ = try await Self.verifier(unusable) }
+        for garbage in ["", "[]", "{}", #"{"keys":{}}"#, #"{"keys":[1,2]}"#, String(repeating: "[", count: 10000)] {
+            await #expect(throws: CofferError.self) { _ = try await Self.verifier(garbage) }
+        }
+    }
+}
