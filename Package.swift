@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
         .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
+        .library(name: "CofferKeyClient", targets: ["CofferKeyClient"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-server", targets: ["coffer-server"]),
     ],
@@ -40,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
     ],
     targets: [
         // prctl and setrlimit, which Swift cannot call directly (variadic).
@@ -124,6 +126,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The app's side: the signed-in user's keys, cached in a keychain.
+        .target(
+            name: "CofferKeyClient",
+            dependencies: [
+                "Coffer", "CofferKeychain",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "coffer-server",
             dependencies: [
@@ -186,7 +199,8 @@ let package = Package(
         .testTarget(
             name: "CofferKeyServerTests",
             dependencies: [
-                "Coffer", "CofferKeyServer", .product(name: "Crypto", package: "swift-crypto"),
+                "Coffer", "CofferKeyServer", "CofferKeyClient", "CofferKeychain",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

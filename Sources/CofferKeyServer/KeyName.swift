@@ -66,7 +66,7 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
     /// tell which key sealed its data without holding the subject.
     func keyID(version: Int) throws -> String {
         let digest = SHA256.hash(data: try context(version: version).bytes)
-        return digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(digest.prefix(8))
     }
 }
 

@@ -1,3 +1,4 @@
+import Coffer
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -13,7 +14,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        let id = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let id = Hex.encode(withUnsafeBytes(of: UInt64.random(in: 0...UInt64.max)) { Array($0) })
         let start = ContinuousClock.now
         var response: Response
         do {

@@ -66,8 +66,10 @@ extension ServerKeyStore {
         }
         let hash = Self.hash(token)
         return try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT name, scopes, created FROM operators WHERE hash = ?", arguments: [hash])
-                .map(Self.info)
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT name, scopes, created FROM operators WHERE hash = ?"), arguments: [hash]
+            )
+            .map(Self.info)
         }
     }
 

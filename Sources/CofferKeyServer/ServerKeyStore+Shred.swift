@@ -13,11 +13,15 @@ extension ServerKeyStore {
     static func gate(_ db: Database, _ name: KeyName, now: Int64) throws {
         guard
             let row = try Row.fetchOne(
-                db, sql: "SELECT shred_at, shredded FROM subjects WHERE realm = ? AND subject = ?",
+                db.cachedStatement(sql: "SELECT shred_at, shredded FROM subjects WHERE realm = ? AND subject = ?"),
                 arguments: [name.realm, name.subject])
         else { return }
-        let at: Int64 = row["shred_at"]
-        if row["shredded"] as Int64 != 0 || at <= now {
+        try refuse(shredAt: row["shred_at"], shredded: row["shredded"] as Int64 != 0, now: now)
+    }
+
+    /// What a subject with a shred scheduled at `at` answers.
+    static func refuse(shredAt at: Int64, shredded: Bool, now: Int64) throws {
+        if shredded || at <= now {
             throw Problem(.gone, "key-shredded", "this subject's keys were destroyed")
         }
         throw Problem(

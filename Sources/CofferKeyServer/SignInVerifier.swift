@@ -1,4 +1,5 @@
 import Coffer
+import Crypto
 import Foundation
 import HTTPTypes
 import JWTKit
@@ -50,7 +51,12 @@ public final class SignInVerifier: Sendable {
     struct State: Sendable {
         var keys: [String: IssuerKey]
         var loaded: Int64
+        /// Tokens verified already, by SHA-256: their subject and expiry.
+        var verified: [SHA256Digest: (subject: String, expires: Double)] = [:]
     }
+
+    /// Verified tokens remembered (the whole memory is cleared when full).
+    static let verifiedKept = 10_000
 
     let policy: TokenPolicy
     let load: @Sendable () throws -> Data
@@ -73,9 +79,21 @@ public final class SignInVerifier: Sendable {
     }
 
     /// The subject a valid token names, or a 401 problem saying why not.
+    ///
+    /// A token that verified once is remembered, by its SHA-256, until it
+    /// expires: its signature is not checked again (its expiry is, every
+    /// time). An issuer key removed from the JWKS thus stops working for
+    /// new tokens at once, and for tokens already seen when they expire.
     public func subject(of token: Substring) async throws -> String {
         guard token.utf8.count <= Self.maxTokenBytes else {
             throw Problem.unauthorized("token-malformed", "the token is over \(Self.maxTokenBytes) bytes")
+        }
+        let digest = SHA256.hash(data: Data(token.utf8))
+        if let seen = state.withLock({ $0.verified[digest] }) {
+            guard Double(now() - policy.leeway) < seen.expires else {
+                throw Problem.unauthorized("token-expired", "the token has expired")
+            }
+            return seen.subject
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let payloadBytes = Self.base64URL(parts[1]),
@@ -106,7 +124,14 @@ public final class SignInVerifier: Sendable {
         } catch {
             throw Problem.unauthorized("token-signature-invalid", "the token's signature does not verify")
         }
-        return try check(claims)
+        let subject = try check(claims)
+        if let expires = (claims["exp"] as? NSNumber)?.doubleValue {
+            state.withLock { state in
+                if state.verified.count >= Self.verifiedKept { state.verified.removeAll(keepingCapacity: true) }
+                state.verified[digest] = (subject, expires)
+            }
+        }
+        return subject
     }
 
     /// The key `kid` names, reading the set again (rate-limited) when it is unknown.

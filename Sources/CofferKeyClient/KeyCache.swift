@@ -1,0 +1,103 @@
+import Coffer
+import CofferKeychain
+import Crypto
+import Foundation
+
+/// How long a fetched key may be used without asking the server again, as
+/// the AWS Encryption SDK's caching materials manager limits its data keys:
+/// by age and by number of uses, whichever comes first. Within both, the
+/// client works offline.
+public struct KeyCachePolicy: Sendable, Equatable {
+    /// Seconds after fetching.
+    public var timeToLive: Int64
+    /// Times a cached key may be handed out.
+    public var maxUses: Int
+
+    public init(timeToLive: Int64 = 3600, maxUses: Int = 10_000) {
+        self.timeToLive = timeToLive
+        self.maxUses = maxUses
+    }
+}
+
+/// Fetched keys kept in a `Keychain`, one generic-password item per key:
+/// service `coffer key server <server>`, account `<account>|<purpose>|<device>|<current or vN>`.
+/// The item's secret is 60 bytes: `CKC1`, the version (4 bytes), the time
+/// fetched (8, seconds since 1970), the uses so far (4), the key id (8)
+/// and the key (32), big-endian.
+struct KeyCache: Sendable {
+    let keychain: any Keychain
+    let service: String
+    let policy: KeyCachePolicy
+
+    struct Entry: Sendable {
+        var version: Int
+        var fetched: Int64
+        var uses: Int
+        var keyID: String
+        var key: SymmetricKey
+    }
+
+    static let magic = Array("CKC1".utf8)
+
+    /// The entry under `account`, if it is still within the policy; counts one use.
+    func take(_ account: String, now: Int64) throws -> Entry? {
+        let query = KeychainQuery.password(service: service, account: account)
+        let secret: SecretBytes
+        do {
+            secret = try keychain.copyData(query)
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return nil
+        }
+        guard var entry = Self.decode(secret) else {
+            try? keychain.delete(query)
+            return nil
+        }
+        guard now - entry.fetched < policy.timeToLive, now >= entry.fetched, entry.uses < policy.maxUses else {
+            return nil
+        }
+        entry.uses += 1
+        try keychain.update(query, with: KeychainChanges(data: Self.encode(entry)))
+        return entry
+    }
+
+    /// Keeps `entry` (a fresh fetch, counted as one use) under `account`.
+    func put(_ entry: Entry, _ account: String) throws {
+        let data = Self.encode(entry)
+        let query = KeychainQuery.password(service: service, account: account)
+        do {
+            try keychain.add(
+                .password(service: service, account: account, label: "Coffer key server cache"), data: data)
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            try keychain.update(query, with: KeychainChanges(data: data))
+        }
+    }
+
+    /// Forgets every key this cache holds for `account` (sign-out).
+    func forget(accountPrefix: String) throws {
+        for item in try keychain.copyMatching(.password(service: service))
+        where item.account?.hasPrefix(accountPrefix) == true {
+            try keychain.delete(.password(service: service, account: item.account))
+        }
+    }
+
+    static func encode(_ entry: Entry) -> SecretBytes {
+        var bytes = magic
+        withUnsafeBytes(of: UInt32(entry.version).bigEndian) { bytes += $0 }
+        withUnsafeBytes(of: entry.fetched.bigEndian) { bytes += $0 }
+        withUnsafeBytes(of: UInt32(clamping: entry.uses).bigEndian) { bytes += $0 }
+        bytes += Hex.decode(entry.keyID) ?? [UInt8](repeating: 0, count: 8)
+        entry.key.withUnsafeBytes { bytes += $0 }
+        return SecretBytes(bytes)
+    }
+
+    static func decode(_ secret: SecretBytes) -> Entry? {
+        secret.withUnsafeBytes { raw -> Entry? in
+            let bytes = [UInt8](raw)
+            guard bytes.count == 60, Array(bytes[0..<4]) == magic else { return nil }
+            func number(_ range: Range<Int>) -> UInt64 { bytes[range].reduce(0) { $0 << 8 | UInt64($1) } }
+            return Entry(
+                version: Int(number(4..<8)), fetched: Int64(bitPattern: number(8..<16)), uses: Int(number(16..<20)),
+                keyID: Hex.encode(Array(bytes[20..<28])), key: SymmetricKey(data: bytes[28..<60]))
+        }
+    }
+}
