@@ -200,7 +200,9 @@ let package = Package(
             name: "CofferKeyServerTests",
             dependencies: [
                 "Coffer", "CofferKeyServer", "CofferKeyClient", "CofferKeychain",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

@@ -20,7 +20,7 @@ extension KeyServerClient {
         let status: Int
         let bytes: ByteBuffer
         do {
-            let response = try await http.execute(request, timeout: .seconds(15))
+            let response = try await http.execute(request, timeout: .seconds(timeout))
             status = Int(response.status.code)
             bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
         } catch {

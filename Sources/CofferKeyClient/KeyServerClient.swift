@@ -27,9 +27,9 @@ public struct ServerKey: Sendable, CustomStringConvertible {
 /// `policy`'s time and uses so that the app works offline within them.
 ///
 /// ```swift
-/// let client = KeyServerClient(
+/// let client = try KeyServerClient(
 ///     server: URL(string: "https://keys.example.com")!, account: user.id,
-///     token: { try await session.idToken() }, cache: FileKeychain.default)
+///     token: { try await session.idToken() }, cache: try FileKeychain.open(path: path, secret: deviceSecret))
 /// let notes = try await client.currentKey(purpose: "notes")
 /// let ring = KeyRingStore(path: "notes.ckr", secret: try await client.unlockSecret(purpose: "notes"))
 /// ```
@@ -42,6 +42,9 @@ public struct KeyServerClient: Sendable {
     let cache: KeyCache?
     let http: HTTPClient
     let now: @Sendable () -> Int64
+    /// Seconds a fetch may take, connecting included (a server that cannot
+    /// be reached is retried until then).
+    public let timeout: Int64
     public static let maxResponseBytes = 64 * 1024
 
     /// - Parameters:
@@ -51,11 +54,12 @@ public struct KeyServerClient: Sendable {
     ///   - cache: where fetched keys are kept; nil keeps none.
     ///   - policy: how long, and how many times, a cached key may be used.
     ///   - http: the HTTP client (`HTTPClient.shared` by default).
+    ///   - timeout: seconds a fetch may take, connecting included.
     ///   - now: the clock, seconds since 1970.
     public init(
         server: URL, account: String, token: @escaping @Sendable () async throws -> String,
         cache: (any Keychain)? = nil, policy: KeyCachePolicy = KeyCachePolicy(), http: HTTPClient = .shared,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        timeout: Int64 = 15, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) throws {
         let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(server.host ?? "")
         guard server.scheme == "https" || (server.scheme == "http" && loopback) else {
@@ -68,6 +72,7 @@ public struct KeyServerClient: Sendable {
             KeyCache(keychain: $0, service: "coffer key server \(server.absoluteString)", policy: policy)
         }
         self.http = http
+        self.timeout = timeout
         self.now = now
     }
 
