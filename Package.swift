@@ -106,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferStorePostgres",
+                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferStorePostgres", "CofferKeyClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

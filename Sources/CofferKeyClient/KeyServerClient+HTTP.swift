@@ -5,29 +5,35 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-extension KeyServerClient {
-    /// One request; a 200 must be a key of `purpose`, anything else a
-    /// problem document, whose code becomes the error's.
-    func fetch(path: String, method: HTTPMethod, body: Data?, purpose: String) async throws -> ServerKey {
+/// One request to a key server: a bearer token, an optional JSON body; a
+/// 2xx answer's JSON object, or the problem document's code as the error.
+struct KeyServerRequest {
+    let server: URL
+    let http: HTTPClient
+    let timeout: Int64
+
+    func send(_ path: String, method: HTTPMethod, token: String, body: [String: Any]? = nil) async throws -> (
+        status: Int, object: [String: Any]
+    ) {
         var request = HTTPClientRequest(url: server.absoluteString.trimmingSuffix("/") + path)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(try await token())")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Accept", value: "application/json")
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
         }
         let status: Int
         let bytes: ByteBuffer
         do {
             let response = try await http.execute(request, timeout: .seconds(timeout))
             status = Int(response.status.code)
-            bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
+            bytes = try await response.body.collect(upTo: KeyServerClient.maxResponseBytes)
         } catch {
             throw KeyClientError(.unreachable, "the key server did not answer (\(type(of: error)))")
         }
         let object = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any]
-        guard status == 200 else {
+        guard (200..<300).contains(status) else {
             guard let code = object?["code"] as? String else {
                 throw KeyClientError(
                     .malformedResponse, status: status, "the server answered without a problem document")
@@ -35,12 +41,20 @@ extension KeyServerClient {
             throw KeyClientError(
                 .init(code), status: status, (object?["detail"] as? String).map { String($0.prefix(500)) } ?? code)
         }
-        guard let object, object["purpose"] as? String == purpose, let version = object["version"] as? Int,
-            version >= 1, let keyID = object["keyId"] as? String, keyID.count == 16, Hex.decode(keyID) != nil,
+        return (status, object ?? [:])
+    }
+}
+
+extension KeyServerClient {
+    var requests: KeyServerRequest { KeyServerRequest(server: server, http: http, timeout: timeout) }
+
+    /// One key request; the answer must be a key of `purpose`.
+    func fetch(path: String, method: HTTPMethod, body: [String: Any]?, purpose: String) async throws -> ServerKey {
+        let object = try await requests.send(path, method: method, token: try await token(), body: body).object
+        guard object["purpose"] as? String == purpose, let version = object["version"] as? Int, version >= 1,
+            let keyID = object["keyId"] as? String, keyID.count == 16, Hex.decode(keyID) != nil,
             let encoded = object["key"] as? String, let key = Data(base64Encoded: encoded), key.count == 32
-        else {
-            throw KeyClientError(.malformedResponse, status: status, "the server's answer is not a key of \(purpose)")
-        }
+        else { throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a key of \(purpose)") }
         return ServerKey(
             purpose: purpose, version: version, keyID: keyID, key: SymmetricKey(data: key), fromCache: false)
     }

@@ -81,8 +81,8 @@ public struct KeyServerClient: Sendable {
     public func currentKey(purpose: String, device: String? = nil) async throws -> ServerKey {
         let account = try cacheAccount(purpose, device, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
-        let body = device.map { try? JSONSerialization.data(withJSONObject: ["device": $0]) } ?? nil
-        let key = try await fetch(path: "/v1/keys/\(purpose)", method: .POST, body: body, purpose: purpose)
+        let key = try await fetch(
+            path: "/v1/keys/\(purpose)", method: .POST, body: device.map { ["device": $0] }, purpose: purpose)
         try keep(key, account)
         return key
     }

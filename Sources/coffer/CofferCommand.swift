@@ -21,6 +21,7 @@ struct CofferCommand: ParsableCommand {
             RSA.self, Agree.self, Sign.self, Verify.self, Key.self,
             Apple.self, RNCryptorCommand.self, Legacy.self, CryptoKitCommand.self, Convert.self,
             KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, KeychainCommand.self, StoreCommand.self,
+            ServerKeyCommand.self,
         ]
     )
 

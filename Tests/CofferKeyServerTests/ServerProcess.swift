@@ -21,8 +21,9 @@ final class ServerProcess {
     var url: String { "http://127.0.0.1:\(port)" }
     var address: ServerAddress { ServerAddress(url: url) }
 
-    /// Starts `coffer-server serve` for `issuer` over `data`.
-    init(issuer: Issuer, data: String) throws {
+    /// Starts `coffer-server serve` for `issuer` over `data`; its log
+    /// (stderr) goes to `log`, or nowhere.
+    init(issuer: Issuer, data: String, log: String? = nil) throws {
         let passphrase = issuer.folder + "/kek-passphrase"
         if !FileManager.default.fileExists(atPath: passphrase) {
             try Data("a passphrase for the tests' KEK\n".utf8).write(to: URL(fileURLWithPath: passphrase))
@@ -34,7 +35,8 @@ final class ServerProcess {
         ]
         let stdout = Pipe()
         process.standardOutput = stdout
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        if let log { FileManager.default.createFile(atPath: log, contents: nil) }
+        process.standardError = FileHandle(forWritingAtPath: log ?? "/dev/null")
         try process.run()
         // The first line names the port.
         var line = Data()

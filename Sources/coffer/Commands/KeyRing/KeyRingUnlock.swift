@@ -54,9 +54,11 @@ struct KeyRingUnlock: ParsableArguments {
         name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
     var kekKeychainKeyFile: String?
 
+    @OptionGroup var server: ServerKEKOptions
+
     func validate() throws {
-        if [passphraseFile, kekFile, kekKeychain].compactMap({ $0 }).count > 1 {
-            throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
+        if [passphraseFile, kekFile, kekKeychain, server.kekServer].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --passphrase-file, --kek-file, --kek-keychain and --kek-server")
         }
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
     }
@@ -82,7 +84,8 @@ struct KeyRingUnlock: ParsableArguments {
     /// The passphrase or KEK file (a KEK kept in a keychain comes with its
     /// store: ``store(confirm:creating:)``).
     private func secret(confirm: Bool) throws -> UnlockSecret {
-        try SecretSource.unlock(
+        if let secret = try server.secret() { return secret }
+        return try SecretSource.unlock(
             keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Key ring passphrase",
             confirm: confirm)
     }

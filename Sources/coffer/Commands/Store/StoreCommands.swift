@@ -52,9 +52,11 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file.")
     var kekKeychainKeyFile: String?
 
+    @OptionGroup var server: ServerKEKOptions
+
     func validate() throws {
-        if [passphraseFile, kekFile, kekKeychain].compactMap({ $0 }).count > 1 {
-            throw ValidationError("give one of --passphrase-file, --kek-file and --kek-keychain")
+        if [passphraseFile, kekFile, kekKeychain, server.kekServer].compactMap({ $0 }).count > 1 {
+            throw ValidationError("give one of --passphrase-file, --kek-file, --kek-keychain and --kek-server")
         }
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
         if databasePasswordFile != nil && !isPostgres {
@@ -83,6 +85,7 @@ struct StoreOptions: ParsableArguments {
                 keyFile: kekKeychainKeyFile)
             return try KeyRingUnlock.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
         }
+        if let secret = try server.secret() { return secret }
         return try SecretSource.unlock(
             keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Store passphrase",
             confirm: confirm)

@@ -1,0 +1,63 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+
+/// An operator's calls to a key server (`/v1/admin/…`), with an operator
+/// token made by `coffer-server operator add`. None of them returns a key.
+public struct KeyServerAdmin: Sendable {
+    let requests: KeyServerRequest
+    let token: String
+
+    /// - Parameters:
+    ///   - server: the key server's base URL.
+    ///   - operatorToken: `cofop_…`, with the scopes the calls need.
+    ///   - http: the HTTP client.
+    ///   - timeout: seconds a call may take.
+    public init(server: URL, operatorToken: String, http: HTTPClient = .shared, timeout: Int64 = 15) {
+        requests = KeyServerRequest(server: server, http: http, timeout: timeout)
+        token = operatorToken
+    }
+
+    /// A key's version and id after a rotation.
+    public struct Rotated: Sendable, Equatable {
+        public let version: Int
+        public let keyID: String
+    }
+
+    /// Adds a version to `subject`'s key for `purpose` and makes it current.
+    public func rotate(subject: String, purpose: String, device: String? = nil) async throws -> Rotated {
+        var body: [String: Any] = ["subject": subject, "purpose": purpose]
+        body["device"] = device
+        let object = try await requests.send("/v1/admin/keys/rotate", method: .POST, token: token, body: body).object
+        guard let version = object["version"] as? Int, let keyID = object["keyId"] as? String else {
+            throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a rotation")
+        }
+        return Rotated(version: version, keyID: keyID)
+    }
+
+    /// Stops releasing versions below `minimumVersion`.
+    public func retire(subject: String, purpose: String, device: String? = nil, minimumVersion: Int) async throws {
+        var body: [String: Any] = ["subject": subject, "purpose": purpose, "minimumVersion": minimumVersion]
+        body["device"] = device
+        _ = try await requests.send("/v1/admin/keys/retire", method: .POST, token: token, body: body)
+    }
+
+    /// Schedules the destruction of every key of `subject` after
+    /// `undoWindow` seconds; returns when (ISO 8601).
+    public func shred(subject: String, undoWindow: Int64) async throws -> String {
+        let object = try await requests.send(
+            "/v1/admin/subjects/shred", method: .POST, token: token,
+            body: ["subject": subject, "undoWindowSeconds": undoWindow]
+        ).object
+        guard let at = object["shredAt"] as? String else {
+            throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a shred")
+        }
+        return at
+    }
+
+    /// Cancels a pending shred.
+    public func undoShred(subject: String) async throws {
+        _ = try await requests.send(
+            "/v1/admin/subjects/undo-shred", method: .POST, token: token, body: ["subject": subject])
+    }
+}

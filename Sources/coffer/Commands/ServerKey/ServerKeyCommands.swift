@@ -1,0 +1,144 @@
+import ArgumentParser
+import Coffer
+import CofferKeyClient
+import Crypto
+import Foundation
+
+/// `coffer server-key`: keys from a Coffer key server (docs/key-server.md).
+struct ServerKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server-key",
+        abstract: "Fetch keys from a Coffer key server, and rotate, retire or shred them as an operator.",
+        subcommands: [
+            ServerKeyGet.self, ServerKeyRotate.self, ServerKeyRetire.self, ServerKeyShred.self, ServerKeyUndoShred.self,
+        ])
+}
+
+/// Where the server is.
+struct ServerAddressOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The key server (https://…; http:// on loopback only).", valueName: "URL"))
+    var server: String
+
+    var url: URL {
+        get throws {
+            guard let url = URL(string: server), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                throw ValidationError("--server takes an http(s) URL, not \(server)")
+            }
+            return url
+        }
+    }
+}
+
+struct ServerKeyGet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Print the id and version of your key for a purpose (the key itself only with --reveal -o FILE).")
+    @OptionGroup var address: ServerAddressOptions
+    @Option(help: ArgumentHelp("Your sign-in token (a JWT), from this file.", valueName: "F")) var tokenFile: String
+    @Option(help: "The key's purpose (notes, photos, …).") var purpose: String
+    @Option(help: "A version (default: the current one).") var version: Int?
+    @Option(help: "A device, for a key per device.") var device: String?
+    @Flag(help: "Write the 32-byte key to -o FILE (never to the terminal, never over a file).") var reveal = false
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Where --reveal writes the key.") var output:
+        String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if reveal != (output != nil) { throw ValidationError("--reveal and -o FILE go together") }
+    }
+
+    func run() throws {
+        let client = try KeyServerClient(
+            server: try address.url, account: "coffer-cli", token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) }
+        )
+        let key = try Blocking.await { [purpose, version, device] in
+            if let version { return try await client.key(purpose: purpose, version: version, device: device) }
+            return try await client.currentKey(purpose: purpose, device: device)
+        }
+        if reveal, let output {
+            let file = try Output(path: output, binary: true)
+            try file.write(replace: false) { sink in
+                try key.key.withUnsafeBytes { try sink.write(Array($0)) }
+            }
+        }
+        if json {
+            print(#"{"purpose":"\#(key.purpose)","version":\#(key.version),"keyId":"\#(key.keyID)"}"#)
+        } else {
+            print("purpose \(key.purpose), version \(key.version), key id \(key.keyID)")
+        }
+    }
+}
+
+/// What every operator command takes.
+struct OperatorOptions: ParsableArguments {
+    @OptionGroup var address: ServerAddressOptions
+    @Option(help: ArgumentHelp("The operator token (cofop_…), from this file.", valueName: "F"))
+    var operatorTokenFile: String
+    @Option(help: "The subject (user) whose keys change.") var subject: String
+
+    func admin() throws -> KeyServerAdmin {
+        KeyServerAdmin(server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
+    }
+}
+
+struct ServerKeyRotate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate", abstract: "Add a version to a subject's key and make it current (scope keys:rotate).")
+    @OptionGroup var options: OperatorOptions
+    @Option(help: "The key's purpose.") var purpose: String
+    @Option(help: "The device, for a key per device.") var device: String?
+
+    func run() throws {
+        let admin = try options.admin()
+        let rotated = try Blocking.await { [options, purpose, device] in
+            try await admin.rotate(subject: options.subject, purpose: purpose, device: device)
+        }
+        print("purpose \(purpose), version \(rotated.version), key id \(rotated.keyID)")
+    }
+}
+
+struct ServerKeyRetire: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retire", abstract: "Stop releasing a key's versions below a minimum (scope keys:retire).")
+    @OptionGroup var options: OperatorOptions
+    @Option(help: "The key's purpose.") var purpose: String
+    @Option(help: "The device, for a key per device.") var device: String?
+    @Option(help: "The lowest version still released.") var minimumVersion: Int
+
+    func run() throws {
+        let admin = try options.admin()
+        try Blocking.await { [options, purpose, device, minimumVersion] in
+            try await admin.retire(
+                subject: options.subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
+        }
+        StandardError.write("Versions below \(minimumVersion) of \(purpose) are retired\n")
+    }
+}
+
+struct ServerKeyShred: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shred",
+        abstract: "Destroy every key of a subject after an undo window (scope subjects:shred).")
+    @OptionGroup var options: OperatorOptions
+    @Option(help: "Seconds during which undo-shred can cancel it (0: at once).") var undoWindow: Int64 = 86400
+
+    func run() throws {
+        let admin = try options.admin()
+        let at = try Blocking.await { [options, undoWindow] in
+            try await admin.shred(subject: options.subject, undoWindow: undoWindow)
+        }
+        print("shred at \(at)")
+    }
+}
+
+struct ServerKeyUndoShred: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "undo-shred", abstract: "Cancel a pending shred (scope subjects:shred).")
+    @OptionGroup var options: OperatorOptions
+
+    func run() throws {
+        let admin = try options.admin()
+        try Blocking.await { [options] in try await admin.undoShred(subject: options.subject) }
+        StandardError.write("The shred is cancelled\n")
+    }
+}

@@ -1,0 +1,111 @@
+import Coffer
+import Foundation
+import Testing
+
+/// `coffer server-key …` and `--kek-server` against a running `coffer-server`.
+@Suite struct ServerKeyCLITests {
+    static let coffer = ServerProcess.binary.deletingLastPathComponent().appendingPathComponent("coffer")
+
+    /// Runs `coffer` with `arguments`: status, stdout, stderr.
+    static func run(_ arguments: [String]) throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = coffer
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
+        )
+    }
+
+    /// A token file as the CLI wants one: the user's own, closed to others.
+    static func secretFile(_ path: String, _ text: String) throws {
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        else { throw CofferError(.malformed, "cannot write \(path)") }
+    }
+
+    @Test func getRotateRetireShredAndAKeyRingUnlockedByTheServer() async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        try ServerProcess(issuer: issuer, data: data).stop()
+        let operatorFile = issuer.folder + "/operator"
+        try Self.secretFile(operatorFile, ServerProcess.addOperator(issuer: issuer, data: data, name: "ops"))
+        let server = try ServerProcess(issuer: issuer, data: data)
+        defer { server.stop() }
+        let tokenFile = issuer.folder + "/token"
+        try Self.secretFile(tokenFile, try issuer.token("cli-user") + "\n")
+        let user = ["--server", server.url, "--token-file", tokenFile]
+        let admin = ["--server", server.url, "--operator-token-file", operatorFile, "--subject", "cli-user"]
+
+        var (status, out, err) = try Self.run(["server-key", "get", "--purpose", "notes"] + user)
+        #expect(status == 0, "\(err)")
+        #expect(out.hasPrefix("purpose notes, version 1, key id "))
+        // --reveal writes the key the server releases, and never over a file.
+        let keyFile = issuer.folder + "/notes.key"
+        (status, _, err) = try Self.run(["server-key", "get", "--purpose", "notes", "--reveal", "-o", keyFile] + user)
+        #expect(status == 0, "\(err)")
+        let released = try await server.address.request("/v1/keys/notes", token: try issuer.token("cli-user")).1
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyFile)).base64EncodedString() == released["key"] as? String)
+        (status, _, _) = try Self.run(["server-key", "get", "--purpose", "notes", "--reveal", "-o", keyFile] + user)
+        #expect(status == 6)
+        (status, _, _) = try Self.run(["server-key", "get", "--purpose", "notes", "--reveal"] + user)
+        #expect(status == 64)
+
+        (status, out, err) = try Self.run(["server-key", "rotate", "--purpose", "notes"] + admin)
+        #expect(status == 0 && out.hasPrefix("purpose notes, version 2"), "\(err)")
+        (status, _, err) = try Self.run(
+            ["server-key", "retire", "--purpose", "notes", "--minimum-version", "2"] + admin)
+        #expect(status == 0, "\(err)")
+        (status, _, err) = try Self.run(["server-key", "get", "--purpose", "notes", "--version", "1"] + user)
+        #expect(status == 6 && err.contains("key-retired"), "\(err)")
+        (status, out, _) = try Self.run(["server-key", "get", "--purpose", "notes", "--json"] + user)
+        #expect(out.contains(#""version":2"#))
+
+        // A key ring whose KEK is the server's key for "rings".
+        let ring = issuer.folder + "/app.ckr"
+        let kek = ["--keyring", ring, "--kek-server", server.url, "--purpose", "rings", "--token-file", tokenFile]
+        (status, _, err) = try Self.run(["keyring", "new"] + kek)
+        #expect(status == 0, "\(err)")
+        (status, _, err) = try Self.run(["keyring", "list"] + kek)
+        #expect(status == 0, "\(err)")
+        var other = kek
+        other[5] = "photos"
+        (status, _, _) = try Self.run(["keyring", "list"] + other)
+        #expect(status == 2)
+
+        // Shred, refused while pending, undone.
+        (status, out, err) = try Self.run(["server-key", "shred", "--undo-window", "3600"] + admin)
+        #expect(status == 0 && out.hasPrefix("shred at "), "\(err)")
+        (status, _, err) = try Self.run(["keyring", "list"] + kek)
+        #expect(status == 6 && err.contains("shred-pending"), "\(err)")
+        (status, _, err) = try Self.run(["server-key", "undo-shred"] + admin)
+        #expect(status == 0, "\(err)")
+        (status, _, _) = try Self.run(["keyring", "list"] + kek)
+        #expect(status == 0)
+
+        // An expired token, a user token used as an operator's, a server that is not there.
+        let expiredFile = issuer.folder + "/expired"
+        try Self.secretFile(expiredFile, try issuer.token("cli-user", ["exp": Int(Date().timeIntervalSince1970) - 600]))
+        (status, _, err) = try Self.run(
+            ["server-key", "get", "--purpose", "notes", "--server", server.url, "--token-file", expiredFile])
+        #expect(status == 2 && err.contains("token-expired") && err.contains("hint: sign in again"), "\(err)")
+        (status, _, _) = try Self.run(
+            [
+                "server-key", "rotate", "--purpose", "notes", "--server", server.url, "--operator-token-file",
+                tokenFile,
+                "--subject", "cli-user",
+            ])
+        #expect(status == 2)
+        (status, _, _) = try Self.run(["keyring", "list", "--keyring", ring, "--kek-server", server.url])
+        #expect(status == 64)
+    }
+}

@@ -1,0 +1,46 @@
+import Coffer
+import Foundation
+import Testing
+
+/// What `coffer-server` writes to its log, and how it stops.
+@Suite struct ServerLogTests {
+    @Test func theLogNamesEveryRequestButNoTokenNoKeyAndSIGTERMStopsCleanly() async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        try ServerProcess(issuer: issuer, data: data).stop()
+        let admin = try ServerProcess.addOperator(issuer: issuer, data: data, name: "ops")
+        let log = issuer.folder + "/server.log"
+        let server = try ServerProcess(issuer: issuer, data: data, log: log)
+        let token = try issuer.token("logan")
+        let forged = try issuer.mint([["key": "stranger", "kid": "es", "claims": Issuer.claims("logan")]])[0]
+        var keys: [String] = []
+        let (status, body) = try await server.address.request("/v1/keys/notes", token: token)
+        #expect(status == 200)
+        keys.append(try #require(body["key"] as? String))
+        #expect(try await server.address.request("/v1/keys/notes", token: forged).0 == 401)
+        let rotated = try await server.address.request(
+            "/v1/admin/keys/rotate", token: admin,
+            body: try JSONSerialization.data(withJSONObject: ["subject": "logan", "purpose": "notes"]))
+        #expect(rotated.0 == 200)
+        let (_, second) = try await server.address.request("/v1/keys/notes", token: token)
+        keys.append(try #require(second["key"] as? String))
+        #expect(try await server.address.request("/v1/keys/notes?token=\(token)", token: "x").0 == 401)
+
+        // SIGTERM: a graceful stop, status 0.
+        server.process.terminate()
+        server.process.waitUntilExit()
+        #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0)
+
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let lines = text.split(separator: "\n").filter { $0.contains("request.id=") }
+        #expect(lines.count >= 5, "\(text)")
+        for secret in [token, forged, admin] + keys {
+            // Any 16-character piece of a secret (a token's parts, a key's base64).
+            for start in stride(from: 0, to: secret.count - 16, by: 8) {
+                let piece = secret.dropFirst(start).prefix(16)
+                #expect(!text.contains(piece), "the log holds part of a secret")
+            }
+        }
+        #expect(!text.contains("logan"), "the log holds a subject")
+    }
+}
