@@ -1,6 +1,9 @@
+import AsyncHTTPClient
 import Coffer
 import Foundation
 import JWTKit
+import NIOCore
+import NIOHTTP1
 
 extension SignInVerifier {
     /// The usable keys of a JWKS by `kid`: RSA keys for RS256 (2048 bits
@@ -44,5 +47,30 @@ extension SignInVerifier {
                 .malformed, "the issuer's key set has no usable signing key (ES256, RS256 or EdDSA with a kid)")
         }
         return keys
+    }
+}
+
+extension SignInVerifier {
+    /// The largest key set read from an issuer.
+    public static let maxJWKSBytes = 1 << 20
+
+    /// Reads an issuer's JWKS from `url` (its `jwks_uri`): https, or http
+    /// on loopback; a 200 answer of at most 1 MiB, within 10 seconds.
+    /// Pass it as `jwks:`; the verifier calls it at start and, at most once
+    /// per `refreshFloor`, when a token names a key it does not know.
+    public static func issuerKeys(at url: URL, http: HTTPClient = .shared) throws -> @Sendable () async throws -> Data {
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(url.host ?? "")
+        guard url.scheme == "https" || (url.scheme == "http" && loopback) else {
+            throw CofferError(.invalidArgument, "the JWKS URL must be https (http only on loopback)")
+        }
+        return {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.headers.add(name: "Accept", value: "application/json")
+            let response = try await http.execute(request, timeout: .seconds(10))
+            guard response.status == .ok else {
+                throw CofferError(.malformed, "the issuer's JWKS URL answered \(response.status.code)")
+            }
+            return Data(try await response.body.collect(upTo: maxJWKSBytes).readableBytesView)
+        }
     }
 }

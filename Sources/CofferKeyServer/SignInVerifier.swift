@@ -59,23 +59,24 @@ public final class SignInVerifier: Sendable {
     static let verifiedKept = 10_000
 
     let policy: TokenPolicy
-    let load: @Sendable () throws -> Data
+    let load: @Sendable () async throws -> Data
     let now: @Sendable () -> Int64
     let state: Locked<State>
 
     /// - Parameters:
     ///   - policy: what a token must say.
-    ///   - jwks: reads the issuer's key set (a file's contents; read again
-    ///     on an unknown `kid`).
+    ///   - jwks: reads the issuer's key set (a file's contents, or
+    ///     ``issuerKeys(at:http:)`` from its URL); read again on an
+    ///     unknown `kid`.
     ///   - now: the clock, in seconds since 1970.
     public init(
-        policy: TokenPolicy, jwks: @escaping @Sendable () throws -> Data,
+        policy: TokenPolicy, jwks: @escaping @Sendable () async throws -> Data,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) async throws {
         self.policy = policy
         self.load = jwks
         self.now = now
-        state = Locked(State(keys: try await Self.parse(jwks()), loaded: now()))
+        state = Locked(State(keys: try await Self.parse(await jwks()), loaded: now()))
     }
 
     /// The subject a valid token names, or a 401 problem saying why not.
@@ -143,7 +144,7 @@ public final class SignInVerifier: Sendable {
             state.loaded = now
             return true
         }
-        if due, let fresh = try? await Self.parse(load()) {
+        if due, let fresh = try? await Self.parse(await load()) {
             state.withLock { $0.keys = fresh }
             if let key = fresh[kid] { return key }
         }

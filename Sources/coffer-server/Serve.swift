@@ -22,7 +22,11 @@ struct Serve: AsyncParsableCommand {
     var audience: String
 
     @Option(help: ArgumentHelp("The issuer's keys, a JWKS file (read again on an unknown kid).", valueName: "FILE"))
-    var jwksFile: String
+    var jwksFile: String?
+
+    @Option(
+        help: ArgumentHelp("The issuer's keys from its jwks_uri (fetched again on an unknown kid).", valueName: "URL"))
+    var jwksURL: String?
 
     @Option(help: ArgumentHelp("The claim that names the subject.", valueName: "NAME"))
     var subjectClaim = "sub"
@@ -39,10 +43,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("plain HTTP is served on loopback only (127.0.0.1, ::1); \(host) is not loopback")
         }
         let store = try data.open()
-        let jwksFile = self.jwksFile
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: issuer, audience: audience, subjectClaim: subjectClaim, leeway: leeway),
-            jwks: { try Data(contentsOf: URL(fileURLWithPath: jwksFile)) })
+            jwks: try issuerKeys())
         let server = try KeyServer(store: store, verifier: verifier, realm: realm)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
@@ -67,6 +70,22 @@ struct Serve: AsyncParsableCommand {
             try await group.next()
             group.cancelAll()
         }
+    }
+
+    func validate() throws {
+        guard (jwksFile == nil) != (jwksURL == nil) else {
+            throw ValidationError("give one of --jwks-file and --jwks-url")
+        }
+    }
+
+    /// Where the issuer's keys are read from.
+    func issuerKeys() throws -> @Sendable () async throws -> Data {
+        if let jwksURL {
+            guard let url = URL(string: jwksURL) else { throw ValidationError("--jwks-url takes a URL") }
+            return try SignInVerifier.issuerKeys(at: url)
+        }
+        let path = jwksFile!
+        return { try Data(contentsOf: URL(fileURLWithPath: path)) }
     }
 
     static func address(_ text: String) throws -> (String, Int) {

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Every class of JWT attack, made by PyJWT (or by hand in
@@ -165,6 +166,43 @@ import Testing
         await #expect(throws: CofferError.self) { _ = try await Self.verifier(unusable) }
         for garbage in ["", "[]", "{}", #"{"keys":{}}"#, #"{"keys":[1,2]}"#, String(repeating: "[", count: 10000)] {
             await #expect(throws: CofferError.self) { _ = try await Self.verifier(garbage) }
+        }
+    }
+}
+
+/// The issuer's keys fetched from its URL.
+@Suite struct JWKSURLTests {
+    @Test func keysComeFromTheIssuersURLAndItsRotationIsFetched() async throws {
+        let issuer = try Issuer()
+        let file = issuer.folder + "/jwks.json"
+        let fetches = Locked(0)
+        let router = Router()
+        router.get("/jwks") { _, _ -> Response in
+            fetches.withLock { $0 += 1 }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: file)))))
+        }
+        router.get("/missing") { _, _ in Response(status: .notFound) }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            let base = "http://127.0.0.1:\(client.port!)"
+            let verifier = try await SignInVerifier(
+                policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
+                jwks: try SignInVerifier.issuerKeys(at: URL(string: base + "/jwks")!, http: KeyClientTests.http))
+            #expect(try await verifier.subject(of: Substring(try issuer.token("uri"))) == "uri")
+            try issuer.rotate()
+            let rotated = try issuer.mint([["key": "es2", "claims": Issuer.claims("uri")]])[0]
+            #expect(try await verifier.subject(of: Substring(rotated)) == "uri")
+            #expect(fetches.withLock { $0 } == 2)
+            await #expect(throws: CofferError.self) {
+                _ = try await SignInVerifier(
+                    policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience),
+                    jwks: try SignInVerifier.issuerKeys(at: URL(string: base + "/missing")!, http: KeyClientTests.http))
+            }
+        }
+        #expect(throws: CofferError.self) {
+            _ = try SignInVerifier.issuerKeys(at: URL(string: "http://issuer.example.com/jwks")!)
         }
     }
 }
