@@ -10,7 +10,11 @@ import HTTPTypes
 /// several processes may serve one file; every change is one transaction.
 public final class ServerKeyStore: Sendable {
     let pool: DatabasePool
-    let kek: KeyRing
+    /// The KEK ring, replaced when a row names a key it lacks (another
+    /// process rotated the KEK: ``ServerKeyStore/rewrap(batchSize:progress:)``).
+    let ring: Locked<KeyRing>
+    let reload: (@Sendable () throws -> KeyRing)?
+    var kek: KeyRing { ring.withLock { $0 } }
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
 
@@ -18,9 +22,12 @@ public final class ServerKeyStore: Sendable {
     /// - Parameters:
     ///   - path: the SQLite file.
     ///   - kek: the key ring that seals and opens every key.
+    ///   - reload: reads the key ring again, when a stored key names a KEK
+    ///     key the ring in memory lacks (the KEK was rotated meanwhile).
     ///   - now: the clock, in seconds since 1970.
     public init(
-        path: String, kek: KeyRing, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        path: String, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     )
         throws
     {
@@ -31,7 +38,8 @@ public final class ServerKeyStore: Sendable {
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
-        self.kek = kek
+        ring = Locked(kek)
+        self.reload = reload
         self.now = now
         try Self.migrator.migrate(pool)
     }
@@ -203,13 +211,26 @@ public final class ServerKeyStore: Sendable {
         let (version, wrapped) = (row.version, row.wrapped)
         let bytes: Data
         do {
-            bytes = try kek.open(wrapped, context: try name.context(version: version))
+            bytes = try openWrapped(wrapped, context: try name.context(version: version))
         } catch {
             // A row moved to another name, or a KEK that is not this store's.
             throw Problem(.internalServerError, "key-unreadable", "a stored key did not open under the server's KEK")
         }
         return ReleasedKey(
             name: name, version: version, keyID: try name.keyID(version: version), key: SymmetricKey(data: bytes))
+    }
+
+    /// Opens a sealed key; a KEK key the ring lacks makes it read the
+    /// ring again once.
+    func openWrapped(_ wrapped: Data, context: SealingContext) throws -> Data {
+        do {
+            return try kek.open(wrapped, context: context)
+        } catch let error as CofferError where error.code == .keyNotFound {
+            guard let reload else { throw error }
+            let fresh = try reload()
+            ring.withLock { $0 = fresh }
+            return try fresh.open(wrapped, context: context)
+        }
     }
 
     static func latest(_ db: Database, _ name: KeyName) throws -> StoredVersion? {

@@ -16,7 +16,7 @@ struct CofferServer: AsyncParsableCommand {
             issuer's keys (a JWKS file). Operators, who rotate, retire and shred, use tokens made by \
             `coffer-server operator add`.
             """,
-        subcommands: [Serve.self, Operator.self],
+        subcommands: [Serve.self, Operator.self, KEK.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -41,15 +41,22 @@ struct DataOptions: ParsableArguments {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let passphrase = try ServerFiles.passphrase(kekPassphraseFile)
-        let ring = KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
+        let ring = kekRing(passphrase)
         let file = FileManager.default.fileExists(atPath: ring.path) ? try ring.read() : try ring.create()
         let path = database ?? directory + "/keys.sqlite"
         guard !path.contains("://") else {
             throw ValidationError(
                 "--database takes an SQLite path; \(path.prefix(while: { $0 != ":" }))://… is not supported")
         }
-        return try ServerKeyStore(path: path, kek: file.keyRing)
+        return try ServerKeyStore(path: path, kek: file.keyRing, reload: { try ring.read().keyRing })
     }
+
+    /// The KEK key ring file, DIR/kek.ckr.
+    func kekRing(_ passphrase: SecretBytes) -> KeyRingStore {
+        KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
+    }
+
+    func kekRing() throws -> KeyRingStore { kekRing(try ServerFiles.passphrase(kekPassphraseFile)) }
 }
 
 enum ServerFiles {

@@ -61,10 +61,12 @@ struct Serve: AsyncParsableCommand {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.runService() }
             group.addTask {
-                // Shreds come due while the server runs.
+                // Shreds come due while the server runs; the KEK may be
+                // rotated by `coffer-server kek rotate`.
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(30))
                     _ = try? await store.sweep()
+                    try? store.reloadKEK()
                 }
             }
             try await group.next()

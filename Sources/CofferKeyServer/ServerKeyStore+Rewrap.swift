@@ -1,0 +1,88 @@
+import Coffer
+import Foundation
+import GRDB
+
+/// KEK rotation: after a new primary key is added to the KEK ring, every
+/// stored key is sealed again under it, in batches, while the server
+/// serves. Each batch is one transaction that rewrites a row only if it is
+/// still as read, so the job can be stopped (even by `kill -9`) and run
+/// again, by any process, and ends when no row is left under another key.
+extension ServerKeyStore {
+    /// Rows still sealed under a KEK key other than the primary.
+    public func rowsToRewrap() async throws -> Int {
+        let primary = kek.primaryID
+        return try await pool.read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM keys WHERE substr(wrapped, 2, 4) != ?",
+                arguments: [Self.keyIDBytes(primary)]) ?? 0
+        }
+    }
+
+    /// Seals every stored key again under the KEK's primary key, `batchSize`
+    /// rows per transaction; returns how many rows it rewrote. `progress`
+    /// hears the rows done so far after each batch.
+    @discardableResult
+    public func rewrap(batchSize: Int = 500, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Int {
+        guard (1...100_000).contains(batchSize) else {
+            throw CofferError(.invalidArgument, "a batch is 1 to 100,000 rows")
+        }
+        let ring = kek
+        let primary = Self.keyIDBytes(ring.primaryID)
+        var done = 0
+        while true {
+            let rows = try await pool.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT realm, subject, device, purpose, version, wrapped FROM keys WHERE substr(wrapped, 2, 4) != ? LIMIT ?",
+                    arguments: [primary, batchSize]
+                ).map(PendingRow.init)
+            }
+            if rows.isEmpty { return done }
+            let rewrapped = try rows.map { row -> (PendingRow, Data) in
+                let context = try row.name.context(version: row.version)
+                let key = try openWrapped(row.wrapped, context: context)
+                return (row, try ring.seal(key, context: context))
+            }
+            done += try await pool.write { db in
+                var changed = 0
+                for (row, sealed) in rewrapped {
+                    try db.execute(
+                        sql:
+                            "UPDATE keys SET wrapped = ? WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? AND version = ? AND wrapped = ?",
+                        arguments: [
+                            sealed, row.name.realm, row.name.subject, row.name.device, row.name.purpose, row.version,
+                            row.wrapped,
+                        ])
+                    changed += db.changesCount
+                }
+                return changed
+            }
+            progress?(done)
+        }
+    }
+
+    /// Reads the KEK ring again (the server does every 30 seconds, so that
+    /// after a rotation by another process it seals new keys under the new
+    /// primary).
+    public func reloadKEK() throws {
+        guard let reload else { return }
+        let fresh = try reload()
+        ring.withLock { $0 = fresh }
+    }
+
+    static func keyIDBytes(_ id: UInt32) -> Data { withUnsafeBytes(of: id.bigEndian) { Data($0) } }
+
+    struct PendingRow: Sendable {
+        let name: KeyName
+        let version: Int
+        let wrapped: Data
+
+        init(_ row: Row) throws {
+            name = try KeyName(
+                realm: row["realm"], subject: row["subject"], device: row["device"], purpose: row["purpose"])
+            version = row["version"]
+            wrapped = row["wrapped"]
+        }
+    }
+}

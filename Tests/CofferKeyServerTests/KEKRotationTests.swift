@@ -1,0 +1,78 @@
+import Coffer
+import Foundation
+import Testing
+
+/// `coffer-server kek rotate` while the server serves, and after `kill -9`.
+@Suite(.serialized) struct KEKRotationTests {
+    /// Runs `coffer-server` with `arguments`: status and stdout.
+    /// With `killAtProgress`, `kill -9` as soon as it reports its first resealed batch.
+    static func serverTool(_ arguments: [String], killAtProgress: Bool = false) async throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = ServerProcess.binary
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        var said = Data()
+        while killAtProgress, !String(decoding: said, as: UTF8.self).contains("resealed") {
+            let chunk = err.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += chunk
+        }
+        if killAtProgress { kill(process.processIdentifier, SIGKILL) }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    @Test func rotatingTheKEKWhileServingLosesNoKeyAndResumesAfterKillNine() async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let server = try ServerProcess(issuer: issuer, data: data)
+        defer { server.stop() }
+        let token = try issuer.token("kek-user")
+        let address = server.address
+        let purposes = (0..<300).map { "p\($0)" }
+        var keys: [String: String] = [:]
+        for purpose in purposes {
+            let (status, body) = try await address.request("/v1/keys/\(purpose)", token: token)
+            #expect(status == 200)
+            keys[purpose] = body["key"] as? String
+        }
+        let tool = ["--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase"]
+        // Readers keep fetching while the KEK rotates; every answer must be the key it was.
+        let expected = keys
+        let stop = Locked(false)
+        let readers = Task {
+            var failures = 0
+            var reads = 0
+            while !stop.withLock({ $0 }) {
+                let purpose = purposes.randomElement()!
+                let (status, body) = try await address.request("/v1/keys/\(purpose)", token: token)
+                if status != 200 || body["key"] as? String != expected[purpose] { failures += 1 }
+                reads += 1
+            }
+            return (reads, failures)
+        }
+        // A first rotation killed part way, then resumed; then a second, whole.
+        let (killed, _) = try await Self.serverTool(["kek", "rotate", "--batch", "5"] + tool, killAtProgress: true)
+        #expect(killed == SIGKILL)
+        var (status, out) = try await Self.serverTool(["kek", "rewrap", "--batch", "50"] + tool)
+        #expect(status == 0 && out.hasSuffix("keys; 0 left under an older KEK key\n"), "\(out)")
+        // The killed run had resealed some rows, not all: the resumed one did the rest.
+        let resumed = Int(out.split(separator: " ")[1]) ?? 0
+        #expect(resumed > 0 && resumed < 300, "\(out)")
+        (status, out) = try await Self.serverTool(["kek", "rotate", "--batch", "50"] + tool)
+        #expect(status == 0 && out.contains("resealed 300 keys; 0 left"), "\(out)")
+        stop.withLock { $0 = true }
+        let (reads, failures) = try await readers.value
+        #expect(reads > 50)
+        #expect(failures == 0, "\(failures) of \(reads) reads failed during the rotation")
+        for (purpose, key) in keys {
+            let (status, body) = try await address.request("/v1/keys/\(purpose)", token: token)
+            #expect(status == 200 && body["key"] as? String == key)
+        }
+    }
+}
