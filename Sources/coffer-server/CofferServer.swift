@@ -60,6 +60,22 @@ struct DataOptions: ParsableArguments {
 }
 
 enum ServerFiles {
+    /// A file holding a secret: a regular file of this user's, closed to
+    /// others, at most 64 KiB.
+    static func secretFile(_ path: String, what: String) throws -> [UInt8] {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw ValidationError("\(what) \(path) is not a regular file")
+        }
+        guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
+            throw ValidationError("\(what) \(path) is open to other users; chmod 600 it")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path), let data = try handle.read(upToCount: 65537),
+            data.count <= 65536
+        else { throw ValidationError("cannot read \(what) \(path), or it is over 64 KiB") }
+        return [UInt8](data)
+    }
+
     /// A passphrase file: its bytes less one trailing newline; never empty.
     static func passphrase(_ path: String) throws -> SecretBytes {
         guard let handle = FileHandle(forReadingAtPath: path) else {

@@ -3,8 +3,11 @@ import Coffer
 import CofferKeyServer
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -37,10 +40,19 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat.", valueName: "SECONDS"))
     var leeway: Int64 = 60
 
+    @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The certificate's private key (PEM; yours, closed to others).", valueName: "F"))
+    var tlsKey: String?
+
     func run() async throws {
         let (host, port) = try Self.address(listen)
-        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
-            throw ValidationError("plain HTTP is served on loopback only (127.0.0.1, ::1); \(host) is not loopback")
+        let tls = try tlsConfiguration()
+        guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ValidationError(
+                "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
+            )
         }
         let store = try data.open()
         let verifier = try await SignInVerifier(
@@ -51,6 +63,7 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = .info
         let app = Application(
             router: server.router(),
+            server: try tls.map { try HTTPServerBuilder.tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
             configuration: .init(address: .hostname(host, port: port), serverName: "coffer-server"),
             onServerRunning: { channel in
                 // The one line a supervisor or a test reads to find the port.
@@ -78,6 +91,18 @@ struct Serve: AsyncParsableCommand {
         guard (jwksFile == nil) != (jwksURL == nil) else {
             throw ValidationError("give one of --jwks-file and --jwks-url")
         }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+    }
+
+    /// TLS 1.2 or later with the certificate and key files, or nil for plain HTTP.
+    func tlsConfiguration() throws -> TLSConfiguration? {
+        guard let tlsCert, let tlsKey else { return nil }
+        let key = try ServerFiles.secretFile(tlsKey, what: "the TLS key file")
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(tlsCert).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: key, format: .pem)))
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
     }
 
     /// Where the issuer's keys are read from.

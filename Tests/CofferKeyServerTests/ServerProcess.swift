@@ -18,21 +18,24 @@ final class ServerProcess {
 
     let process = Process()
     let port: Int
-    var url: String { "http://127.0.0.1:\(port)" }
+    let scheme: String
+    var url: String { "\(scheme)://127.0.0.1:\(port)" }
     var address: ServerAddress { ServerAddress(url: url) }
 
     /// Starts `coffer-server serve` for `issuer` over `data`; its log
     /// (stderr) goes to `log`, or nowhere.
-    init(issuer: Issuer, data: String, log: String? = nil) throws {
+    init(issuer: Issuer, data: String, log: String? = nil, extra: [String] = []) throws {
+        scheme = extra.contains("--tls-cert") ? "https" : "http"
         let passphrase = issuer.folder + "/kek-passphrase"
         if !FileManager.default.fileExists(atPath: passphrase) {
             try Data("a passphrase for the tests' KEK\n".utf8).write(to: URL(fileURLWithPath: passphrase))
         }
         process.executableURL = Self.binary
-        process.arguments = [
-            "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file", passphrase, "--issuer",
-            Issuer.name, "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
-        ]
+        process.arguments =
+            [
+                "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file", passphrase, "--issuer",
+                Issuer.name, "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
+            ] + extra
         let stdout = Pipe()
         process.standardOutput = stdout
         if let log { FileManager.default.createFile(atPath: log, contents: nil) }
