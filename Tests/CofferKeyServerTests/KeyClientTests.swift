@@ -15,11 +15,12 @@ import Testing
 @Suite struct KeyClientTests {
     static func client(
         _ port: Int?, account: String = "alice", token: String, cache: (any Keychain)?,
-        policy: KeyCachePolicy = KeyCachePolicy(), clock: Locked<Int64> = Locked(0)
+        policy: KeyCachePolicy = KeyCachePolicy(), clock: Locked<Int64> = Locked(0), timeout: Int64 = 30
     ) throws -> KeyServerClient {
         try KeyServerClient(
             server: URL(string: "http://127.0.0.1:\(port ?? 1)")!, account: account, token: { token }, cache: cache,
-            policy: policy, http: http, timeout: 2, now: { Int64(Date().timeIntervalSince1970) + clock.withLock { $0 } }
+            policy: policy, http: http, timeout: timeout,
+            now: { Int64(Date().timeIntervalSince1970) + clock.withLock { $0 } }
         )
     }
 
@@ -70,7 +71,7 @@ import Testing
         // Offline: the server is gone; the cache serves within its limits, then nothing.
         let offline = try Self.client(
             portBox.withLock { $0 }, token: token, cache: keychain, policy: KeyCachePolicy(timeToLive: 600, maxUses: 3),
-            clock: clock)
+            clock: clock, timeout: 2)
         #expect(try await offline.currentKey(purpose: "notes").fromCache)
         clock.withLock { $0 = 1300 }
         try await expectClientError(.unreachable) {

@@ -33,7 +33,10 @@ import Testing
                     try await group.waitForAll()
                 }
             }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 300...900)))
+            // Killed once it has acknowledged some keys (however slow the
+            // machine), at a random moment after.
+            while made.withLock({ $0.count }) < 15 { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...300)))
             server.kill9()
             _ = try? await load.value
             acknowledged.merge(made.withLock { $0 }) { $1 }
