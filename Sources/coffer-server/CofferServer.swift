@@ -20,12 +20,19 @@ struct CofferServer: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
-/// Where the server keeps its data.
+/// Where the server keeps its data. Each setting comes from its flag,
+/// else from the environment (`COFFER_SERVER_DATA`, …), else from the
+/// `--config` JSON file (`{"data": …, "kek": {"passphrase": {"file": …}}}`).
 struct DataOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "A JSON file of settings (docs/key-server.md); flags and COFFER_SERVER_* win.", valueName: "FILE"))
+    var config: String?
+
     @Option(
         name: .customLong("data"), help: ArgumentHelp("The server's folder (KEK key ring, database).", valueName: "DIR")
     )
-    var directory: String
+    var directory: String?
 
     @Option(help: ArgumentHelp("The database: an SQLite path (default DIR/keys.sqlite).", valueName: "URL"))
     var database: String?
@@ -34,16 +41,18 @@ struct DataOptions: ParsableArguments {
         name: .customLong("kek-passphrase-file"),
         help: ArgumentHelp("The passphrase of the KEK key ring, from a file or /dev/fd/N (never argv).", valueName: "F")
     )
-    var kekPassphraseFile: String
+    var kekPassphraseFile: String?
+
+    func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }
 
     /// The KEK (the key ring is created on first use) and the key store.
-    func open() throws -> ServerKeyStore {
+    func open(_ settings: ServerSettings) throws -> ServerKeyStore {
+        let directory = try settings.required(self.directory, "data", flag: "--data")
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let passphrase = try ServerFiles.passphrase(kekPassphraseFile)
-        let ring = kekRing(passphrase)
+        let ring = try kekRing(settings)
         let file = FileManager.default.fileExists(atPath: ring.path) ? try ring.read() : try ring.create()
-        let path = database ?? directory + "/keys.sqlite"
+        let path = settings.value(database, "database") ?? directory + "/keys.sqlite"
         guard !path.contains("://") else {
             throw ValidationError(
                 "--database takes an SQLite path; \(path.prefix(while: { $0 != ":" }))://… is not supported")
@@ -52,11 +61,12 @@ struct DataOptions: ParsableArguments {
     }
 
     /// The KEK key ring file, DIR/kek.ckr.
-    func kekRing(_ passphrase: SecretBytes) -> KeyRingStore {
-        KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
+    func kekRing(_ settings: ServerSettings) throws -> KeyRingStore {
+        let directory = try settings.required(self.directory, "data", flag: "--data")
+        let passphrase = try ServerFiles.passphrase(
+            try settings.required(kekPassphraseFile, "kek.passphrase.file", flag: "--kek-passphrase-file"))
+        return KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
     }
-
-    func kekRing() throws -> KeyRingStore { kekRing(try ServerFiles.passphrase(kekPassphraseFile)) }
 }
 
 enum ServerFiles {

@@ -13,16 +13,18 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serves keys over HTTP (plain HTTP on loopback only).")
 
-    @Option(help: ArgumentHelp("Where to listen; port 0 picks a free one.", valueName: "HOST:PORT"))
-    var listen = "127.0.0.1:8080"
+    @Option(
+        help: ArgumentHelp("Where to listen (default 127.0.0.1:8080); port 0 picks a free one.", valueName: "HOST:PORT")
+    )
+    var listen: String?
 
     @OptionGroup var data: DataOptions
 
     @Option(help: ArgumentHelp("The token issuer, compared with iss exactly.", valueName: "URL"))
-    var issuer: String
+    var issuer: String?
 
     @Option(help: ArgumentHelp("This server's audience: aud must name it.", valueName: "AUD"))
-    var audience: String
+    var audience: String?
 
     @Option(help: ArgumentHelp("The issuer's keys, a JWKS file (read again on an unknown kid).", valueName: "FILE"))
     var jwksFile: String?
@@ -31,14 +33,14 @@ struct Serve: AsyncParsableCommand {
         help: ArgumentHelp("The issuer's keys from its jwks_uri (fetched again on an unknown kid).", valueName: "URL"))
     var jwksURL: String?
 
-    @Option(help: ArgumentHelp("The claim that names the subject.", valueName: "NAME"))
-    var subjectClaim = "sub"
+    @Option(help: ArgumentHelp("The claim that names the subject (default sub).", valueName: "NAME"))
+    var subjectClaim: String?
 
-    @Option(help: ArgumentHelp("The realm of every key this server releases.", valueName: "NAME"))
-    var realm = "default"
+    @Option(help: ArgumentHelp("The realm of every key this server releases (default default).", valueName: "NAME"))
+    var realm: String?
 
-    @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat.", valueName: "SECONDS"))
-    var leeway: Int64 = 60
+    @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat (default 60).", valueName: "SECONDS"))
+    var leeway: Int64?
 
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
@@ -47,18 +49,22 @@ struct Serve: AsyncParsableCommand {
     var tlsKey: String?
 
     func run() async throws {
-        let (host, port) = try Self.address(listen)
-        let tls = try tlsConfiguration()
+        let settings = try await data.settings()
+        let (host, port) = try Self.address(settings.value(listen, "listen") ?? "127.0.0.1:8080")
+        let tls = try tlsConfiguration(settings)
         guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ValidationError(
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
             )
         }
-        let store = try data.open()
-        let verifier = try await SignInVerifier(
-            policy: TokenPolicy(issuer: issuer, audience: audience, subjectClaim: subjectClaim, leeway: leeway),
-            jwks: try issuerKeys())
-        let server = try KeyServer(store: store, verifier: verifier, realm: realm)
+        let store = try data.open(settings)
+        let policy = TokenPolicy(
+            issuer: try settings.required(issuer, "issuer", flag: "--issuer"),
+            audience: try settings.required(audience, "audience", flag: "--audience"),
+            subjectClaim: settings.value(subjectClaim, "subject.claim") ?? "sub",
+            leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60)
+        let verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
+        let server = try KeyServer(store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default")
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
         let app = Application(
@@ -87,15 +93,20 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    func validate() throws {
-        guard (jwksFile == nil) != (jwksURL == nil) else {
-            throw ValidationError("give one of --jwks-file and --jwks-url")
+    static func seconds(_ text: String) throws -> Int64 {
+        guard let value = Int64(text), (0...3600).contains(value) else {
+            throw ValidationError("the leeway is 0 to 3600 seconds, not \(text)")
         }
-        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        return value
     }
 
     /// TLS 1.2 or later with the certificate and key files, or nil for plain HTTP.
-    func tlsConfiguration() throws -> TLSConfiguration? {
+    func tlsConfiguration(_ settings: ServerSettings) throws -> TLSConfiguration? {
+        let tlsCert = settings.value(self.tlsCert, "tls.cert")
+        let tlsKey = settings.value(self.tlsKey, "tls.key")
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
         guard let tlsCert, let tlsKey else { return nil }
         let key = try ServerFiles.secretFile(tlsKey, what: "the TLS key file")
         var configuration = TLSConfiguration.makeServerConfiguration(
@@ -106,7 +117,12 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Where the issuer's keys are read from.
-    func issuerKeys() throws -> @Sendable () async throws -> Data {
+    func issuerKeys(_ settings: ServerSettings) throws -> @Sendable () async throws -> Data {
+        let jwksFile = settings.value(self.jwksFile, "jwks.file")
+        let jwksURL = settings.value(self.jwksURL, "jwks.url")
+        guard (jwksFile == nil) != (jwksURL == nil) else {
+            throw ValidationError("give one of --jwks-file and --jwks-url")
+        }
         if let jwksURL {
             guard let url = URL(string: jwksURL) else { throw ValidationError("--jwks-url takes a URL") }
             return try SignInVerifier.issuerKeys(at: url)
@@ -142,7 +158,7 @@ struct Operator: AsyncParsableCommand {
 
         func run() async throws {
             let scopes = self.scopes.isEmpty ? OperatorScope.all : self.scopes.map(OperatorScope.init)
-            print(try await data.open().addOperator(name: name, scopes: scopes))
+            print(try await data.open(try await data.settings()).addOperator(name: name, scopes: scopes))
         }
     }
 
@@ -151,7 +167,7 @@ struct Operator: AsyncParsableCommand {
         @OptionGroup var data: DataOptions
 
         func run() async throws {
-            for info in try await data.open().operators() {
+            for info in try await data.open(try await data.settings()).operators() {
                 print("\(info.name)\t\(info.scopes.map(\.name).joined(separator: " "))")
             }
         }
@@ -163,7 +179,7 @@ struct Operator: AsyncParsableCommand {
         @Option(help: "The operator's name.") var name: String
 
         func run() async throws {
-            guard try await data.open().removeOperator(name: name) else {
+            guard try await data.open(try await data.settings()).removeOperator(name: name) else {
                 throw ValidationError("there is no operator named \(name)")
             }
         }

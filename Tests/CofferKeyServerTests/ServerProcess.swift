@@ -24,18 +24,30 @@ final class ServerProcess {
 
     /// Starts `coffer-server serve` for `issuer` over `data`; its log
     /// (stderr) goes to `log`, or nowhere.
-    init(issuer: Issuer, data: String, log: String? = nil, extra: [String] = []) throws {
-        scheme = extra.contains("--tls-cert") ? "https" : "http"
+    convenience init(issuer: Issuer, data: String, log: String? = nil, extra: [String] = []) throws {
+        try self.init(
+            arguments: [
+                "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file",
+                try Self.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience, "--jwks-file",
+                issuer.folder + "/jwks.json",
+            ] + extra, log: log)
+    }
+
+    /// The tests' KEK passphrase file, made once per issuer.
+    static func passphraseFile(_ issuer: Issuer) throws -> String {
         let passphrase = issuer.folder + "/kek-passphrase"
         if !FileManager.default.fileExists(atPath: passphrase) {
             try Data("a passphrase for the tests' KEK\n".utf8).write(to: URL(fileURLWithPath: passphrase))
         }
+        return passphrase
+    }
+
+    /// Starts `coffer-server` with `arguments` and `environment` (added to this process's).
+    init(arguments: [String], environment: [String: String] = [:], log: String? = nil) throws {
+        scheme = arguments.contains("--tls-cert") ? "https" : "http"
         process.executableURL = Self.binary
-        process.arguments =
-            [
-                "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file", passphrase, "--issuer",
-                Issuer.name, "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
-            ] + extra
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
         if let log { FileManager.default.createFile(atPath: log, contents: nil) }

@@ -1,0 +1,57 @@
+import Coffer
+import Crypto
+import Foundation
+import Testing
+
+/// `coffer-server serve --config FILE`, with COFFER_SERVER_* variables and
+/// flags on top (swift-configuration).
+@Suite struct ServerSettingsTests {
+    /// The key id the server gives version 1 of (realm, subject, purpose).
+    static func keyID(realm: String, subject: String, purpose: String) throws -> String {
+        let context = try SealingContext("coffer key server v1", realm, subject, "", purpose, "1")
+        return Hex.encode(SHA256.hash(data: context.bytes).prefix(8))
+    }
+
+    @Test func aConfigurationFileTheEnvironmentAndFlagsInThatOrderOfStrength() async throws {
+        let issuer = try Issuer()
+        let config = issuer.folder + "/server.json"
+        let settings: [String: Any] = [
+            "listen": "127.0.0.1:0", "data": issuer.folder + "/data", "issuer": Issuer.name,
+            "audience": Issuer.audience, "jwks": ["file": issuer.folder + "/jwks.json"],
+            "kek": ["passphrase": ["file": try ServerProcess.passphraseFile(issuer)]], "realm": "from-file",
+        ]
+        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: config))
+        let token = try issuer.token("settled")
+        for (environment, flags, realm) in [
+            ([String: String](), [String](), "from-file"),
+            (["COFFER_SERVER_REALM": "from-env"], [], "from-env"),
+            (["COFFER_SERVER_REALM": "from-env"], ["--realm", "from-flag"], "from-flag"),
+        ] {
+            let server = try ServerProcess(
+                arguments: ["serve", "--config", config] + flags, environment: environment)
+            defer { server.stop() }
+            let (status, body) = try await server.address.request("/v1/keys/notes", token: token)
+            #expect(status == 200)
+            #expect(body["keyId"] as? String == (try Self.keyID(realm: realm, subject: "settled", purpose: "notes")))
+        }
+        // A setting missing everywhere is named with all three of its spellings.
+        var partial = settings
+        partial["issuer"] = nil
+        try JSONSerialization.data(withJSONObject: partial).write(to: URL(fileURLWithPath: config))
+        let process = Process()
+        process.executableURL = ServerProcess.binary
+        process.arguments = ["serve", "--config", config]
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(
+            said.contains("--issuer") && said.contains("COFFER_SERVER_ISSUER") && said.contains("\"issuer\""), "\(said)"
+        )
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: config))
+        #expect(throws: (any Error).self) { try ServerProcess(arguments: ["serve", "--config", config]) }
+    }
+}
