@@ -70,6 +70,8 @@ import Testing
         ] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Issuer.root + "/.venv/bin/st")
+            // Its cache of failures goes to the test's folder, not the repository.
+            process.currentDirectoryURL = URL(fileURLWithPath: issuer.folder)
             process.arguments =
                 [
                     "run", Issuer.root + "/docs/openapi.yaml", "--url", server.url, "-H",
