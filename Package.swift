@@ -147,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "coffer-server",
             dependencies: [
-                "Coffer", "CofferKeyServer",
+                "Coffer", "CofferKeyServer", "CofferKeychain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Coffer
 import CofferKeyServer
+import CofferKeychain
 import Foundation
 
 /// `coffer-server`: the key server (docs/key-server.md). Only reads its
@@ -43,6 +44,23 @@ struct DataOptions: ParsableArguments {
     )
     var kekPassphraseFile: String?
 
+    @Option(
+        name: .customLong("kek-keychain"),
+        help: ArgumentHelp(
+            "Unlock the KEK key ring with the symmetric256 key under --kek-tag in this file keychain (made when missing).",
+            valueName: "PATH"))
+    var kekKeychain: String?
+
+    @Option(
+        name: .customLong("kek-tag"), help: ArgumentHelp("The key's application tag in --kek-keychain.", valueName: "T")
+    )
+    var kekTag: String?
+
+    @Option(
+        name: .customLong("kek-keychain-passphrase-file"),
+        help: ArgumentHelp("The file keychain's passphrase, from a file.", valueName: "F"))
+    var kekKeychainPassphraseFile: String?
+
     func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }
 
     /// The KEK (the key ring is created on first use) and the key store.
@@ -60,12 +78,34 @@ struct DataOptions: ParsableArguments {
         return try ServerKeyStore(path: path, kek: file.keyRing, reload: { try ring.read().keyRing })
     }
 
-    /// The KEK key ring file, DIR/kek.ckr.
+    /// The KEK key ring file, DIR/kek.ckr, unlocked by a passphrase file
+    /// or by a key kept in a file keychain (whose own passphrase comes from
+    /// a file; the key is made there on first use).
     func kekRing(_ settings: ServerSettings) throws -> KeyRingStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
+        let path = directory + "/kek.ckr"
+        if let keychainPath = settings.value(kekKeychain, "kek.keychain") {
+            guard settings.value(kekPassphraseFile, "kek.passphrase.file") == nil else {
+                throw ValidationError("give one of --kek-passphrase-file and --kek-keychain")
+            }
+            let tag = try settings.required(kekTag, "kek.tag", flag: "--kek-tag")
+            let secret = UnlockSecret.password(
+                try ServerFiles.passphrase(
+                    try settings.required(
+                        kekKeychainPassphraseFile, "kek.keychain.passphrase.file",
+                        flag: "--kek-keychain-passphrase-file")))
+            let keychain =
+                FileManager.default.fileExists(atPath: keychainPath)
+                ? try FileKeychain.open(path: keychainPath, secret: secret, rollbackGuard: nil)
+                : try FileKeychain.create(path: keychainPath, secret: secret, rollbackGuard: nil)
+            _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer-server KEK")
+            return KeyRingStore(
+                path: path, secret: .keychainKEK(in: keychain, tag: tag),
+                rollbackGuard: KeychainRollbackGuard(keychain: keychain))
+        }
         let passphrase = try ServerFiles.passphrase(
             try settings.required(kekPassphraseFile, "kek.passphrase.file", flag: "--kek-passphrase-file"))
-        return KeyRingStore(path: directory + "/kek.ckr", secret: .password(passphrase), rollbackGuard: nil)
+        return KeyRingStore(path: path, secret: .password(passphrase), rollbackGuard: nil)
     }
 }
 

@@ -55,3 +55,38 @@ import Testing
         #expect(throws: (any Error).self) { try ServerProcess(arguments: ["serve", "--config", config]) }
     }
 }
+
+/// The KEK ring unlocked by a key kept in a file keychain.
+@Suite struct KeychainKEKTests {
+    @Test func theKEKRingOpensWithAKeyFromAFileKeychainAndOnlyWithIt() async throws {
+        let issuer = try Issuer()
+        let keychainPassphrase = issuer.folder + "/keychain-passphrase"
+        try Data("the keychain's passphrase\n".utf8).write(to: URL(fileURLWithPath: keychainPassphrase))
+        let base = [
+            "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--issuer", Issuer.name,
+            "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
+        ]
+        let kek = [
+            "--kek-keychain", issuer.folder + "/data/server.keychain", "--kek-tag", "coffer-server-kek",
+            "--kek-keychain-passphrase-file", keychainPassphrase,
+        ]
+        let token = try issuer.token("kept")
+        var keys: [String] = []
+        for _ in 0..<2 {
+            let server = try ServerProcess(arguments: base + kek)
+            let (status, body) = try await server.address.request("/v1/keys/notes", token: token)
+            server.stop()
+            #expect(status == 200)
+            keys.append(body["key"] as? String ?? "")
+        }
+        #expect(keys[0] == keys[1] && !keys[0].isEmpty)
+        // Another tag is another key: the ring does not open, the server does not start.
+        var otherTag = kek
+        otherTag[3] = "another-kek"
+        #expect(throws: (any Error).self) { try ServerProcess(arguments: base + otherTag) }
+        // A passphrase file and a keychain at once is refused.
+        #expect(throws: (any Error).self) {
+            try ServerProcess(arguments: base + kek + ["--kek-passphrase-file", keychainPassphrase])
+        }
+    }
+}
