@@ -61,3 +61,19 @@ public struct KeyServerAdmin: Sendable {
             "/v1/admin/subjects/undo-shred", method: .POST, token: token, body: ["subject": subject])
     }
 }
+
+extension KeyServerClient {
+    /// A sign-in token for `subject` from a development server
+    /// (`coffer-server serve --dev`, which signs in anyone as anyone: for
+    /// tours and tests, never for production).
+    public static func developmentToken(server: URL, subject: String, http: HTTPClient = .shared) async throws -> String
+    {
+        let object = try await KeyServerRequest(server: server, http: http, timeout: 15).send(
+            "/v1/dev/token", method: .POST, token: "-", body: ["subject": subject]
+        ).object
+        guard let token = object["token"] as? String else {
+            throw KeyClientError(.malformedResponse, status: 200, "the server gave no token")
+        }
+        return token
+    }
+}

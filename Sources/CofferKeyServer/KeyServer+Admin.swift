@@ -107,6 +107,11 @@ struct RetireRequest: RequestBody {
     let minimumVersion: Int
 }
 
+struct DevTokenRequest: RequestBody {
+    static let members: Set<String> = ["subject"]
+    let subject: String
+}
+
 struct UndoShredRequest: RequestBody {
     static let members: Set<String> = ["subject"]
     let subject: String

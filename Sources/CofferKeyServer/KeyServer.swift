@@ -11,14 +11,19 @@ public struct KeyServer: Sendable {
     public let verifier: SignInVerifier
     /// The realm every key this server releases belongs to.
     public let realm: String
+    /// When set, `POST /v1/dev/token` mints sign-in tokens (development only).
+    public let devIssuer: DevIssuer?
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
 
-    public init(store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default") throws {
+    public init(store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil)
+        throws
+    {
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         self.store = store
         self.verifier = verifier
         self.realm = realm
+        self.devIssuer = devIssuer
     }
 
     /// The routes and their methods, for `405 Method Not Allowed` (a
@@ -77,6 +82,13 @@ public struct KeyServer: Sendable {
             return Self.json(BatchResponse(keys: keys), private: true)
         }
         addAdminRoutes(router)
+        if let devIssuer {
+            router.post("/v1/dev/token") { request, _ in
+                let body = try await Self.decode(DevTokenRequest.self, request)
+                _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
+                return Self.json(["token": try await devIssuer.token(subject: body.subject)])
+            }
+        }
         return router
     }
 

@@ -42,6 +42,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat (default 60).", valueName: "SECONDS"))
     var leeway: Int64?
 
+    @Flag(
+        help:
+            "Development: a throwaway folder and KEK, and a built-in issuer whose tokens POST /v1/dev/token gives (loopback only; never for production)."
+    )
+    var dev = false
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -57,14 +63,27 @@ struct Serve: AsyncParsableCommand {
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
             )
         }
-        let store = try data.open(settings)
-        let policy = TokenPolicy(
-            issuer: try settings.required(issuer, "issuer", flag: "--issuer"),
-            audience: try settings.required(audience, "audience", flag: "--audience"),
-            subjectClaim: settings.value(subjectClaim, "subject.claim") ?? "sub",
-            leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60)
-        let verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
-        let server = try KeyServer(store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default")
+        let devIssuer = dev ? try await DevIssuer() : nil
+        let store = try (dev ? try developmentData() : data).open(settings)
+        let verifier: SignInVerifier
+        if let devIssuer {
+            guard tls == nil, ["127.0.0.1", "::1", "localhost"].contains(host) else {
+                throw ValidationError("--dev serves plain HTTP on loopback only")
+            }
+            let jwks = devIssuer.jwks
+            verifier = try await SignInVerifier(policy: devIssuer.policy, jwks: { jwks })
+            FileHandle.standardError.write(
+                Data("coffer-server: development mode: anyone who reaches this server can sign in as anyone\n".utf8))
+        } else {
+            let policy = TokenPolicy(
+                issuer: try settings.required(issuer, "issuer", flag: "--issuer"),
+                audience: try settings.required(audience, "audience", flag: "--audience"),
+                subjectClaim: settings.value(subjectClaim, "subject.claim") ?? "sub",
+                leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60)
+            verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
+        }
+        let server = try KeyServer(
+            store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
         let app = Application(
@@ -91,6 +110,33 @@ struct Serve: AsyncParsableCommand {
             try await group.next()
             group.cancelAll()
         }
+    }
+
+    /// For --dev: the given folder, or a new one, and a random KEK
+    /// passphrase kept in it (mode 600) unless one is given.
+    func developmentData() throws -> DataOptions {
+        var data = self.data
+        let directory =
+            data.directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "coffer-server-dev-\(UUID().uuidString.prefix(8))"
+            ).path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        data.directory = directory
+        if data.kekPassphraseFile == nil && data.kekKeychain == nil {
+            let file = directory + "/kek-passphrase"
+            if !FileManager.default.fileExists(atPath: file) {
+                let random = (0..<32).map { _ in UInt8.random(in: 0...255) }
+                let text = Data(random).base64EncodedString() + "\n"
+                guard
+                    FileManager.default.createFile(
+                        atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+                else { throw ValidationError("cannot write \(file)") }
+            }
+            data.kekPassphraseFile = file
+        }
+        return data
     }
 
     static func seconds(_ text: String) throws -> Int64 {

@@ -5,7 +5,7 @@ import Testing
 /// whole transcripts.
 @Suite struct TranscriptTests {
     static let commands = [
-        "", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour",
+        "", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour", "tour server",
         "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
         "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
         "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",

@@ -108,4 +108,29 @@ import Testing
         (status, _, _) = try Self.run(["keyring", "list", "--keyring", ring, "--kek-server", server.url])
         #expect(status == 64)
     }
+
+    @Test func theServerTourRunsAgainstADevelopmentServerItStartsItself() throws {
+        let (status, out, err) = try Self.run(["tour", "server"])
+        #expect(status == 0, "\(err)")
+        for line in [
+            "✓ the server made alice's key for presents on her first request",
+            "✓ the app started again, fetched the same key and opened it",
+            "✓ bob signed in: his key for presents is his own, and alice's key ring does not open with it",
+        ] {
+            #expect(out.contains(line), "\(out)")
+        }
+    }
+
+    @Test func onlyADevelopmentServerMintsTokens() async throws {
+        let issuer = try Issuer()
+        let server = try ServerProcess(issuer: issuer, data: issuer.folder + "/data")
+        defer { server.stop() }
+        let (status, body) = try await server.address.request(
+            "/v1/dev/token", token: "-", body: try JSONSerialization.data(withJSONObject: ["subject": "x"]))
+        #expect(status == 404 && body["code"] as? String == "not-found")
+        // And --dev refuses any address but loopback.
+        #expect(throws: (any Error).self) {
+            try ServerProcess(arguments: ["serve", "--dev", "--listen", "0.0.0.0:0", "--data", issuer.folder + "/dev"])
+        }
+    }
 }

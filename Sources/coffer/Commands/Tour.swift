@@ -7,7 +7,8 @@ struct Tour: ParsableCommand {
         abstract:
             "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random, keep sealed records.",
         discussion:
-            "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given."
+            "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given. 'coffer tour server' tours keys from a server after sign-in.",
+        subcommands: [TourServer.self]
     )
 
     @Flag(help: "Keep the tour's directory and print where it is.")

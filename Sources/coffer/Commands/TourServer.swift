@@ -1,0 +1,109 @@
+import ArgumentParser
+import Coffer
+import CofferKeyClient
+import Foundation
+
+/// `coffer tour server`: the seed's second flow, keys from a server after
+/// sign-in, against a development `coffer-server` it starts itself.
+struct TourServer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server",
+        abstract: "A tour of keys from a server after sign-in, against a development coffer-server it starts itself.",
+        discussion:
+            "Needs coffer-server beside coffer (swift build makes both); no configuration; removes what it made.")
+
+    func run() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coffer-tour-server-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try DevServer(data: directory.appendingPathComponent("server").path)
+        defer { server.stop() }
+        let tour = Tour()
+        tour.step("started a development key server", "\(server.url) (its own issuer; never for production)")
+
+        let url = URL(string: server.url)!
+        let alice = try server.token(for: "alice")
+        tour.step(
+            "alice signed in", "the app holds her sign-in token (a JWT signed by the server's development issuer)")
+        let client = try KeyServerClient(server: url, account: "alice", token: { alice })
+        let key = try Blocking.await { try await client.currentKey(purpose: "presents") }
+        tour.step(
+            "the server made alice's key for presents on her first request",
+            "version \(key.version), key id \(key.keyID); the key itself stays in memory")
+
+        let ringPath = directory.appendingPathComponent("presents.ckr").path
+        let secret = try Blocking.await { try await client.unlockSecret(purpose: "presents") }
+        let ring = KeyRingStore(path: ringPath, secret: secret, rollbackGuard: nil)
+        try ring.create()
+        let context = try SealingContext("presents", "1", "description", "to: Grandma")
+        let sealed = try ring.read().keyRing.seal(Data("a knitted scarf".utf8), context: context)
+        tour.step(
+            "sealed a present's description under a key ring the server's key unlocks",
+            "\(sealed.count) bytes; \"to: Grandma\" is bound to it and stays clear")
+
+        let later = try KeyServerClient(server: url, account: "alice", token: { alice })
+        let again = KeyRingStore(
+            path: ringPath, secret: try Blocking.await { try await later.unlockSecret(purpose: "presents") },
+            rollbackGuard: nil)
+        let opened = try again.read().keyRing.open(sealed, context: context)
+        try tour.check(String(decoding: opened, as: UTF8.self) == "a knitted scarf", "the description did not open")
+        tour.step("the app started again, fetched the same key and opened it", "\"a knitted scarf\"")
+
+        let bobToken = try server.token(for: "bob")
+        let bob = try KeyServerClient(server: url, account: "bob", token: { bobToken })
+        let bobs = KeyRingStore(
+            path: ringPath, secret: try Blocking.await { try await bob.unlockSecret(purpose: "presents") },
+            rollbackGuard: nil)
+        try tour.check((try? bobs.read()) == nil, "bob's key opened alice's key ring")
+        tour.step("bob signed in: his key for presents is his own, and alice's key ring does not open with it", nil)
+        print(
+            "\nTour complete. Run a real one: coffer-server serve --data DIR --kek-passphrase-file F --issuer … --audience … --jwks-url …"
+        )
+    }
+}
+
+/// `coffer-server serve --dev` on a free loopback port, as a child process.
+final class DevServer {
+    let process = Process()
+    let url: String
+
+    init(data: String) throws {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+            .appendingPathComponent("coffer-server")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw CLIFailure(
+                "coffer tour server needs coffer-server beside coffer (\(binary.path))",
+                hint: "swift build builds both; or install both into the same folder")
+        }
+        process.executableURL = binary
+        process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--data", data]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var said = Data()
+        while !said.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw CLIFailure("the development key server did not start") }
+            said += chunk
+        }
+        let line = String(decoding: said, as: UTF8.self)
+        guard let colon = line.lastIndex(of: ":"), let port = Int(line[line.index(after: colon)...].filter(\.isNumber))
+        else { throw CLIFailure("the development key server said: \(line)") }
+        url = "http://127.0.0.1:\(port)"
+    }
+
+    /// A sign-in token for `subject` from the server's development issuer.
+    func token(for subject: String) throws -> String {
+        let server = URL(string: url)!
+        return try Blocking.await { try await KeyServerClient.developmentToken(server: server, subject: subject) }
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
