@@ -64,9 +64,11 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
     /// An opaque, stable name for one version: the first 8 bytes of
     /// SHA-256 over its sealing context, in hex. Not secret; lets a client
     /// tell which key sealed its data without holding the subject.
-    func keyID(version: Int) throws -> String {
-        let digest = SHA256.hash(data: try context(version: version).bytes)
-        return Hex.encode(digest.prefix(8))
+    func keyID(version: Int) throws -> String { Self.keyID(of: try context(version: version)) }
+
+    /// The key id of a version whose context is made already.
+    static func keyID(of context: SealingContext) -> String {
+        Hex.encode(SHA256.hash(data: context.bytes).prefix(8))
     }
 }
 

@@ -209,15 +209,17 @@ public final class ServerKeyStore: Sendable {
     /// Opens a stored version.
     func open(_ row: StoredVersion, _ name: KeyName) throws -> ReleasedKey {
         let (version, wrapped) = (row.version, row.wrapped)
+        // Built once: it opens the key and names it.
+        let context = try name.context(version: version)
         let bytes: Data
         do {
-            bytes = try openWrapped(wrapped, context: try name.context(version: version))
+            bytes = try openWrapped(wrapped, context: context)
         } catch {
             // A row moved to another name, or a KEK that is not this store's.
             throw Problem(.internalServerError, "key-unreadable", "a stored key did not open under the server's KEK")
         }
         return ReleasedKey(
-            name: name, version: version, keyID: try name.keyID(version: version), key: SymmetricKey(data: bytes))
+            name: name, version: version, keyID: KeyName.keyID(of: context), key: SymmetricKey(data: bytes))
     }
 
     /// Opens a sealed key; a KEK key the ring lacks makes it read the
