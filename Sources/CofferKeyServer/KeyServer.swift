@@ -29,7 +29,8 @@ public struct KeyServer: Sendable {
     /// The routes and their methods, for `405 Method Not Allowed` (a
     /// `*` stands for any one segment).
     static let routes: [(segments: [Substring], methods: String)] = [
-        ("/v1/health", "GET"), ("/v1/keys", "POST"), ("/v1/keys/*", "POST"), ("/v1/keys/*/versions/*", "GET"),
+        ("/v1/health", "GET"), ("/v1/ready", "GET"), ("/v1/keys", "POST"), ("/v1/keys/*", "POST"),
+        ("/v1/keys/*/versions/*", "GET"),
         ("/v1/admin/keys/rotate", "POST"), ("/v1/admin/keys/retire", "POST"), ("/v1/admin/subjects/shred", "POST"),
         ("/v1/admin/subjects/undo-shred", "POST"),
     ].map { ($0.0.split(separator: "/"), $0.1) }
@@ -47,7 +48,12 @@ public struct KeyServer: Sendable {
     public func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.middlewares.add(ProblemMiddleware())
+        // Liveness: the process answers. Readiness: and so does its database.
         router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
+        router.get("/v1/ready") { _, _ in
+            try await store.ping()
+            return Self.json(Health(status: "ready"))
+        }
         router.post("/v1/keys/:purpose") { request, context in
             let subject = try await signedIn(request)
             let body = try await Self.decode(KeyRequest.self, request, emptyAs: KeyRequest(device: nil))

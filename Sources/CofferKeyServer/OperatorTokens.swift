@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import HTTPTypes
 
 /// What an operator token allows.
@@ -47,15 +46,9 @@ extension ServerKeyStore {
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
         let token = Self.operatorPrefix + Self.base64URL(random)
         let created = now()
-        try await pool.write { db in
-            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
-            else {
-                throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already")
-            }
-            try db.execute(
-                sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
-                arguments: [Self.hash(token), name, scopes.map(\.name).sorted().joined(separator: " "), created])
-        }
+        try await rows.addOperator(
+            hash: Self.hash(token), name: name, scopes: scopes.map(\.name).sorted().joined(separator: " "),
+            created: created)
         return token
     }
 
@@ -65,34 +58,17 @@ extension ServerKeyStore {
             return nil
         }
         let hash = Self.hash(token)
-        return try await pool.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT name, scopes, created FROM operators WHERE hash = ?"), arguments: [hash]
-            )
-            .map(Self.info)
-        }
+        return try await rows.operatorInfo(hash: hash)
     }
 
     public func operators() async throws -> [OperatorInfo] {
-        try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, scopes, created FROM operators ORDER BY name").map(Self.info)
-        }
+        try await rows.operators()
     }
 
     /// Removes an operator; false when there was none of that name.
     @discardableResult
     public func removeOperator(name: String) async throws -> Bool {
-        try await pool.write { db in
-            try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
-            return db.changesCount > 0
-        }
-    }
-
-    static func info(_ row: Row) -> OperatorInfo {
-        OperatorInfo(
-            name: row["name"],
-            scopes: (row["scopes"] as String).split(separator: " ").map { OperatorScope(String($0)) },
-            created: row["created"])
+        try await rows.removeOperator(name: name)
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }

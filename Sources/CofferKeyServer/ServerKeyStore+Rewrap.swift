@@ -1,6 +1,5 @@
 import Coffer
 import Foundation
-import GRDB
 
 /// KEK rotation: after a new primary key is added to the KEK ring, every
 /// stored key is sealed again under it, in batches, while the server
@@ -10,12 +9,7 @@ import GRDB
 extension ServerKeyStore {
     /// Rows still sealed under a KEK key other than the primary.
     public func rowsToRewrap() async throws -> Int {
-        let primary = kek.primaryID
-        return try await pool.read { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM keys WHERE substr(wrapped, 2, 4) != ?",
-                arguments: [Self.keyIDBytes(primary)]) ?? 0
-        }
+        try await rows.countWrapped(notUnder: Self.keyIDBytes(kek.primaryID))
     }
 
     /// Seals every stored key again under the KEK's primary key, `batchSize`
@@ -30,34 +24,14 @@ extension ServerKeyStore {
         let primary = Self.keyIDBytes(ring.primaryID)
         var done = 0
         while true {
-            let rows = try await pool.read { db in
-                try Row.fetchAll(
-                    db,
-                    sql:
-                        "SELECT realm, subject, device, purpose, version, wrapped FROM keys WHERE substr(wrapped, 2, 4) != ? LIMIT ?",
-                    arguments: [primary, batchSize]
-                ).map(PendingRow.init)
-            }
-            if rows.isEmpty { return done }
-            let rewrapped = try rows.map { row -> (PendingRow, Data) in
+            let pending = try await rows.wrapped(notUnder: primary, limit: batchSize)
+            if pending.isEmpty { return done }
+            let rewrapped = try pending.map { row -> (PendingRow, Data) in
                 let context = try row.name.context(version: row.version)
                 let key = try openWrapped(row.wrapped, context: context)
                 return (row, try ring.seal(key, context: context))
             }
-            done += try await pool.write { db in
-                var changed = 0
-                for (row, sealed) in rewrapped {
-                    try db.execute(
-                        sql:
-                            "UPDATE keys SET wrapped = ? WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? AND version = ? AND wrapped = ?",
-                        arguments: [
-                            sealed, row.name.realm, row.name.subject, row.name.device, row.name.purpose, row.version,
-                            row.wrapped,
-                        ])
-                    changed += db.changesCount
-                }
-                return changed
-            }
+            done += try await rows.replaceWrapped(rewrapped)
             progress?(done)
         }
     }
@@ -72,17 +46,4 @@ extension ServerKeyStore {
     }
 
     static func keyIDBytes(_ id: UInt32) -> Data { withUnsafeBytes(of: id.bigEndian) { Data($0) } }
-
-    struct PendingRow: Sendable {
-        let name: KeyName
-        let version: Int
-        let wrapped: Data
-
-        init(_ row: Row) throws {
-            name = try KeyName(
-                realm: row["realm"], subject: row["subject"], device: row["device"], purpose: row["purpose"])
-            version = row["version"]
-            wrapped = row["wrapped"]
-        }
-    }
 }

@@ -35,8 +35,16 @@ struct DataOptions: ParsableArguments {
     )
     var directory: String?
 
-    @Option(help: ArgumentHelp("The database: an SQLite path (default DIR/keys.sqlite).", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "The database: an SQLite path (default DIR/keys.sqlite) or postgres://USER@HOST[:PORT]/DB[?schema=S], shared by replicas.",
+            valueName: "URL"))
     var database: String?
+
+    @Option(
+        name: .customLong("database-password-file"),
+        help: ArgumentHelp("The PostgreSQL password, from a file (else PGPASSWORD; never argv).", valueName: "F"))
+    var databasePasswordFile: String?
 
     @Option(
         name: .customLong("kek-passphrase-file"),
@@ -64,18 +72,33 @@ struct DataOptions: ParsableArguments {
     func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }
 
     /// The KEK (the key ring is created on first use) and the key store.
-    func open(_ settings: ServerSettings) throws -> ServerKeyStore {
+    func open(_ settings: ServerSettings) async throws -> ServerKeyStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let ring = try kekRing(settings)
-        let file = FileManager.default.fileExists(atPath: ring.path) ? try ring.read() : try ring.create()
-        let path = settings.value(database, "database") ?? directory + "/keys.sqlite"
-        guard !path.contains("://") else {
-            throw ValidationError(
-                "--database takes an SQLite path; \(path.prefix(while: { $0 != ":" }))://… is not supported")
+        let file = FileManager.default.fileExists(atPath: ring.path) ? try await ring.read() : try await ring.create()
+        let reload: @Sendable () throws -> KeyRing = { try ring.read().keyRing }
+        let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
+        let passwordFile = settings.value(databasePasswordFile, "database.password.file")
+        guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+            guard !database.contains("://") else {
+                throw ValidationError(
+                    "--database takes an SQLite path or a postgres:// URL, not \(database.prefix(while: { $0 != ":" }))://…"
+                )
+            }
+            guard passwordFile == nil else {
+                throw ValidationError("--database-password-file is for a postgres:// database")
+            }
+            return try ServerKeyStore(path: database, kek: file.keyRing, reload: reload)
         }
-        return try ServerKeyStore(path: path, kek: file.keyRing, reload: { try ring.read().keyRing })
+        let password =
+            try passwordFile.map {
+                String(decoding: try ServerFiles.secretFile($0, what: "the database password file"), as: UTF8.self)
+            }
+            .map { String($0.prefix { $0 != "\n" && $0 != "\r" }) }
+            ?? ProcessInfo.processInfo.environment["PGPASSWORD"]
+        return try await ServerKeyStore.open(postgres: database, password: password, kek: file.keyRing, reload: reload)
     }
 
     /// The KEK key ring file, DIR/kek.ckr, unlocked by a passphrase file

@@ -18,7 +18,7 @@ struct KEK: AsyncParsableCommand {
             let settings = try await data.settings()
             let id = try await data.kekRing(settings).modify { file in try file.update { try $0.rotate() } }
             FileHandle.standardError.write(Data("KEK primary is now \(String(format: "%08x", id))\n".utf8))
-            try await Rewrap.rewrap(try data.open(settings), batch: batch)
+            try await Rewrap.rewrap(try await data.open(settings), batch: batch)
         }
     }
 
@@ -28,7 +28,7 @@ struct KEK: AsyncParsableCommand {
         @OptionGroup var data: DataOptions
         @Option(help: "Rows per transaction.") var batch = 500
 
-        func run() async throws { try await Self.rewrap(try data.open(try await data.settings()), batch: batch) }
+        func run() async throws { try await Self.rewrap(try await data.open(try await data.settings()), batch: batch) }
 
         static func rewrap(_ store: ServerKeyStore, batch: Int) async throws {
             let total = try await store.rowsToRewrap()

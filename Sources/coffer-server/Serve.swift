@@ -64,7 +64,7 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let devIssuer = dev ? try await DevIssuer() : nil
-        let store = try (dev ? try developmentData() : data).open(settings)
+        let store = try await (dev ? try developmentData() : data).open(settings)
         let verifier: SignInVerifier
         if let devIssuer {
             guard tls == nil, ["127.0.0.1", "::1", "localhost"].contains(host) else {
@@ -110,6 +110,7 @@ struct Serve: AsyncParsableCommand {
             try await group.next()
             group.cancelAll()
         }
+        await store.close()
     }
 
     /// For --dev: the given folder, or a new one, and a random KEK

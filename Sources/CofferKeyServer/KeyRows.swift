@@ -1,0 +1,131 @@
+import Foundation
+import HTTPTypes
+
+/// Where a key server's rows live: SQLite through GRDB (one machine) or
+/// PostgreSQL through postgres-nio (any number of replicas). The store's
+/// policy (sealing, opening, what a shred or a minimum version forbids) is
+/// written once in ``ServerKeyStore``; a backend only runs each operation
+/// as one transaction, with the checks below inside it.
+protocol KeyRows: Sendable {
+    /// The subject's shred state, the key's minimum version and the wanted
+    /// version (nil: the latest), read in one snapshot.
+    func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot
+    /// Version 1 of `name` unless a version exists; then the latest. One
+    /// transaction, refused by the subject's shred state.
+    func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion
+    /// A new latest version, sealed by `seal(version)`; one transaction.
+    func rotate(_ name: KeyName, now: Int64, seal: @escaping @Sendable (Int) throws -> Data) async throws
+        -> StoredVersion
+    /// Sets the minimum version (checked by ``RetireRule``).
+    func retire(_ name: KeyName, minimum: Int, now: Int64) async throws
+    /// Schedules a shred at `at` (or keeps an earlier one); returns when.
+    func shred(realm: String, subject: String, at: Int64) async throws -> Int64
+    func undoShred(realm: String, subject: String, now: Int64) async throws
+    /// Deletes the keys of every subject whose shred is due; returns how
+    /// many subjects it marked shredded.
+    func sweep(now: Int64) async throws -> Int
+
+    /// Rows sealed under a KEK key other than `keyID` (4 bytes, big-endian).
+    func countWrapped(notUnder keyID: Data) async throws -> Int
+    func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow]
+    /// Replaces each row's sealed key if it is still as read; returns how
+    /// many it replaced.
+    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int
+
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws
+    func operatorInfo(hash: Data) async throws -> OperatorInfo?
+    func operators() async throws -> [OperatorInfo]
+    func removeOperator(name: String) async throws -> Bool
+
+    /// Throws unless the database answers (readiness).
+    func ping() async throws
+    /// Closes connections; the rows stay.
+    func close() async
+}
+
+/// A version as stored: the key sealed under the KEK.
+struct StoredVersion: Sendable {
+    let version: Int
+    let wrapped: Data
+}
+
+/// One key as a backend's ``KeyRows/snapshot(_:version:)`` read it.
+struct KeySnapshot: Sendable {
+    let shredAt: Int64?
+    let shredded: Bool
+    let minimum: Int
+    let stored: StoredVersion?
+
+    /// The version to release, nil when there is none; throws what the
+    /// subject's shred state or the key's minimum version forbids.
+    func released(now: Int64, version: Int?) throws -> StoredVersion? {
+        if let shredAt { try ShredRule.refuse(shredAt: shredAt, shredded: shredded, now: now) }
+        if let version, version < minimum {
+            throw Problem(
+                .gone, "key-retired",
+                "version \(version) of this key is retired (the lowest version still released is \(minimum))")
+        }
+        return stored
+    }
+}
+
+/// A row for KEK rotation to seal again.
+struct PendingRow: Sendable {
+    let name: KeyName
+    let version: Int
+    let wrapped: Data
+}
+
+/// What a subject's shred state forbids.
+enum ShredRule {
+    /// Throws for a subject with a shred scheduled at `at`.
+    static func refuse(shredAt at: Int64, shredded: Bool, now: Int64) throws {
+        if shredded || at <= now {
+            throw Problem(.gone, "key-shredded", "this subject's keys were destroyed")
+        }
+        throw Problem(
+            .conflict, "shred-pending",
+            "this subject's keys are to be destroyed at \(timestamp(at)); until then an operator can undo it")
+    }
+
+    /// A shred asked for at `at` of a subject whose state is `existing`:
+    /// when it happens (never later than one already scheduled).
+    static func scheduled(at: Int64, existing: (shredAt: Int64, shredded: Bool)?) throws -> Int64 {
+        guard let existing else { return at }
+        if existing.shredded { throw Problem(.gone, "key-shredded", "this subject's keys were destroyed") }
+        return min(existing.shredAt, at)
+    }
+
+    /// Checks that a shred can be undone.
+    static func undo(existing: (shredAt: Int64, shredded: Bool)?, now: Int64) throws {
+        guard let existing else { throw Problem(.notFound, "shred-not-pending", "no shred of this subject is pending") }
+        guard !existing.shredded, existing.shredAt > now else {
+            throw Problem(.gone, "key-shredded", "this subject's keys were destroyed; a shred cannot be undone")
+        }
+    }
+
+    static func timestamp(_ seconds: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}
+
+/// What a new minimum version must respect.
+enum RetireRule {
+    static func check(minimum: Int, current: Int?, floor: Int) throws {
+        guard let current else { throw Problem(.notFound, "key-not-found", "this key was never made") }
+        guard minimum <= current else {
+            throw Problem(
+                .conflict, "minimum-above-current", "the minimum version cannot pass the current version, \(current)")
+        }
+        guard minimum >= floor else {
+            throw Problem(.conflict, "retire-backwards", "versions below \(floor) are retired already")
+        }
+    }
+}
+
+extension OperatorInfo {
+    init(name: String, scopes: String, created: Int64) {
+        self.init(
+            name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, created: created)
+    }
+}

@@ -1,0 +1,219 @@
+import Coffer
+import Foundation
+import HTTPTypes
+import Logging
+import PostgresNIO
+
+/// A PostgreSQL database as the key server uses it: a pool of connections
+/// (postgres-nio's `PostgresClient`, run by a task of its own), every
+/// operation bounded by a deadline, and failures that are the database's
+/// (down, restarting, out of connections) answered `503
+/// database-unavailable` with `Retry-After`, never a hang.
+final class PostgresDatabase: Sendable {
+    let client: PostgresClient
+    /// Names the database in messages and logs, never with a password.
+    let location: String
+    let schema: String?
+    let deadline: Duration
+    private let runner: Task<Void, Never>
+    let logger: Logger
+
+    /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`; the
+    /// password comes apart, never inside the URL.
+    init(url: String, password: String?, connections: Int = 16, deadline: Duration = .seconds(3)) throws {
+        guard let components = URLComponents(string: url),
+            ["postgres", "postgresql"].contains(components.scheme ?? ""), let host = components.host, !host.isEmpty,
+            let user = components.user, components.path.count > 1
+        else {
+            throw CofferError(.invalidArgument, "a PostgreSQL database is postgres://USER@HOST[:PORT]/DATABASE")
+        }
+        guard components.password == nil else {
+            throw CofferError(
+                .invalidArgument, "the database password does not go in the URL: give it in PGPASSWORD or a file")
+        }
+        let database = String(components.path.dropFirst())
+        let port = components.port ?? 5432
+        schema = components.queryItems?.first { $0.name == "schema" }?.value
+        if let schema {
+            guard KeyName.isToken(schema, lowercaseOnly: true, range: 1...63), schema.first!.isLetter else {
+                throw CofferError(.invalidArgument, "a schema name is 1–63 of a-z, 0-9, '_', starting with a letter")
+            }
+        }
+        location = "postgres://\(user)@\(host):\(port)/\(database)" + (schema.map { "?schema=" + $0 } ?? "")
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: .disable)
+        configuration.options.maximumConnections = connections
+        configuration.options.connectTimeout = deadline
+        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        var logger = Logger(label: "coffer.server.postgres")
+        logger.logLevel = .critical
+        self.logger = logger
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.deadline = deadline
+        let client = self.client
+        runner = Task { await client.run() }
+    }
+
+    func close() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    /// One statement outside a transaction, its rows decoded as `T`.
+    func query<T: Sendable>(_ query: PostgresQuery, _ read: @escaping @Sendable (PostgresRowSequence) async throws -> T)
+        async throws -> T
+    {
+        try await bounded {
+            try await read(try await self.client.query(query, logger: self.logger))
+        }
+    }
+
+    /// `body` in one transaction on one connection, committed when it
+    /// returns and rolled back when it throws. A transaction that lost a
+    /// race (a unique key taken meanwhile, a serialization failure) runs
+    /// again, up to three times.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await bounded {
+                    try await self.client.withConnection { connection in
+                        try await connection.query("BEGIN", logger: self.logger)
+                        do {
+                            let value = try await body(connection)
+                            try await connection.query("COMMIT", logger: self.logger)
+                            return value
+                        } catch {
+                            _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                            throw error
+                        }
+                    }
+                }
+            } catch let error as PSQLError where attempt < 3 && Self.lostRace(error) {
+                continue
+            }
+        }
+    }
+
+    static func lostRace(_ error: PSQLError) -> Bool {
+        guard let state = error.serverInfo?[.sqlState] else { return false }
+        return state == "23505" || state == "40001" || state == "40P01"
+    }
+
+    /// `body`, or `503 database-unavailable` once the deadline passes or
+    /// the database fails in a way that is not the request's.
+    private func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let deadline = self.deadline
+        do {
+            return try await withThrowingTaskGroup(of: T.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: deadline)
+                    throw Self.unavailable("did not answer within \(deadline)")
+                }
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
+        } catch let error as PSQLError {
+            if Self.lostRace(error) { throw error }
+            if let state = error.serverInfo?[.sqlState], !Self.transient(state) {
+                throw Problem(.internalServerError, "database-error", "the database refused a statement (\(state))")
+            }
+            throw Self.unavailable("is unreachable or restarting")
+        }
+    }
+
+    /// SQLSTATE classes that say the database, not the statement, failed:
+    /// connection exceptions, insufficient resources, operator
+    /// intervention (shutdown, restart), system errors.
+    static func transient(_ state: String) -> Bool {
+        ["08", "53", "57", "58"].contains(String(state.prefix(2))) || state == "40001" || state == "40P01"
+    }
+
+    static func unavailable(_ what: String) -> Problem {
+        var problem = Problem(.serviceUnavailable, "database-unavailable", "the database \(what); try again shortly")
+        problem.headers[.retryAfter] = "1"
+        return problem
+    }
+
+    // MARK: schema
+
+    /// The migrations, in order; each runs once, in its own transaction,
+    /// under an advisory lock so that replicas starting at once do not race.
+    static let migrations: [[String]] = [
+        [
+            """
+            CREATE TABLE keys (realm text NOT NULL, subject text NOT NULL, device text NOT NULL, purpose text NOT NULL,
+              version integer NOT NULL, wrapped bytea NOT NULL, created bigint NOT NULL,
+              PRIMARY KEY (realm, subject, device, purpose, version))
+            """,
+            """
+            CREATE TABLE key_floors (realm text NOT NULL, subject text NOT NULL, device text NOT NULL,
+              purpose text NOT NULL, minimum integer NOT NULL, PRIMARY KEY (realm, subject, device, purpose))
+            """,
+            """
+            CREATE TABLE subjects (realm text NOT NULL, subject text NOT NULL, shred_at bigint NOT NULL,
+              shredded boolean NOT NULL DEFAULT false, PRIMARY KEY (realm, subject))
+            """,
+            """
+            CREATE TABLE operators (hash bytea PRIMARY KEY, name text NOT NULL UNIQUE, scopes text NOT NULL,
+              created bigint NOT NULL)
+            """,
+        ]
+    ]
+
+    /// Brings the schema up to date; refuses a database a newer server migrated.
+    func migrate() async throws {
+        let schema = self.schema
+        let logger = self.logger
+        try await transaction { db in
+            // One lock for every replica of every version of the server.
+            try await db.query("SELECT pg_advisory_xact_lock(7365487310561384)", logger: logger)
+            if let schema {
+                try await db.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"), logger: logger)
+            }
+            try await db.query(
+                "CREATE TABLE IF NOT EXISTS coffer_server_migrations (version integer PRIMARY KEY, applied bigint NOT NULL)",
+                logger: logger)
+            var applied = 0
+            for try await version in try await db.query(
+                "SELECT coalesce(max(version), 0) FROM coffer_server_migrations", logger: logger
+            ).decode(Int.self) {
+                applied = version
+            }
+            guard applied <= Self.migrations.count else {
+                throw CofferError(
+                    .unsupported,
+                    "the key server database is at schema version \(applied); this coffer-server knows up to \(Self.migrations.count)"
+                )
+            }
+            for (index, statements) in Self.migrations.enumerated().dropFirst(applied) {
+                for statement in statements { try await db.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                let now = Int64(Date().timeIntervalSince1970)
+                try await db.query(
+                    "INSERT INTO coffer_server_migrations (version, applied) VALUES (\(index + 1), \(now))",
+                    logger: logger)
+            }
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// A statement in the transaction this connection is in.
+    @discardableResult
+    func run(_ query: PostgresQuery) async throws -> PostgresRowSequence {
+        try await self.query(query, logger: PostgresDatabase.quiet)
+    }
+}
+
+extension PostgresDatabase {
+    /// postgres-nio's logger for statements: errors reach the caller, not the log.
+    static let quiet: Logger = {
+        var logger = Logger(label: "coffer.server.postgres")
+        logger.logLevel = .critical
+        return logger
+    }()
+}

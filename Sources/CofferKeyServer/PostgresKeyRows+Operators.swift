@@ -1,0 +1,135 @@
+import Coffer
+import Foundation
+import HTTPTypes
+import PostgresNIO
+
+// KEK rotation and operators on PostgreSQL.
+extension PostgresKeyRows {
+    func countWrapped(notUnder keyID: Data) async throws -> Int {
+        try await database.query(
+            "SELECT count(*) FROM keys WHERE substring(wrapped FROM 2 FOR 4) <> \(keyID)"
+        ) { rows in
+            var count = 0
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+    }
+
+    func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow] {
+        try await database.query(
+            """
+            SELECT realm, subject, device, purpose, version, wrapped FROM keys
+            WHERE substring(wrapped FROM 2 FOR 4) <> \(keyID) LIMIT \(limit)
+            """
+        ) { rows in
+            var pending: [PendingRow] = []
+            for try await (realm, subject, device, purpose, version, wrapped) in rows.decode(
+                (String, String, String, String, Int, Data).self)
+            {
+                pending.append(
+                    PendingRow(
+                        name: try KeyName(realm: realm, subject: subject, device: device, purpose: purpose),
+                        version: version, wrapped: wrapped))
+            }
+            return pending
+        }
+    }
+
+    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int {
+        let rows = rows.map { Replacement(row: $0.0, sealed: $0.1) }
+        return try await database.transaction { db in
+            var changed = 0
+            for replacement in rows {
+                let (row, sealed) = (replacement.row, replacement.sealed)
+                for try await _ in try await db.run(
+                    """
+                    UPDATE keys SET wrapped = \(sealed) WHERE realm = \(row.name.realm) AND subject = \(row.name.subject)
+                      AND device = \(row.name.device) AND purpose = \(row.name.purpose) AND version = \(row.version)
+                      AND wrapped = \(row.wrapped) RETURNING 1
+                    """
+                ) { changed += 1 }
+            }
+            return changed
+        }
+    }
+
+    private struct Replacement: Sendable {
+        let row: PendingRow
+        let sealed: Data
+    }
+
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws {
+        let inserted = try await database.transaction { db in
+            var inserted = false
+            for try await _ in try await db.run(
+                """
+                INSERT INTO operators (hash, name, scopes, created) VALUES (\(hash), \(name), \(scopes), \(created))
+                ON CONFLICT (name) DO NOTHING RETURNING 1
+                """
+            ) { inserted = true }
+            return inserted
+        }
+        guard inserted else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
+    }
+
+    func operatorInfo(hash: Data) async throws -> OperatorInfo? {
+        try await database.query("SELECT name, scopes, created FROM operators WHERE hash = \(hash)") { rows in
+            var info: OperatorInfo?
+            for try await (name, scopes, created) in rows.decode((String, String, Int64).self) {
+                info = OperatorInfo(name: name, scopes: scopes, created: created)
+            }
+            return info
+        }
+    }
+
+    func operators() async throws -> [OperatorInfo] {
+        try await database.query("SELECT name, scopes, created FROM operators ORDER BY name") { rows in
+            var list: [OperatorInfo] = []
+            for try await (name, scopes, created) in rows.decode((String, String, Int64).self) {
+                list.append(OperatorInfo(name: name, scopes: scopes, created: created))
+            }
+            return list
+        }
+    }
+
+    func removeOperator(name: String) async throws -> Bool {
+        try await database.query("DELETE FROM operators WHERE name = \(name) RETURNING 1") { rows in
+            var removed = false
+            for try await _ in rows { removed = true }
+            return removed
+        }
+    }
+
+    func ping() async throws {
+        try await database.query("SELECT 1") { rows in for try await _ in rows {} }
+    }
+
+    func close() async { await database.close() }
+}
+
+extension ServerKeyStore {
+    /// Opens the key server's tables in a PostgreSQL database, creating or
+    /// migrating them (replicas starting at once take turns). Any number of
+    /// stores, in any number of processes, may share one database.
+    /// - Parameters:
+    ///   - url: `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`.
+    ///   - password: the database password, given apart from the URL.
+    ///   - connections: the most connections this store opens at once.
+    ///   - deadline: how long an operation may take before it is answered
+    ///     `503 database-unavailable`.
+    public static func open(
+        postgres url: String, password: String?, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
+        connections: Int = 16, deadline: Duration = .seconds(3),
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) async throws -> ServerKeyStore {
+        let database = try PostgresDatabase(
+            url: url, password: password, connections: connections, deadline: deadline)
+        do {
+            try await database.migrate()
+        } catch {
+            await database.close()
+            throw error
+        }
+        return ServerKeyStore(rows: PostgresKeyRows(database), kek: kek, reload: reload, now: now)
+    }
+}

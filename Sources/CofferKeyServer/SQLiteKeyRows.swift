@@ -1,0 +1,263 @@
+import Foundation
+import GRDB
+import HTTPTypes
+
+/// The rows in one SQLite file through GRDB, in WAL mode, so several
+/// processes on one machine may serve it; every change is one transaction
+/// on GRDB's writer, and `secure_delete` overwrites what a shred deletes.
+final class SQLiteKeyRows: KeyRows {
+    let pool: DatabasePool
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // Destroyed rows are overwritten, not left in free pages.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE keys (realm TEXT NOT NULL, subject TEXT NOT NULL, device TEXT NOT NULL,
+                      purpose TEXT NOT NULL, version INTEGER NOT NULL, wrapped BLOB NOT NULL, created INTEGER NOT NULL,
+                      PRIMARY KEY (realm, subject, device, purpose, version)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE key_floors (realm TEXT NOT NULL, subject TEXT NOT NULL, device TEXT NOT NULL,
+                      purpose TEXT NOT NULL, minimum INTEGER NOT NULL,
+                      PRIMARY KEY (realm, subject, device, purpose)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE subjects (realm TEXT NOT NULL, subject TEXT NOT NULL, shred_at INTEGER NOT NULL,
+                      shredded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (realm, subject)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE operators (hash BLOB PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE,
+                      scopes TEXT NOT NULL, created INTEGER NOT NULL) STRICT;
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: keys
+
+    /// Read in one statement (so in one snapshot, with no transaction
+    /// around it) on the calling thread. The key routes' reads are a few
+    /// indexed lookups that SQLite answers from its page cache in
+    /// microseconds and that never wait for a writer (WAL); running them
+    /// inline, without GRDB's read transaction and its hop to a reader
+    /// queue, more than halved their cost (docs/key-server.md, "Speed").
+    func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot {
+        try inlineSnapshot(name, version: version)
+    }
+
+    private func inlineSnapshot(_ name: KeyName, version: Int?) throws -> KeySnapshot {
+        let key =
+            version == nil
+            ? "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 ORDER BY version DESC LIMIT 1"
+            : "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 AND version = ?5"
+        let sql = """
+            SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped FROM (SELECT 1)
+            LEFT JOIN subjects s ON s.realm = ?1 AND s.subject = ?2
+            LEFT JOIN key_floors f ON f.realm = ?1 AND f.subject = ?2 AND f.device = ?3 AND f.purpose = ?4
+            LEFT JOIN (\(key)) k
+            """
+        var arguments: StatementArguments = [name.realm, name.subject, name.device, name.purpose]
+        if let version { arguments += [version] }
+        return try pool.unsafeRead { db in
+            let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
+            return KeySnapshot(
+                shredAt: row["shred_at"], shredded: (row["shredded"] as Int64? ?? 0) != 0, minimum: row["minimum"] ?? 1,
+                stored: (row["version"] as Int?) == nil ? nil : Self.stored(row))
+        }
+    }
+
+    func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion {
+        try await pool.write { db in
+            try Self.gate(db, name, now: now)
+            try db.execute(
+                sql:
+                    "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [name.realm, name.subject, name.device, name.purpose, wrapped, now])
+            return try Self.latest(db, name)!
+        }
+    }
+
+    func rotate(_ name: KeyName, now: Int64, seal: @escaping @Sendable (Int) throws -> Data) async throws
+        -> StoredVersion
+    {
+        try await pool.write { db in
+            try Self.gate(db, name, now: now)
+            let next = (try Self.latest(db, name)?.version ?? 0) + 1
+            try db.execute(
+                sql:
+                    "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [name.realm, name.subject, name.device, name.purpose, next, try seal(next), now])
+            return try Self.latest(db, name)!
+        }
+    }
+
+    func retire(_ name: KeyName, minimum: Int, now: Int64) async throws {
+        try await pool.write { db in
+            try Self.gate(db, name, now: now)
+            let floor =
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT minimum FROM key_floors WHERE realm = ? AND subject = ? AND device = ? AND purpose = ?",
+                    arguments: [name.realm, name.subject, name.device, name.purpose]) ?? 1
+            try RetireRule.check(minimum: minimum, current: try Self.latest(db, name)?.version, floor: floor)
+            try db.execute(
+                sql:
+                    "INSERT INTO key_floors (realm, subject, device, purpose, minimum) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET minimum = excluded.minimum",
+                arguments: [name.realm, name.subject, name.device, name.purpose, minimum])
+        }
+    }
+
+    static func stored(_ row: Row) -> StoredVersion { StoredVersion(version: row["version"], wrapped: row["wrapped"]) }
+
+    static func latest(_ db: Database, _ name: KeyName) throws -> StoredVersion? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql:
+                    "SELECT version, wrapped FROM keys WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? ORDER BY version DESC LIMIT 1"
+            ),
+            arguments: [name.realm, name.subject, name.device, name.purpose]
+        ).map(stored)
+    }
+
+    // MARK: shredding
+
+    static func subjectState(_ db: Database, realm: String, subject: String) throws -> (
+        shredAt: Int64, shredded: Bool
+    )? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT shred_at, shredded FROM subjects WHERE realm = ? AND subject = ?"),
+            arguments: [realm, subject]
+        ).map { ($0["shred_at"], ($0["shredded"] as Int64) != 0) }
+    }
+
+    static func gate(_ db: Database, _ name: KeyName, now: Int64) throws {
+        guard let state = try subjectState(db, realm: name.realm, subject: name.subject) else { return }
+        try ShredRule.refuse(shredAt: state.shredAt, shredded: state.shredded, now: now)
+    }
+
+    func shred(realm: String, subject: String, at: Int64) async throws -> Int64 {
+        try await pool.write { db in
+            let existing = try Self.subjectState(db, realm: realm, subject: subject)
+            let when = try ShredRule.scheduled(at: at, existing: existing)
+            try db.execute(
+                sql:
+                    "INSERT INTO subjects (realm, subject, shred_at) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET shred_at = excluded.shred_at",
+                arguments: [realm, subject, when])
+            return when
+        }
+    }
+
+    func undoShred(realm: String, subject: String, now: Int64) async throws {
+        try await pool.write { db in
+            try ShredRule.undo(existing: try Self.subjectState(db, realm: realm, subject: subject), now: now)
+            try db.execute(sql: "DELETE FROM subjects WHERE realm = ? AND subject = ?", arguments: [realm, subject])
+        }
+    }
+
+    /// Also deletes any key of a subject shredded earlier (one made by a
+    /// request that passed its check just before the shred committed).
+    func sweep(now: Int64) async throws -> Int {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE subjects SET shredded = 1 WHERE shredded = 0 AND shred_at <= ?", arguments: [now])
+            let due = db.changesCount
+            for table in ["keys", "key_floors"] {
+                try db.execute(
+                    sql:
+                        "DELETE FROM \(table) WHERE EXISTS (SELECT 1 FROM subjects s WHERE s.realm = \(table).realm AND s.subject = \(table).subject AND s.shredded = 1)"
+                )
+            }
+            return due
+        }
+    }
+
+    // MARK: KEK rotation
+
+    func countWrapped(notUnder keyID: Data) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM keys WHERE substr(wrapped, 2, 4) != ?", arguments: [keyID])
+                ?? 0
+        }
+    }
+
+    func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT realm, subject, device, purpose, version, wrapped FROM keys WHERE substr(wrapped, 2, 4) != ? LIMIT ?",
+                arguments: [keyID, limit]
+            ).map { row in
+                PendingRow(
+                    name: try KeyName(
+                        realm: row["realm"], subject: row["subject"], device: row["device"], purpose: row["purpose"]),
+                    version: row["version"], wrapped: row["wrapped"])
+            }
+        }
+    }
+
+    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int {
+        try await pool.write { db in
+            var changed = 0
+            for (row, sealed) in rows {
+                try db.execute(
+                    sql:
+                        "UPDATE keys SET wrapped = ? WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? AND version = ? AND wrapped = ?",
+                    arguments: [
+                        sealed, row.name.realm, row.name.subject, row.name.device, row.name.purpose, row.version,
+                        row.wrapped,
+                    ])
+                changed += db.changesCount
+            }
+            return changed
+        }
+    }
+
+    // MARK: operators
+
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws {
+        try await pool.write { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
+            else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
+            try db.execute(
+                sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
+                arguments: [hash, name, scopes, created])
+        }
+    }
+
+    func operatorInfo(hash: Data) async throws -> OperatorInfo? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT name, scopes, created FROM operators WHERE hash = ?"), arguments: [hash]
+            ).map(Self.info)
+        }
+    }
+
+    func operators() async throws -> [OperatorInfo] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, scopes, created FROM operators ORDER BY name").map(Self.info)
+        }
+    }
+
+    func removeOperator(name: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
+            return db.changesCount > 0
+        }
+    }
+
+    static func info(_ row: Row) -> OperatorInfo {
+        OperatorInfo(name: row["name"] as String, scopes: row["scopes"] as String, created: row["created"] as Int64)
+    }
+
+    func ping() async throws { _ = try await pool.read { try Int.fetchOne($0, sql: "SELECT 1") } }
+
+    func close() async {}
+}
