@@ -65,21 +65,35 @@ struct TestServer {
     let issuer: Issuer
     let store: ServerKeyStore
     let server: KeyServer
-    let path: String
+    /// The SQLite path or the PostgreSQL URL (with a schema of the test's own).
+    let database: String
     /// Seconds added to the store's clock (shred windows pass at once).
     let skip = Locked<Int64>(0)
 
-    init(issuer: Issuer, kek: KeyRing = KeyRing()) async throws {
+    init(issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite) async throws {
         self.issuer = issuer
-        path = issuer.folder + "/keys.sqlite"
         let skip = self.skip
-        store = try ServerKeyStore(
-            path: path, kek: kek, now: { Int64(Date().timeIntervalSince1970) + skip.withLock { $0 } })
+        let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) + skip.withLock { $0 } }
+        switch backend {
+        case .sqlite:
+            database = issuer.folder + "/keys.sqlite"
+            store = try ServerKeyStore(path: database, kek: kek, now: now)
+        case .postgres:
+            database = try TestPostgres.freshURL()
+            store = try await ServerKeyStore.open(
+                postgres: database, password: try TestPostgres.server().password, kek: kek, now: now)
+        }
         let jwks = issuer.folder + "/jwks.json"
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
             jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
         server = try KeyServer(store: store, verifier: verifier)
+    }
+
+    /// The first value `sql` gives, read beside the server (sqlite3 or psql).
+    func count(_ sql: String) throws -> Int {
+        database.hasPrefix("postgres")
+            ? Int(try TestPostgres.value(database, sql)) ?? -1 : try KeyServerTests.rowCount(database, sql)
     }
 
     func run(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {

@@ -25,9 +25,9 @@ import Testing
         }
     }
 
-    @Test func theFirstRequestMakesTheKeyAndLaterOnesGetTheSame() async throws {
+    @Test(arguments: Backend.allCases) func theFirstRequestMakesTheKeyAndLaterOnesGetTheSame(_ backend: Backend) async throws {
         let issuer = try Issuer()
-        let server = try await TestServer(issuer: issuer)
+        let server = try await TestServer(issuer: issuer, backend: backend)
         let tokens = try issuer.mint(
             ["es", "rs", "ed"].map { ["key": $0, "claims": Issuer.claims("alice")] } + [
                 ["key": "es", "claims": Issuer.claims("bob")]
@@ -71,9 +71,9 @@ import Testing
         }
     }
 
-    @Test func manyFirstRequestsAtOnceMakeExactlyOneKey() async throws {
+    @Test(arguments: Backend.allCases) func manyFirstRequestsAtOnceMakeExactlyOneKey(_ backend: Backend) async throws {
         let issuer = try Issuer()
-        let server = try await TestServer(issuer: issuer)
+        let server = try await TestServer(issuer: issuer, backend: backend)
         let token = try issuer.token("carol")
         try await server.run { client in
             let keys = try await withThrowingTaskGroup(of: String.self) { group in
@@ -90,13 +90,13 @@ import Testing
             #expect(Set(keys).count == 1)
             #expect(!keys.contains("missing"))
         }
-        let rows = try Self.rowCount(server.path, "SELECT count(*) FROM keys")
+        let rows = try server.count("SELECT count(*) FROM keys")
         #expect(rows == 1)
     }
 
-    @Test func badBodiesAndNamesAreClearRefusals() async throws {
+    @Test(arguments: Backend.allCases) func badBodiesAndNamesAreClearRefusals(_ backend: Backend) async throws {
         let issuer = try Issuer()
-        let server = try await TestServer(issuer: issuer)
+        let server = try await TestServer(issuer: issuer, backend: backend)
         let token = try issuer.token("dave")
         try await server.run { client in
             let post = { (uri: String, payload: ByteBuffer?) async throws -> TestResponse in

@@ -79,7 +79,7 @@ import Testing
             ) { try expectProblem($0, .unauthorized, "token-missing") }
         }
         // Only the two valid tokens' subject got a key.
-        #expect(try KeyServerTests.rowCount(server.path, "SELECT count(DISTINCT subject) FROM keys") == 1)
+        #expect(try server.count("SELECT count(DISTINCT subject) FROM keys") == 1)
     }
 
     @Test func theIssuersKeyRotationIsPickedUpOnAnUnknownKid() async throws {
@@ -121,8 +121,7 @@ import Testing
             #expect(!seen.contains(alice))
         }
         // Alice's row copied over Bob's does not open: the context binds the subject.
-        _ = try KeyServerTests.rowCount(
-            server.path,
+        _ = try server.count(
             "UPDATE keys SET wrapped = (SELECT wrapped FROM keys WHERE subject = 'alice') WHERE subject = 'bob' RETURNING 1"
         )
         await #expect(throws: Problem.self) {
