@@ -6,8 +6,11 @@ import Testing
 @Suite(.serialized) struct KEKRotationTests {
     /// Runs `coffer-server` with `arguments`: status and stdout.
     /// With `killAtProgress`, `kill -9` as soon as it reports its first resealed batch.
-    static func serverTool(_ arguments: [String], killAtProgress: Bool = false) async throws -> (Int32, String) {
+    static func serverTool(_ arguments: [String], environment: [String: String] = [:], killAtProgress: Bool = false)
+        async throws -> (Int32, String)
+    {
         let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.executableURL = ServerProcess.binary
         process.arguments = arguments
         let out = Pipe()
@@ -27,10 +30,12 @@ import Testing
         return (process.terminationStatus, text)
     }
 
-    @Test func rotatingTheKEKWhileServingLosesNoKeyAndResumesAfterKillNine() async throws {
+    @Test(arguments: Backend.allCases)
+    func rotatingTheKEKWhileServingLosesNoKeyAndResumesAfterKillNine(_ backend: Backend) async throws {
         let issuer = try Issuer()
         let data = issuer.folder + "/data"
-        let server = try ServerProcess(issuer: issuer, data: data)
+        let (database, environment) = try backend.serverOptions()
+        let server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
         defer { server.stop() }
         let token = try issuer.token("kek-user")
         let address = server.address
@@ -41,7 +46,7 @@ import Testing
             #expect(status == 200)
             keys[purpose] = body["key"] as? String
         }
-        let tool = ["--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase"]
+        let tool = ["--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase"] + database
         // Readers keep fetching while the KEK rotates; every answer must be the key it was.
         let expected = keys
         let stop = Locked(false)
@@ -57,14 +62,16 @@ import Testing
             return (reads, failures)
         }
         // A first rotation killed part way, then resumed; then a second, whole.
-        let (killed, _) = try await Self.serverTool(["kek", "rotate", "--batch", "5"] + tool, killAtProgress: true)
+        let (killed, _) = try await Self.serverTool(
+            ["kek", "rotate", "--batch", "5"] + tool, environment: environment, killAtProgress: true)
         #expect(killed == SIGKILL)
-        var (status, out) = try await Self.serverTool(["kek", "rewrap", "--batch", "50"] + tool)
+        var (status, out) = try await Self.serverTool(
+            ["kek", "rewrap", "--batch", "50"] + tool, environment: environment)
         #expect(status == 0 && out.hasSuffix("keys; 0 left under an older KEK key\n"), "\(out)")
         // The killed run had resealed some rows, not all: the resumed one did the rest.
         let resumed = Int(out.split(separator: " ")[1]) ?? 0
         #expect(resumed > 0 && resumed < 300, "\(out)")
-        (status, out) = try await Self.serverTool(["kek", "rotate", "--batch", "50"] + tool)
+        (status, out) = try await Self.serverTool(["kek", "rotate", "--batch", "50"] + tool, environment: environment)
         #expect(status == 0 && out.contains("resealed 300 keys; 0 left"), "\(out)")
         stop.withLock { $0 = true }
         let (reads, failures) = try await readers.value

@@ -62,7 +62,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func operatorTokensNeedTheirScopeAndUsersCannotAdminister(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func operatorTokensNeedTheirScopeAndUsersCannotAdminister(_ backend: Backend)
+        async throws
+    {
         let issuer = try Issuer()
         let server = try await TestServer(issuer: issuer, backend: backend)
         let rotator = try await server.store.addOperator(name: "rotator", scopes: [.rotate])
@@ -93,7 +95,8 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func shredWaitsOutItsUndoWindowThenIsGoneForEver(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func shredWaitsOutItsUndoWindowThenIsGoneForEver(_ backend: Backend) async throws
+    {
         let issuer = try Issuer()
         let server = try await TestServer(issuer: issuer, backend: backend)
         let admin = try await server.store.addOperator(name: "ops", scopes: [.shred])

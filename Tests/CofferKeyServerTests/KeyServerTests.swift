@@ -25,7 +25,9 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func theFirstRequestMakesTheKeyAndLaterOnesGetTheSame(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func theFirstRequestMakesTheKeyAndLaterOnesGetTheSame(_ backend: Backend)
+        async throws
+    {
         let issuer = try Issuer()
         let server = try await TestServer(issuer: issuer, backend: backend)
         let tokens = try issuer.mint(

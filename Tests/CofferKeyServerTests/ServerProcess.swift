@@ -1,5 +1,9 @@
+import AsyncHTTPClient
 import Coffer
 import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -24,13 +28,15 @@ final class ServerProcess {
 
     /// Starts `coffer-server serve` for `issuer` over `data`; its log
     /// (stderr) goes to `log`, or nowhere.
-    convenience init(issuer: Issuer, data: String, log: String? = nil, extra: [String] = []) throws {
+    convenience init(
+        issuer: Issuer, data: String, log: String? = nil, extra: [String] = [], environment: [String: String] = [:]
+    ) throws {
         try self.init(
             arguments: [
                 "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file",
                 try Self.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience, "--jwks-file",
                 issuer.folder + "/jwks.json",
-            ] + extra, log: log)
+            ] + extra, environment: environment, log: log)
     }
 
     /// The tests' KEK passphrase file, made once per issuer.
@@ -68,13 +74,17 @@ final class ServerProcess {
     }
 
     /// `coffer-server operator add`: the token it prints.
-    static func addOperator(issuer: Issuer, data: String, name: String) throws -> String {
+    static func addOperator(
+        issuer: Issuer, data: String, name: String, extra: [String] = [], environment: [String: String] = [:]
+    ) throws -> String {
         let process = Process()
         process.executableURL = binary
-        process.arguments = [
-            "operator", "add", "--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase", "--name",
-            name,
-        ]
+        process.arguments =
+            [
+                "operator", "add", "--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase", "--name",
+                name,
+            ] + extra
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
         try process.run()
@@ -99,16 +109,20 @@ final class ServerProcess {
 struct ServerAddress: Sendable {
     let url: String
 
-    /// POST or GET with a bearer token: status and JSON object.
+    /// POST or GET with a bearer token: status and JSON object. Through
+    /// AsyncHTTPClient (URLSession on Linux sometimes never saw a response
+    /// the server had sent), with a deadline, so that a server that hangs
+    /// fails the test instead of stalling it.
     func request(_ path: String, method: String = "POST", token: String, body: Data? = nil) async throws -> (
         Int, [String: Any]
     ) {
-        var request = URLRequest(url: URL(string: url + path)!)
-        request.httpMethod = method
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.httpBody = body
-        let (data, response) = try await URLSession.shared.data(for: request)
+        var request = HTTPClientRequest(url: url + path)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
+        let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
         let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, object)
+        return (Int(response.status.code), object)
     }
 }

@@ -7,6 +7,17 @@ import Testing
 enum Backend: String, CustomTestStringConvertible, CaseIterable, Sendable {
     case sqlite, postgres
     var testDescription: String { rawValue }
+
+    /// What `coffer-server` is given to keep its rows here: flags and
+    /// environment (SQLite: the default file in its folder; PostgreSQL: a
+    /// fresh schema, the password in PGPASSWORD).
+    func serverOptions() throws -> (arguments: [String], environment: [String: String]) {
+        switch self {
+        case .sqlite: return ([], [:])
+        case .postgres:
+            return (["--database", try TestPostgres.freshURL()], ["PGPASSWORD": try TestPostgres.server().password])
+        }
+    }
 }
 
 /// The throwaway PostgreSQL server scripts/with-postgres runs (scripts/test
@@ -29,7 +40,8 @@ enum TestPostgres {
 
     /// A new, empty schema's URL.
     static func freshURL() throws -> String {
-        try server().url + "?schema=ks_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
+        try server().url + "?schema=ks_"
+            + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
     }
 
     static func schema(of url: String) -> String? {
@@ -57,13 +69,31 @@ enum TestPostgres {
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Stops (a fast shutdown: every connection is cut) or starts the server.
-    static func control(_ action: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: environment["COFFER_TEST_POSTGRES_CTL"]!)
-        process.arguments = [action]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CofferError(.io, "PostgreSQL did not \(action)") }
+    /// Stops (a fast shutdown: every connection is cut) or starts the
+    /// server. Spawned and waited for on a thread of its own: Foundation's
+    /// `Process` did not always see this child end while the test's
+    /// requests kept the cooperative pool busy.
+    static func control(_ action: String) async throws {
+        let ctl = environment["COFFER_TEST_POSTGRES_CTL"]!
+        let status: Int32 = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var actions = posix_spawn_file_actions_t()
+                posix_spawn_file_actions_init(&actions)
+                defer { posix_spawn_file_actions_destroy(&actions) }
+                // Not the test's own output: the server it starts would keep it open.
+                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+                posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+                let argv: [UnsafeMutablePointer<CChar>?] = [strdup(ctl), strdup(action), nil]
+                defer { argv.forEach { free($0) } }
+                var pid = pid_t()
+                guard posix_spawn(&pid, ctl, &actions, nil, argv, environ) == 0 else {
+                    return continuation.resume(returning: -1)
+                }
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                continuation.resume(returning: status)
+            }
+        }
+        guard status == 0 else { throw CofferError(.io, "PostgreSQL did not \(action) (status \(status))") }
     }
 }

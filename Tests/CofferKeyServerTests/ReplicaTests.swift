@@ -1,0 +1,244 @@
+import Coffer
+import CofferKeyServer
+import Foundation
+import Testing
+
+/// Two `coffer-server` replicas on one PostgreSQL database: the same
+/// answers from either, a replica killed under load without a failed
+/// request at the other, and PostgreSQL restarted under load.
+@Suite(.serialized) struct ReplicaTests {
+    /// Replicas over one fresh schema and one data folder (the KEK ring).
+    struct Replicas {
+        let issuer: Issuer
+        let data: String
+        let database: [String]
+        let environment: [String: String]
+        let servers: [ServerProcess]
+
+        init(count: Int = 2) throws {
+            issuer = try Issuer()
+            data = issuer.folder + "/data"
+            (database, environment) = try Backend.postgres.serverOptions()
+            var servers: [ServerProcess] = []
+            for _ in 0..<count {
+                servers.append(try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment))
+            }
+            self.servers = servers
+        }
+
+        func addOperator() throws -> String {
+            try ServerProcess.addOperator(
+                issuer: issuer, data: data, name: "ops", extra: database, environment: environment)
+        }
+
+        func stop() { for server in servers where server.process.isRunning { server.stop() } }
+    }
+
+    static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
+
+    @Test func eitherReplicaGivesTheSameAnswers() async throws {
+        let replicas = try Replicas()
+        defer { replicas.stop() }
+        let (a, b) = (replicas.servers[0].address, replicas.servers[1].address)
+        let token = try replicas.issuer.token("rita")
+        // First requests racing on both replicas make exactly one key.
+        let keys = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    let (status, body) = try await (index % 2 == 0 ? a : b).request("/v1/keys/notes", token: token)
+                    return status == 200 ? body["key"] as? String ?? "none" : "status \(status)"
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(Set(keys).count == 1 && keys.count == 60, "\(Set(keys))")
+        #expect(try TestPostgres.value(replicas.database[1], "SELECT count(*) FROM keys") == "1")
+
+        // An operator made once works on both; what one replica changes the other serves at once.
+        let admin = try replicas.addOperator()
+        let (rotated, info) = try await a.request(
+            "/v1/admin/keys/rotate", token: admin, body: try Self.json(["subject": "rita", "purpose": "notes"]))
+        #expect(rotated == 200 && info["version"] as? Int == 2)
+        let (_, current) = try await b.request("/v1/keys/notes", token: token)
+        #expect(current["version"] as? Int == 2 && current["keyId"] as? String == info["keyId"] as? String)
+        let (retired, _) = try await b.request(
+            "/v1/admin/keys/retire", token: admin,
+            body: try Self.json(["subject": "rita", "purpose": "notes", "minimumVersion": 2]))
+        #expect(retired == 204)
+        let (gone, problem) = try await a.request("/v1/keys/notes/versions/1", method: "GET", token: token)
+        #expect(gone == 410 && problem["code"] as? String == "key-retired")
+        let (shred, _) = try await a.request(
+            "/v1/admin/subjects/shred", token: admin,
+            body: try Self.json(["subject": "rita", "undoWindowSeconds": 600]))
+        #expect(shred == 200)
+        let (pending, body) = try await b.request("/v1/keys/notes", token: token)
+        #expect(pending == 409 && body["code"] as? String == "shred-pending")
+        let (undone, _) = try await b.request(
+            "/v1/admin/subjects/undo-shred", token: admin, body: try Self.json(["subject": "rita"]))
+        #expect(undone == 204)
+        let (back, again) = try await a.request("/v1/keys/notes", token: token)
+        #expect(back == 200 && again["key"] as? String == current["key"] as? String)
+    }
+
+    @Test func killingOneReplicaUnderLoadFailsNoRequestAtTheOther() async throws {
+        let replicas = try Replicas()
+        defer { replicas.stop() }
+        let (victim, survivor) = (replicas.servers[0], replicas.servers[1])
+        let token = try replicas.issuer.token("load")
+        let acknowledged = Locked([String: String]())
+        let survivorFailures = Locked([String]())
+        let survivorDone = Locked(0)
+        let stop = Locked(false)
+        defer { stop.withLock { $0 = true } }
+        let (victimAddress, survivorAddress) = (victim.address, survivor.address)
+        let load = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<6 {
+                    let target = worker % 2 == 0 ? victimAddress : survivorAddress
+                    group.addTask {
+                        var number = 0
+                        while !stop.withLock({ $0 }) {
+                            number += 1
+                            let purpose = "w\(worker)-\(number)"
+                            let answer = try? await target.request("/v1/keys/\(purpose)", token: token)
+                            if let (status, body) = answer, status == 200, let key = body["key"] as? String {
+                                acknowledged.withLock { $0[purpose] = key }
+                                if worker % 2 == 1 { survivorDone.withLock { $0 += 1 } }
+                            } else if worker % 2 == 1 {
+                                survivorFailures.withLock { $0.append("\(purpose): \(answer?.0 ?? 0)") }
+                            } else {
+                                return  // the killed replica is gone
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        while acknowledged.withLock({ $0.count }) < 60 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
+        victim.kill9()
+        let atKill = survivorDone.withLock { $0 }
+        try await Task.sleep(for: .seconds(1))
+        stop.withLock { $0 = true }
+        try await load.value
+        #expect(survivorFailures.withLock { $0 }.isEmpty, "\(survivorFailures.withLock { $0.prefix(5) })")
+        #expect(survivorDone.withLock { $0 } > atKill, "the survivor served nothing after the kill")
+        // Every key either replica acknowledged is there, unchanged.
+        var lost = 0
+        for (purpose, key) in acknowledged.withLock({ $0 }) {
+            let (status, body) = try await survivor.address.request("/v1/keys/\(purpose)", token: token)
+            if status != 200 || body["key"] as? String != key { lost += 1 }
+        }
+        #expect(lost == 0, "\(lost) acknowledged keys changed or vanished")
+    }
+
+    @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {
+        let replicas = try Replicas()
+        defer { replicas.stop() }
+        let token = try replicas.issuer.token("outage")
+        let addresses = replicas.servers.map(\.address)
+        var keys: [String: String] = [:]
+        for number in 0..<20 {
+            let (status, body) = try await addresses[number % 2].request("/v1/keys/p\(number)", token: token)
+            #expect(status == 200)
+            keys["p\(number)"] = body["key"] as? String
+        }
+        let expected = keys
+        struct Answer: Sendable {
+            let status: Int
+            let code: String?
+            let right: Bool
+            let seconds: Double
+        }
+        let answers = Locked([Answer]())
+        let stop = Locked(false)
+        // Before the replicas stop (a graceful stop waits for requests in flight).
+        defer { stop.withLock { $0 = true } }
+        let load = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        while !stop.withLock({ $0 }) {
+                            let purpose = "p\(Int.random(in: 0..<20))"
+                            let start = Date()
+                            let (status, body) = try await addresses[worker % 2].request(
+                                "/v1/keys/\(purpose)", token: token)
+                            let answer = Answer(
+                                status: status, code: body["code"] as? String,
+                                right: status != 200 || body["key"] as? String == expected[purpose],
+                                seconds: Date().timeIntervalSince(start))
+                            answers.withLock { $0.append(answer) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        try await TestPostgres.control("stop")
+        try await Task.sleep(for: .seconds(4))
+        let (readiness, ready) = try await addresses[0].request("/v1/ready", method: "GET", token: token)
+        #expect(readiness == 503 && ready["code"] as? String == "database-unavailable")
+        try await TestPostgres.control("start")
+        // Both replicas recover by themselves, without a restart.
+        let recovered = Date()
+        for address in addresses {
+            while try await address.request("/v1/ready", method: "GET", token: token).0 != 200 {
+                #expect(Date().timeIntervalSince(recovered) < 20, "a replica did not recover")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        stop.withLock { $0 = true }
+        try await load.value
+        let all = answers.withLock { $0 }
+        let unavailable = all.filter { $0.status == 503 }
+        #expect(!unavailable.isEmpty, "no request saw the outage")
+        #expect(unavailable.allSatisfy { $0.code == "database-unavailable" })
+        #expect(all.allSatisfy { $0.status == 200 || $0.status == 503 }, "\(Set(all.map(\.status)))")
+        #expect(all.allSatisfy { $0.right }, "a key changed")
+        // None hung: each was answered within the server's 3 s deadline and some slack.
+        #expect(all.map(\.seconds).max()! < 6, "the slowest answer took \(all.map(\.seconds).max()!) s")
+        #expect(all.suffix(8).allSatisfy { $0.status == 200 }, "the replicas still fail after the restart")
+    }
+
+    /// Replicas starting at once take turns on the migrations; a database a
+    /// newer server migrated, a password in the URL, a bad schema name and
+    /// an unreachable server are clear refusals.
+    @Test func migrationsRaceAndBadDatabasesAreRefused() async throws {
+        let url = try TestPostgres.freshURL()
+        let password = try TestPostgres.server().password
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let store = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())
+                    await store.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try TestPostgres.value(url, "SELECT count(*) FROM coffer_server_migrations") == "1")
+        _ = try TestPostgres.value(url, "INSERT INTO coffer_server_migrations VALUES (99, 0)")
+        let newer = await #expect(throws: CofferError.self) {
+            _ = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())
+        }
+        #expect(newer?.code == .unsupported)
+        let base = try TestPostgres.server().url
+        for bad in [base.replacingOccurrences(of: "coffer@", with: "coffer:secret@"), base + "?schema=Bad-Name"] {
+            let error = await #expect(throws: CofferError.self) {
+                _ = try await ServerKeyStore.open(postgres: bad, password: password, kek: KeyRing())
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error.map { !"\($0)".contains("secret") } ?? true)
+        }
+        let start = Date()
+        let unreachable = await #expect(throws: Problem.self) {
+            _ = try await ServerKeyStore.open(
+                postgres: "postgres://coffer@127.0.0.1:1/coffer", password: password, kek: KeyRing(),
+                deadline: .seconds(1))
+        }
+        #expect(unreachable?.code == "database-unavailable")
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+}
