@@ -105,7 +105,7 @@ final class PostgresDatabase: Sendable {
 
     /// `body`, or `503 database-unavailable` once the deadline passes or
     /// the database fails in a way that is not the request's.
-    private func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let deadline = self.deadline
         do {
             return try await withThrowingTaskGroup(of: T.self) { group in

@@ -15,41 +15,6 @@ final class PostgresKeyRows: KeyRows {
 
     // MARK: keys
 
-    /// One statement, so one snapshot, with no transaction around it.
-    func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot {
-        let query: PostgresQuery
-        if let version {
-            query = """
-                SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped FROM (SELECT 1) AS one
-                LEFT JOIN subjects s ON s.realm = \(name.realm) AND s.subject = \(name.subject)
-                LEFT JOIN key_floors f ON f.realm = \(name.realm) AND f.subject = \(name.subject)
-                  AND f.device = \(name.device) AND f.purpose = \(name.purpose)
-                LEFT JOIN keys k ON k.realm = \(name.realm) AND k.subject = \(name.subject)
-                  AND k.device = \(name.device) AND k.purpose = \(name.purpose) AND k.version = \(version)
-                """
-        } else {
-            query = """
-                SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped FROM (SELECT 1) AS one
-                LEFT JOIN subjects s ON s.realm = \(name.realm) AND s.subject = \(name.subject)
-                LEFT JOIN key_floors f ON f.realm = \(name.realm) AND f.subject = \(name.subject)
-                  AND f.device = \(name.device) AND f.purpose = \(name.purpose)
-                LEFT JOIN LATERAL (SELECT version, wrapped FROM keys WHERE realm = \(name.realm)
-                  AND subject = \(name.subject) AND device = \(name.device) AND purpose = \(name.purpose)
-                  ORDER BY version DESC LIMIT 1) k ON true
-                """
-        }
-        return try await database.query(query) { rows in
-            for try await (shredAt, shredded, minimum, version, wrapped) in rows.decode(
-                (Int64?, Bool?, Int?, Int?, Data?).self)
-            {
-                return KeySnapshot(
-                    shredAt: shredAt, shredded: shredded ?? false, minimum: minimum ?? 1,
-                    stored: version.flatMap { version in wrapped.map { StoredVersion(version: version, wrapped: $0) } })
-            }
-            throw Problem(.internalServerError, "database-error", "the database answered no row")
-        }
-    }
-
     func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion {
         try await database.transaction { db in
             try await Self.gate(db, name, now: now)
