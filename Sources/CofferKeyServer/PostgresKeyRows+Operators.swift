@@ -114,9 +114,13 @@ extension ServerKeyStore {
     /// - Parameters:
     ///   - url: `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`.
     ///   - password: the database password, given apart from the URL.
+    ///   - kek: the key ring that seals and opens every key.
+    ///   - reload: reads the key ring again, when a stored key names a KEK
+    ///     key the ring in memory lacks (the KEK was rotated meanwhile).
     ///   - connections: the most connections this store opens at once.
     ///   - deadline: how long an operation may take before it is answered
     ///     `503 database-unavailable`.
+    ///   - now: the clock, in seconds since 1970.
     public static func open(
         postgres url: String, password: String?, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
         connections: Int = 16, deadline: Duration = .seconds(3),

@@ -80,7 +80,7 @@ struct DataOptions: ParsableArguments {
         let file = FileManager.default.fileExists(atPath: ring.path) ? try await ring.read() : try await ring.create()
         let reload: @Sendable () throws -> KeyRing = { try ring.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
-        let passwordFile = settings.value(databasePasswordFile, "database.password.file")
+        let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
         guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
             guard !database.contains("://") else {
                 throw ValidationError(
