@@ -11,31 +11,42 @@ protocol KeyRows: Sendable {
     /// version (nil: the latest), read in one snapshot.
     func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot
     /// Version 1 of `name` unless a version exists; then the latest. One
-    /// transaction, refused by the subject's shred state.
-    func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion
-    /// A new latest version, sealed by `seal(version)`; one transaction.
-    func rotate(_ name: KeyName, now: Int64, seal: @escaping @Sendable (Int) throws -> Data) async throws
-        -> StoredVersion
+    /// transaction, refused by the subject's shred state; audited as a
+    /// `create` (when it made the row) and a `release` to `actor`.
+    func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion
+    /// A new latest version, sealed by `seal(version)`; one transaction,
+    /// with `audit` (its version filled in).
+    func rotate(
+        _ name: KeyName, now: Int64, audit: AuditEntry.Record, seal: @escaping @Sendable (Int) throws -> Data
+    ) async throws -> StoredVersion
     /// Sets the minimum version (checked by ``RetireRule``).
-    func retire(_ name: KeyName, minimum: Int, now: Int64) async throws
+    func retire(_ name: KeyName, minimum: Int, now: Int64, audit: AuditEntry.Record) async throws
     /// Schedules a shred at `at` (or keeps an earlier one); returns when.
-    func shred(realm: String, subject: String, at: Int64) async throws -> Int64
-    func undoShred(realm: String, subject: String, now: Int64) async throws
+    func shred(realm: String, subject: String, at: Int64, now: Int64, audit: AuditEntry.Record) async throws -> Int64
+    func undoShred(realm: String, subject: String, now: Int64, audit: AuditEntry.Record) async throws
     /// Deletes the keys of every subject whose shred is due; returns how
-    /// many subjects it marked shredded.
+    /// many subjects it marked shredded (each audited as a `sweep`).
     func sweep(now: Int64) async throws -> Int
 
     /// Rows sealed under a KEK key other than `keyID` (4 bytes, big-endian).
     func countWrapped(notUnder keyID: Data) async throws -> Int
     func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow]
     /// Replaces each row's sealed key if it is still as read; returns how
-    /// many it replaced.
-    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int
+    /// many it replaced (audited as one `rewrap`).
+    func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+        async throws
     func operatorInfo(hash: Data) async throws -> OperatorInfo?
     func operators() async throws -> [OperatorInfo]
-    func removeOperator(name: String) async throws -> Bool
+    func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool
+
+    /// Appends entries to the audit chain in one transaction.
+    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws
+    /// Entries after `seq`, in order, at most `limit`.
+    func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry]
+    /// Every entry about one subject, in order.
+    func auditEntries(realm: String, subject: String) async throws -> [AuditEntry]
 
     /// Throws unless the database answers (readiness).
     func ping() async throws

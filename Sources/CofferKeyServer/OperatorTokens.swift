@@ -33,7 +33,8 @@ extension ServerKeyStore {
 
     /// Makes an operator token; returns it (the only time it exists
     /// outside the caller). Names are unique.
-    public func addOperator(name: String, scopes: [OperatorScope]) async throws -> String {
+    public func addOperator(name: String, scopes: [OperatorScope], by actor: String = "console") async throws -> String
+    {
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
             throw Problem.badRequest(
                 "invalid-operator-name", "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
@@ -48,7 +49,12 @@ extension ServerKeyStore {
         let created = now()
         try await rows.addOperator(
             hash: Self.hash(token), name: name, scopes: scopes.map(\.name).sorted().joined(separator: " "),
-            created: created)
+            created: created,
+            audit: {
+                var record = AuditEntry.Record(actor: actor, action: "operator-add")
+                record.detail = "\(name): \(scopes.map(\.name).sorted().joined(separator: " "))"
+                return record
+            }())
         return token
     }
 
@@ -67,8 +73,10 @@ extension ServerKeyStore {
 
     /// Removes an operator; false when there was none of that name.
     @discardableResult
-    public func removeOperator(name: String) async throws -> Bool {
-        try await rows.removeOperator(name: name)
+    public func removeOperator(name: String, by actor: String = "console") async throws -> Bool {
+        var record = AuditEntry.Record(actor: actor, action: "operator-remove")
+        record.detail = name
+        return try await rows.removeOperator(name: name, now: now(), audit: record)
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }

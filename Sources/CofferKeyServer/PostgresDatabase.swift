@@ -162,7 +162,15 @@ final class PostgresDatabase: Sendable {
             CREATE TABLE operators (hash bytea PRIMARY KEY, name text NOT NULL UNIQUE, scopes text NOT NULL,
               created bigint NOT NULL)
             """,
-        ]
+        ],
+        [
+            """
+            CREATE TABLE audit (seq bigint PRIMARY KEY, at bigint NOT NULL, actor text NOT NULL, action text NOT NULL,
+              realm text NOT NULL, subject text NOT NULL, device text NOT NULL, purpose text NOT NULL,
+              version bigint NOT NULL, detail text NOT NULL, hash bytea NOT NULL)
+            """,
+            "CREATE INDEX audit_subject ON audit (realm, subject, seq)",
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

@@ -35,7 +35,7 @@ extension PostgresKeyRows {
         }
     }
 
-    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int {
+    func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int {
         let rows = rows.map { Replacement(row: $0.0, sealed: $0.1) }
         return try await database.transaction { db in
             var changed = 0
@@ -49,6 +49,9 @@ extension PostgresKeyRows {
                     """
                 ) { changed += 1 }
             }
+            var audit = audit
+            audit.detail = "\(changed) keys resealed" + (audit.detail.isEmpty ? "" : " " + audit.detail)
+            try await Self.append(db, [audit], now: now)
             return changed
         }
     }
@@ -58,7 +61,9 @@ extension PostgresKeyRows {
         let sealed: Data
     }
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws {
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+        async throws
+    {
         let inserted = try await database.transaction { db in
             var inserted = false
             for try await _ in try await db.run(
@@ -67,6 +72,7 @@ extension PostgresKeyRows {
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """
             ) { inserted = true }
+            if inserted { try await Self.append(db, [audit], now: created) }
             return inserted
         }
         guard inserted else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
@@ -92,10 +98,13 @@ extension PostgresKeyRows {
         }
     }
 
-    func removeOperator(name: String) async throws -> Bool {
-        try await database.query("DELETE FROM operators WHERE name = \(name) RETURNING 1") { rows in
+    func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool {
+        try await database.transaction { db in
             var removed = false
-            for try await _ in rows { removed = true }
+            for try await _ in try await db.run("DELETE FROM operators WHERE name = \(name) RETURNING 1") {
+                removed = true
+            }
+            if removed { try await Self.append(db, [audit], now: now) }
             return removed
         }
     }

@@ -15,22 +15,27 @@ final class PostgresKeyRows: KeyRows {
 
     // MARK: keys
 
-    func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion {
+    func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {
         try await database.transaction { db in
             try await Self.gate(db, name, now: now)
-            try await db.run(
+            var made = false
+            for try await _ in try await db.run(
                 """
                 INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created)
                 VALUES (\(name.realm), \(name.subject), \(name.device), \(name.purpose), 1, \(wrapped), \(now))
-                ON CONFLICT DO NOTHING
-                """)
-            return try await Self.latest(db, name)!
+                ON CONFLICT DO NOTHING RETURNING 1
+                """
+            ) { made = true }
+            let stored = try await Self.latest(db, name)!
+            try await Self.append(
+                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now)
+            return stored
         }
     }
 
-    func rotate(_ name: KeyName, now: Int64, seal: @escaping @Sendable (Int) throws -> Data) async throws
-        -> StoredVersion
-    {
+    func rotate(
+        _ name: KeyName, now: Int64, audit: AuditEntry.Record, seal: @escaping @Sendable (Int) throws -> Data
+    ) async throws -> StoredVersion {
         try await database.transaction { db in
             try await Self.gate(db, name, now: now)
             let next = (try await Self.latest(db, name)?.version ?? 0) + 1
@@ -42,11 +47,14 @@ final class PostgresKeyRows: KeyRows {
                 INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created)
                 VALUES (\(name.realm), \(name.subject), \(name.device), \(name.purpose), \(next), \(wrapped), \(now))
                 """)
+            var audit = audit
+            audit.version = Int64(next)
+            try await Self.append(db, [audit], now: now)
             return try await Self.latest(db, name)!
         }
     }
 
-    func retire(_ name: KeyName, minimum: Int, now: Int64) async throws {
+    func retire(_ name: KeyName, minimum: Int, now: Int64, audit: AuditEntry.Record) async throws {
         try await database.transaction { db in
             try await Self.gate(db, name, now: now)
             var floor = 1
@@ -65,6 +73,7 @@ final class PostgresKeyRows: KeyRows {
                 ON CONFLICT (realm, subject, device, purpose)
                 DO UPDATE SET minimum = GREATEST(key_floors.minimum, excluded.minimum)
                 """)
+            try await Self.append(db, [audit], now: now)
         }
     }
 
@@ -102,7 +111,7 @@ final class PostgresKeyRows: KeyRows {
         try ShredRule.refuse(shredAt: state.shredAt, shredded: state.shredded, now: now)
     }
 
-    func shred(realm: String, subject: String, at: Int64) async throws -> Int64 {
+    func shred(realm: String, subject: String, at: Int64, now: Int64, audit: AuditEntry.Record) async throws -> Int64 {
         try await database.transaction { db in
             let existing = try await Self.subjectState(db, realm: realm, subject: subject, lock: true)
             let when = try ShredRule.scheduled(at: at, existing: existing)
@@ -114,15 +123,19 @@ final class PostgresKeyRows: KeyRows {
                 RETURNING shred_at
                 """
             ).decode(Int64.self) { stored = value }
+            var audit = audit
+            audit.detail = "at \(ShredRule.timestamp(stored))"
+            try await Self.append(db, [audit], now: now)
             return stored
         }
     }
 
-    func undoShred(realm: String, subject: String, now: Int64) async throws {
+    func undoShred(realm: String, subject: String, now: Int64, audit: AuditEntry.Record) async throws {
         try await database.transaction { db in
             try ShredRule.undo(
                 existing: try await Self.subjectState(db, realm: realm, subject: subject, lock: true), now: now)
             try await db.run("DELETE FROM subjects WHERE realm = \(realm) AND subject = \(subject)")
+            try await Self.append(db, [audit], now: now)
         }
     }
 
@@ -130,16 +143,17 @@ final class PostgresKeyRows: KeyRows {
     /// request that passed its check just before the shred committed).
     func sweep(now: Int64) async throws -> Int {
         try await database.transaction { db in
-            var due = 0
-            for try await _ in try await db.run(
-                "UPDATE subjects SET shredded = true WHERE NOT shredded AND shred_at <= \(now) RETURNING 1"
-            ) { due += 1 }
+            var due: [AuditEntry.Record] = []
+            for try await (realm, subject) in try await db.run(
+                "UPDATE subjects SET shredded = true WHERE NOT shredded AND shred_at <= \(now) RETURNING realm, subject"
+            ).decode((String, String).self) { due.append(.sweep(realm: realm, subject: subject)) }
+            try await Self.append(db, due, now: now)
             try await db.run(
                 "DELETE FROM keys k USING subjects s WHERE s.shredded AND s.realm = k.realm AND s.subject = k.subject")
             try await db.run(
                 "DELETE FROM key_floors f USING subjects s WHERE s.shredded AND s.realm = f.realm AND s.subject = f.subject"
             )
-            return due
+            return due.count
         }
     }
 }

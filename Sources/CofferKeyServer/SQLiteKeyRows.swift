@@ -36,6 +36,15 @@ final class SQLiteKeyRows: KeyRows {
                       scopes TEXT NOT NULL, created INTEGER NOT NULL) STRICT;
                     """)
         }
+        migrator.registerMigration("v2 audit") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE audit (seq INTEGER PRIMARY KEY NOT NULL, at INTEGER NOT NULL, actor TEXT NOT NULL,
+                      action TEXT NOT NULL, realm TEXT NOT NULL, subject TEXT NOT NULL, device TEXT NOT NULL,
+                      purpose TEXT NOT NULL, version INTEGER NOT NULL, detail TEXT NOT NULL, hash BLOB NOT NULL) STRICT;
+                    CREATE INDEX audit_subject ON audit (realm, subject, seq);
+                    """)
+        }
         return migrator
     }
 
@@ -72,20 +81,24 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
-    func create(_ name: KeyName, wrapped: Data, now: Int64) async throws -> StoredVersion {
+    func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {
         try await pool.write { db in
             try Self.gate(db, name, now: now)
             try db.execute(
                 sql:
                     "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING",
                 arguments: [name.realm, name.subject, name.device, name.purpose, wrapped, now])
-            return try Self.latest(db, name)!
+            let made = db.changesCount > 0
+            let stored = try Self.latest(db, name)!
+            try Self.append(
+                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now)
+            return stored
         }
     }
 
-    func rotate(_ name: KeyName, now: Int64, seal: @escaping @Sendable (Int) throws -> Data) async throws
-        -> StoredVersion
-    {
+    func rotate(
+        _ name: KeyName, now: Int64, audit: AuditEntry.Record, seal: @escaping @Sendable (Int) throws -> Data
+    ) async throws -> StoredVersion {
         try await pool.write { db in
             try Self.gate(db, name, now: now)
             let next = (try Self.latest(db, name)?.version ?? 0) + 1
@@ -93,11 +106,14 @@ final class SQLiteKeyRows: KeyRows {
                 sql:
                     "INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 arguments: [name.realm, name.subject, name.device, name.purpose, next, try seal(next), now])
+            var audit = audit
+            audit.version = Int64(next)
+            try Self.append(db, [audit], now: now)
             return try Self.latest(db, name)!
         }
     }
 
-    func retire(_ name: KeyName, minimum: Int, now: Int64) async throws {
+    func retire(_ name: KeyName, minimum: Int, now: Int64, audit: AuditEntry.Record) async throws {
         try await pool.write { db in
             try Self.gate(db, name, now: now)
             let floor =
@@ -111,6 +127,7 @@ final class SQLiteKeyRows: KeyRows {
                 sql:
                     "INSERT INTO key_floors (realm, subject, device, purpose, minimum) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET minimum = excluded.minimum",
                 arguments: [name.realm, name.subject, name.device, name.purpose, minimum])
+            try Self.append(db, [audit], now: now)
         }
     }
 
@@ -142,7 +159,7 @@ final class SQLiteKeyRows: KeyRows {
         try ShredRule.refuse(shredAt: state.shredAt, shredded: state.shredded, now: now)
     }
 
-    func shred(realm: String, subject: String, at: Int64) async throws -> Int64 {
+    func shred(realm: String, subject: String, at: Int64, now: Int64, audit: AuditEntry.Record) async throws -> Int64 {
         try await pool.write { db in
             let existing = try Self.subjectState(db, realm: realm, subject: subject)
             let when = try ShredRule.scheduled(at: at, existing: existing)
@@ -150,14 +167,18 @@ final class SQLiteKeyRows: KeyRows {
                 sql:
                     "INSERT INTO subjects (realm, subject, shred_at) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET shred_at = excluded.shred_at",
                 arguments: [realm, subject, when])
+            var audit = audit
+            audit.detail = "at \(ShredRule.timestamp(when))"
+            try Self.append(db, [audit], now: now)
             return when
         }
     }
 
-    func undoShred(realm: String, subject: String, now: Int64) async throws {
+    func undoShred(realm: String, subject: String, now: Int64, audit: AuditEntry.Record) async throws {
         try await pool.write { db in
             try ShredRule.undo(existing: try Self.subjectState(db, realm: realm, subject: subject), now: now)
             try db.execute(sql: "DELETE FROM subjects WHERE realm = ? AND subject = ?", arguments: [realm, subject])
+            try Self.append(db, [audit], now: now)
         }
     }
 
@@ -165,16 +186,19 @@ final class SQLiteKeyRows: KeyRows {
     /// request that passed its check just before the shred committed).
     func sweep(now: Int64) async throws -> Int {
         try await pool.write { db in
-            try db.execute(
-                sql: "UPDATE subjects SET shredded = 1 WHERE shredded = 0 AND shred_at <= ?", arguments: [now])
-            let due = db.changesCount
+            let due = try Row.fetchAll(
+                db,
+                sql: "UPDATE subjects SET shredded = 1 WHERE shredded = 0 AND shred_at <= ? RETURNING realm, subject",
+                arguments: [now]
+            ).map { AuditEntry.Record.sweep(realm: $0["realm"], subject: $0["subject"]) }
+            try Self.append(db, due, now: now)
             for table in ["keys", "key_floors"] {
                 try db.execute(
                     sql:
                         "DELETE FROM \(table) WHERE EXISTS (SELECT 1 FROM subjects s WHERE s.realm = \(table).realm AND s.subject = \(table).subject AND s.shredded = 1)"
                 )
             }
-            return due
+            return due.count
         }
     }
 
@@ -203,7 +227,7 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
-    func replaceWrapped(_ rows: [(PendingRow, Data)]) async throws -> Int {
+    func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int {
         try await pool.write { db in
             var changed = 0
             for (row, sealed) in rows {
@@ -216,19 +240,25 @@ final class SQLiteKeyRows: KeyRows {
                     ])
                 changed += db.changesCount
             }
+            var audit = audit
+            audit.detail = "\(changed) keys resealed" + (audit.detail.isEmpty ? "" : " " + audit.detail)
+            try Self.append(db, [audit], now: now)
             return changed
         }
     }
 
     // MARK: operators
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64) async throws {
+    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+        async throws
+    {
         try await pool.write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
             else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
             try db.execute(
                 sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
                 arguments: [hash, name, scopes, created])
+            try Self.append(db, [audit], now: created)
         }
     }
 
@@ -246,10 +276,12 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
-    func removeOperator(name: String) async throws -> Bool {
+    func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            try Self.append(db, [audit], now: now)
+            return true
         }
     }
 

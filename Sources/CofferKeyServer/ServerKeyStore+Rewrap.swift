@@ -31,7 +31,13 @@ extension ServerKeyStore {
                 let key = try openWrapped(row.wrapped, context: context)
                 return (row, try ring.seal(key, context: context))
             }
-            done += try await rows.replaceWrapped(rewrapped)
+            done += try await rows.replaceWrapped(
+                rewrapped, now: now(),
+                audit: {
+                    var record = AuditEntry.Record(actor: "server", action: "rewrap")
+                    record.detail = "under KEK key \(String(format: "%08x", ring.primaryID))"
+                    return record
+                }())
             progress?(done)
         }
     }

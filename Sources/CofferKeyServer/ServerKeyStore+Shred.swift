@@ -14,19 +14,26 @@ extension ServerKeyStore {
     /// `window` seconds from now (0: at once); returns when. Shredding a
     /// subject with a shred pending moves it no later than it was.
     @discardableResult
-    public func shred(realm: String, subject: String, after window: Int64) async throws -> Int64 {
+    public func shred(realm: String, subject: String, after window: Int64, by actor: String = "server") async throws
+        -> Int64
+    {
         guard window >= 0, window <= 366 * 86400 else {
             throw Problem.badRequest("invalid-undo-window", "the undo window is 0 to 31,622,400 seconds (366 days)")
         }
-        let when = try await rows.shred(realm: realm, subject: subject, at: now() + window)
+        let now = self.now()
+        let when = try await rows.shred(
+            realm: realm, subject: subject, at: now + window, now: now,
+            audit: .subject(actor: actor, action: "shred", realm: realm, subject: subject))
         try await sweep()
         return when
     }
 
     /// Cancels a pending shred; `key-shredded` once it happened,
     /// `shred-not-pending` when none was asked for.
-    public func undoShred(realm: String, subject: String) async throws {
-        try await rows.undoShred(realm: realm, subject: subject, now: now())
+    public func undoShred(realm: String, subject: String, by actor: String = "server") async throws {
+        try await rows.undoShred(
+            realm: realm, subject: subject, now: now(),
+            audit: .subject(actor: actor, action: "undo-shred", realm: realm, subject: subject))
     }
 
     /// Destroys the keys of every subject whose shred is due; returns how

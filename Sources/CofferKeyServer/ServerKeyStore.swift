@@ -18,6 +18,8 @@ public final class ServerKeyStore: Sendable {
     var kek: KeyRing { ring.withLock { $0 } }
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
+    /// Appends key releases to the audit chain, many per transaction.
+    let auditWriter: AuditWriter
 
     /// Opens (creating when missing) the SQLite database at `path`.
     /// - Parameters:
@@ -40,6 +42,7 @@ public final class ServerKeyStore: Sendable {
         now: @escaping @Sendable () -> Int64
     ) {
         self.rows = rows
+        auditWriter = AuditWriter(rows: rows, now: now)
         ring = Locked(kek)
         self.reload = reload
         self.now = now
@@ -55,13 +58,17 @@ public final class ServerKeyStore: Sendable {
 
     /// The current version of `name`'s key, created on first use: of many
     /// first requests at once, exactly one key is made and all receive it.
+    /// Every release is in the audit log before the key is returned.
     public func current(_ name: KeyName) async throws -> ReleasedKey {
         let now = self.now()
         if let row = try await rows.snapshot(name, version: nil).released(now: now, version: nil) {
-            return try open(row, name)
+            let key = try open(row, name)
+            try await auditWriter.record(
+                .init(actor: "subject:" + name.subject, action: "release", name, version: row.version))
+            return key
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
-        return try open(try await rows.create(name, wrapped: sealed, now: now), name)
+        return try open(try await rows.create(name, wrapped: sealed, now: now, actor: "subject:" + name.subject), name)
     }
 
     /// Version `version` of `name`'s key: `key-not-found` when it was never
@@ -70,27 +77,31 @@ public final class ServerKeyStore: Sendable {
         let now = self.now()
         let row = try await rows.snapshot(name, version: version).released(now: now, version: version)
         guard let row else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
-        return try open(row, name)
+        let key = try open(row, name)
+        try await auditWriter.record(.init(actor: "subject:" + name.subject, action: "release", name, version: version))
+        return key
     }
 
     // MARK: changing keys (operators)
 
     /// Adds a version and makes it current; returns it. A key never made
-    /// gets its version 1.
-    public func rotate(_ name: KeyName) async throws -> ReleasedKey {
+    /// gets its version 1. `actor` names who asked, in the audit log.
+    public func rotate(_ name: KeyName, by actor: String = "server") async throws -> ReleasedKey {
         let now = self.now()
-        let row = try await rows.rotate(name, now: now) { version in
+        let row = try await rows.rotate(name, now: now, audit: .init(actor: actor, action: "rotate", name)) { version in
             try self.seal(SymmetricKey(size: .bits256), name, version: version)
         }
         return try open(row, name)
     }
 
     /// Stops releasing versions below `minimum` (at most the current one).
-    public func retire(_ name: KeyName, below minimum: Int) async throws {
+    public func retire(_ name: KeyName, below minimum: Int, by actor: String = "server") async throws {
         guard minimum >= 1 else {
             throw Problem.badRequest("invalid-minimum-version", "the minimum version is a whole number from 1")
         }
-        try await rows.retire(name, minimum: minimum, now: now())
+        try await rows.retire(
+            name, minimum: minimum, now: now(),
+            audit: .init(actor: actor, action: "retire", name, version: minimum, detail: "minimum version \(minimum)"))
     }
 
     // MARK: rows

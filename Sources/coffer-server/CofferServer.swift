@@ -17,7 +17,7 @@ struct CofferServer: AsyncParsableCommand {
             issuer's keys (a JWKS file). Operators, who rotate, retire and shred, use tokens made by \
             `coffer-server operator add`.
             """,
-        subcommands: [Serve.self, Operator.self, KEK.self],
+        subcommands: [Serve.self, Operator.self, KEK.self, Audit.self],
         defaultSubcommand: Serve.self)
 }
 

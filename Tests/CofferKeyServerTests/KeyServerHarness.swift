@@ -96,6 +96,36 @@ struct TestServer {
             ? Int(try TestPostgres.value(database, sql)) ?? -1 : try KeyServerTests.rowCount(database, sql)
     }
 
+    /// Runs `sql` beside the server (sqlite3 or psql), for tests that tamper.
+    /// In SQLite, `FLIP(seq)` flips one bit of that audit entry's hash.
+    func execute(_ sql: String) throws {
+        if database.hasPrefix("postgres") {
+            _ = try TestPostgres.value(database, sql)
+        } else {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "python3", "-c",
+                """
+                import re, sqlite3, sys
+                c = sqlite3.connect(sys.argv[1])
+                flip = re.fullmatch(r"FLIP\\((\\d+)\\)", sys.argv[2])
+                if flip:
+                    h = bytearray(c.execute("SELECT hash FROM audit WHERE seq = ?", (int(flip[1]),)).fetchone()[0])
+                    h[7] ^= 1
+                    c.execute("UPDATE audit SET hash = ? WHERE seq = ?", (bytes(h), int(flip[1])))
+                    c.commit()
+                else:
+                    c.executescript(sys.argv[2])
+                """,
+                database, sql,
+            ]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw CofferError(.io, "sqlite3 failed on \(sql)") }
+        }
+    }
+
     func run(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         let app = Application(router: server.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in try await test(client) }

@@ -78,6 +78,28 @@ import Testing
         #expect(undone == 204)
         let (back, again) = try await a.request("/v1/keys/notes", token: token)
         #expect(back == 200 && again["key"] as? String == current["key"] as? String)
+
+        // Both replicas appended to one chain, which `audit verify` checks;
+        // one byte changed in one entry breaks it there.
+        let tool =
+            ["--data", replicas.data, "--kek-passphrase-file", replicas.issuer.folder + "/kek-passphrase"]
+            + replicas.database
+        var (status, out) = try await KEKRotationTests.serverTool(
+            ["audit", "verify"] + tool, environment: replicas.environment)
+        #expect(status == 0 && out.hasPrefix("audit chain intact: "), "\(out)")
+        let releases = Int(
+            try TestPostgres.value(replicas.database[1], "SELECT count(*) FROM audit WHERE action = 'release'"))
+        #expect(releases == 62)
+        _ = try TestPostgres.value(replicas.database[1], "UPDATE audit SET purpose = 'notez' WHERE seq = 30")
+        (status, out) = try await KEKRotationTests.serverTool(
+            ["audit", "verify"] + tool, environment: replicas.environment)
+        #expect(status == 1 && out.hasPrefix("audit chain broken at entry 30: "), "\(out)")
+        (status, out) = try await KEKRotationTests.serverTool(
+            ["audit", "export", "--subject", "rita"] + tool, environment: replicas.environment)
+        let actions = out.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["action"] as? String
+        }
+        #expect(status == 0 && actions.first == "create" && actions.contains("undo-shred"), "\(out.prefix(400))")
     }
 
     @Test func killingOneReplicaUnderLoadFailsNoRequestAtTheOther() async throws {
@@ -131,6 +153,10 @@ import Testing
             if status != 200 || body["key"] as? String != key { lost += 1 }
         }
         #expect(lost == 0, "\(lost) acknowledged keys changed or vanished")
+        // Every acknowledged key was audited before it was sent.
+        let created = Int(
+            try TestPostgres.value(replicas.database[1], "SELECT count(*) FROM audit WHERE action = 'create'"))
+        #expect((created ?? 0) >= acknowledged.withLock { $0.count })
     }
 
     @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {

@@ -1,0 +1,231 @@
+import Crypto
+import Foundation
+
+/// One line of the audit log: who did what to which key, when. Never a
+/// key, a token or anything read from one but its subject.
+public struct AuditEntry: Sendable, Equatable, Codable {
+    /// 1, 2, 3, … with no gap.
+    public let seq: Int64
+    /// Seconds since 1970.
+    public let at: Int64
+    /// `subject:NAME` for a signed-in user, `operator:NAME`, or `server`.
+    public let actor: String
+    /// `release`, `create`, `rotate`, `retire`, `shred`, `undo-shred`,
+    /// `sweep`, `rewrap`, `operator-add`, `operator-remove`.
+    public let action: String
+    public let realm: String
+    public let subject: String
+    public let device: String
+    public let purpose: String
+    /// The key version concerned, 0 for none.
+    public let version: Int64
+    /// A short note for people (a shred's time, a scope list); never a secret.
+    public let detail: String
+    /// SHA-256 of the previous entry's hash and this entry's encoding.
+    public let hash: Data
+
+    /// The entry's fields before it has a place in the chain.
+    public struct Record: Sendable, Equatable {
+        public var actor: String
+        public var action: String
+        public var realm = ""
+        public var subject = ""
+        public var device = ""
+        public var purpose = ""
+        public var version: Int64 = 0
+        public var detail = ""
+
+        public init(actor: String, action: String) {
+            self.actor = actor
+            self.action = action
+        }
+
+        /// An action on one key.
+        init(actor: String, action: String, _ name: KeyName, version: Int = 0, detail: String = "") {
+            self.init(actor: actor, action: action)
+            realm = name.realm
+            subject = name.subject
+            device = name.device
+            purpose = name.purpose
+            self.version = Int64(version)
+            self.detail = detail
+        }
+    }
+
+    /// The hash before the first entry.
+    public static let genesis = Data(count: 32)
+
+    /// The entry that follows one whose hash is `previous`.
+    init(seq: Int64, at: Int64, record: Record, previous: Data) {
+        self.init(
+            seq: seq, at: at, actor: record.actor, action: record.action, realm: record.realm,
+            subject: record.subject, device: record.device, purpose: record.purpose, version: record.version,
+            detail: record.detail, hash: Data())
+        self = self.with(hash: chained(after: previous))
+    }
+
+    init(
+        seq: Int64, at: Int64, actor: String, action: String, realm: String, subject: String, device: String,
+        purpose: String, version: Int64, detail: String, hash: Data
+    ) {
+        self.seq = seq
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.realm = realm
+        self.subject = subject
+        self.device = device
+        self.purpose = purpose
+        self.version = version
+        self.detail = detail
+        self.hash = hash
+    }
+
+    func with(hash: Data) -> AuditEntry {
+        AuditEntry(
+            seq: seq, at: at, actor: actor, action: action, realm: realm, subject: subject, device: device,
+            purpose: purpose, version: version, detail: detail, hash: hash)
+    }
+
+    /// The encoding the hash covers (docs/key-server.md, "Audit log"): a
+    /// label, then each field as a 4-byte big-endian length and its UTF-8
+    /// bytes, numbers in decimal.
+    var encoding: Data {
+        var data = Data()
+        for field in [
+            "coffer audit v1", String(seq), String(at), actor, action, realm, subject, device, purpose,
+            String(version), detail,
+        ] {
+            let bytes = Data(field.utf8)
+            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
+            data.append(bytes)
+        }
+        return data
+    }
+
+    /// SHA-256 over `previous` and this entry's encoding.
+    func chained(after previous: Data) -> Data {
+        var hasher = SHA256()
+        hasher.update(data: previous)
+        hasher.update(data: encoding)
+        return Data(hasher.finalize())
+    }
+}
+
+/// Checks a chain read in order, entry by entry; remembers where it broke.
+public struct AuditVerifier: Sendable {
+    public private(set) var checked: Int64 = 0
+    /// The first entry that does not follow from the one before (or the
+    /// first missing one), and why.
+    public private(set) var broken: (seq: Int64, reason: String)?
+    private var previous = AuditEntry.genesis
+
+    public init() {}
+
+    /// Checks the next entry; false once the chain is broken.
+    @discardableResult
+    public mutating func check(_ entry: AuditEntry) -> Bool {
+        guard broken == nil else { return false }
+        let expected = checked + 1
+        guard entry.seq == expected else {
+            broken = (
+                expected, entry.seq > expected ? "entry \(expected) is missing" : "entry \(entry.seq) is out of order"
+            )
+            return false
+        }
+        guard entry.chained(after: previous) == entry.hash else {
+            broken = (entry.seq, "its hash does not follow from its fields and the entry before it")
+            return false
+        }
+        previous = entry.hash
+        checked = entry.seq
+        return true
+    }
+}
+
+extension AuditEntry.Record {
+    /// A first use: `create` when this request made the row, and the `release`.
+    static func firstUse(_ name: KeyName, actor: String, made: Bool, version: Int) -> [Self] {
+        (made ? [Self(actor: actor, action: "create", name, version: version)] : [])
+            + [Self(actor: actor, action: "release", name, version: version)]
+    }
+
+    static func sweep(realm: String, subject: String) -> Self {
+        var record = Self(actor: "server", action: "sweep")
+        record.realm = realm
+        record.subject = subject
+        record.detail = "keys destroyed"
+        return record
+    }
+}
+
+extension AuditEntry.Record {
+    /// An action on a subject as a whole.
+    static func subject(actor: String, action: String, realm: String, subject: String) -> Self {
+        var record = Self(actor: actor, action: action)
+        record.realm = realm
+        record.subject = subject
+        return record
+    }
+}
+
+/// Key releases go to the audit chain in batches: a release waits for the
+/// transaction that holds its entry (so no key leaves unaudited), and
+/// releases arriving while one transaction runs share the next one.
+actor AuditWriter {
+    private let rows: any KeyRows
+    private let now: @Sendable () -> Int64
+    private var pending: [(AuditEntry.Record, CheckedContinuation<Void, any Error>)] = []
+    private var flushing = false
+
+    init(rows: any KeyRows, now: @escaping @Sendable () -> Int64) {
+        self.rows = rows
+        self.now = now
+    }
+
+    func record(_ record: AuditEntry.Record) async throws {
+        try await withCheckedThrowingContinuation { continuation in
+            pending.append((record, continuation))
+            if !flushing {
+                flushing = true
+                Task { await self.flush() }
+            }
+        }
+    }
+
+    private func flush() async {
+        while !pending.isEmpty {
+            let batch = pending.prefix(1000)
+            pending.removeFirst(batch.count)
+            do {
+                try await rows.appendAudit(batch.map(\.0), now: now())
+                for (_, continuation) in batch { continuation.resume() }
+            } catch {
+                for (_, continuation) in batch { continuation.resume(throwing: error) }
+            }
+        }
+        flushing = false
+    }
+}
+
+extension ServerKeyStore {
+    /// Reads the whole audit chain in order, 1,000 entries at a time, and
+    /// checks every link; `progress` hears how many were checked.
+    public func verifyAudit(progress: (@Sendable (Int64) -> Void)? = nil) async throws -> AuditVerifier {
+        var verifier = AuditVerifier()
+        var last: Int64 = 0
+        while true {
+            let page = try await rows.auditEntries(after: last, limit: 1000)
+            if page.isEmpty { return verifier }
+            for entry in page where !verifier.check(entry) { return verifier }
+            last = page.last!.seq
+            progress?(last)
+        }
+    }
+
+    /// Every audit entry about one subject, in order (what an operator
+    /// exports when the subject asks what happened to their keys).
+    public func auditHistory(realm: String, subject: String) async throws -> [AuditEntry] {
+        try await rows.auditEntries(realm: realm, subject: subject)
+    }
+}

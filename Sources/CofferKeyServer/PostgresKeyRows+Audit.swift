@@ -1,0 +1,63 @@
+import Foundation
+import PostgresNIO
+
+// The audit chain on PostgreSQL: appends from every replica take one
+// advisory lock in turn, and read the chain's head only once they hold
+// it (READ COMMITTED: that statement sees every append committed before),
+// so the chain never forks.
+extension PostgresKeyRows {
+    static let auditLock: Int64 = 7_365_487_310_561_385
+
+    static func append(_ db: PostgresConnection, _ records: [AuditEntry.Record], now: Int64) async throws {
+        guard !records.isEmpty else { return }
+        try await db.run("SELECT pg_advisory_xact_lock(\(auditLock))")
+        var (seq, previous) = (Int64(0), AuditEntry.genesis)
+        for try await (last, hash) in try await db.run("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+            .decode((Int64, Data).self)
+        {
+            (seq, previous) = (last, hash)
+        }
+        for record in records {
+            seq += 1
+            let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous)
+            try await db.run(
+                """
+                INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
+                VALUES (\(entry.seq), \(entry.at), \(entry.actor), \(entry.action), \(entry.realm), \(entry.subject),
+                  \(entry.device), \(entry.purpose), \(entry.version), \(entry.detail), \(entry.hash))
+                """)
+            previous = entry.hash
+        }
+    }
+
+    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
+        try await database.transaction { db in try await Self.append(db, records, now: now) }
+    }
+
+    func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry] {
+        try await database.query(
+            "SELECT \(unescaped: Self.auditColumns) FROM audit WHERE seq > \(seq) ORDER BY seq LIMIT \(limit)",
+            Self.entries)
+    }
+
+    func auditEntries(realm: String, subject: String) async throws -> [AuditEntry] {
+        try await database.query(
+            "SELECT \(unescaped: Self.auditColumns) FROM audit WHERE realm = \(realm) AND subject = \(subject) ORDER BY seq",
+            Self.entries)
+    }
+
+    static let auditColumns = "seq, at, actor, action, realm, subject, device, purpose, version, detail, hash"
+
+    @Sendable static func entries(_ rows: PostgresRowSequence) async throws -> [AuditEntry] {
+        var entries: [AuditEntry] = []
+        for try await (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash) in rows.decode(
+            (Int64, Int64, String, String, String, String, String, String, Int64, String, Data).self)
+        {
+            entries.append(
+                AuditEntry(
+                    seq: seq, at: at, actor: actor, action: action, realm: realm, subject: subject, device: device,
+                    purpose: purpose, version: version, detail: detail, hash: hash))
+        }
+        return entries
+    }
+}

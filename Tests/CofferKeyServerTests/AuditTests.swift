@@ -1,0 +1,122 @@
+import Coffer
+import CofferKeyServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The audit log: every release and change is in the chain, with no key
+/// in it; a single edited byte or a deleted entry is found at its entry.
+@Suite struct AuditTests {
+    /// Releases, a rotation, a retirement, a shred and its undo, and
+    /// operators made and removed: what the chain then holds.
+    static func busyServer(_ backend: Backend) async throws -> (TestServer, [String]) {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer, backend: backend)
+        let admin = try await server.store.addOperator(name: "ops", scopes: OperatorScope.all)
+        let alice = try issuer.token("alice")
+        let keys = Locked([String]())
+        try await server.run { client in
+            let call = { (uri: String, token: String, payload: [String: Any]?) async throws -> [String: Any] in
+                try await client.execute(
+                    uri: uri, method: uri.contains("versions") ? .get : .post, headers: bearer(token),
+                    body: try payload.map(body)
+                ) { response in
+                    #expect(response.status.code < 300, "\(uri): \(response.status)")
+                    return response.status == .noContent ? [:] : try json(response)
+                }
+            }
+            Self.record(keys, try await call("/v1/keys/notes", alice, nil))
+            Self.record(keys, try await call("/v1/keys/notes", alice, nil))
+            _ = try await call("/v1/admin/keys/rotate", admin, ["subject": "alice", "purpose": "notes"])
+            Self.record(keys, try await call("/v1/keys/notes/versions/2", alice, nil))
+            _ = try await call(
+                "/v1/admin/keys/retire", admin, ["subject": "alice", "purpose": "notes", "minimumVersion": 2])
+            _ = try await call("/v1/admin/subjects/shred", admin, ["subject": "alice", "undoWindowSeconds": 600])
+            _ = try await call("/v1/admin/subjects/undo-shred", admin, ["subject": "alice"])
+        }
+        _ = try await server.store.addOperator(name: "temp", scopes: [.rotate])
+        #expect(try await server.store.removeOperator(name: "temp"))
+        return (server, keys.withLock { $0 })
+    }
+
+    static func record(_ keys: Locked<[String]>, _ answer: [String: Any]) {
+        keys.withLock { $0.append(answer["key"] as? String ?? "") }
+    }
+
+    @Test(arguments: Backend.allCases) func everyReleaseAndChangeIsInTheChainWithNoKey(_ backend: Backend) async throws
+    {
+        let (server, keys) = try await Self.busyServer(backend)
+        let verifier = try await server.store.verifyAudit()
+        #expect(verifier.broken == nil)
+        #expect(verifier.checked == 11)
+        let history = try await server.store.auditHistory(realm: "default", subject: "alice")
+        #expect(
+            history.map(\.action) == [
+                "create", "release", "release", "rotate", "release", "retire", "shred", "undo-shred",
+            ])
+        #expect(history.map(\.version) == [1, 1, 1, 2, 2, 2, 0, 0])
+        #expect(history[3].actor == "operator:ops" && history[1].actor == "subject:alice")
+        #expect(history.map(\.seq) == history.map(\.seq).sorted())
+        // No key, in base64 or in bytes, in any field of any entry.
+        let all = try await server.store.auditHistory(realm: "", subject: "")
+        for entry in history + all {
+            let text = [
+                entry.actor, entry.action, entry.realm, entry.subject, entry.device, entry.purpose, entry.detail,
+            ]
+            .joined(separator: "|")
+            for key in keys {
+                #expect(!text.contains(key))
+                let raw = try #require(Data(base64Encoded: key))
+                #expect(Data(text.utf8).range(of: raw) == nil)
+            }
+        }
+        #expect(all.map(\.action) == ["operator-add", "operator-add", "operator-remove"])
+    }
+
+    /// Each column of a middle entry edited by one byte, one at a time
+    /// (and put back): the chain breaks exactly there; a deleted entry
+    /// is reported missing.
+    @Test(arguments: Backend.allCases) func aSingleEditedByteBreaksTheChainAtItsEntry(_ backend: Backend) async throws {
+        let (server, _) = try await Self.busyServer(backend)
+        let postgres = backend == .postgres
+        let edits: [(String, String)] = [
+            ("at", "at + 1"), ("actor", "'X' || substr(actor, 2)"), ("action", "'X' || substr(action, 2)"),
+            ("realm", "'X' || substr(realm, 2)"), ("subject", "'X' || substr(subject, 2)"),
+            ("device", "'X'"), ("purpose", "'X' || substr(purpose, 2)"), ("version", "version + 1"),
+            ("detail", "detail || 'X'"),
+            (
+                "hash",
+                postgres
+                    ? "set_byte(hash, 7, get_byte(hash, 7) # 1)"
+                    : "FLIP"
+            ),
+        ]
+        for (column, change) in edits {
+            let saved = "\(column)_saved"
+            try server.execute("ALTER TABLE audit ADD COLUMN \(saved) \(postgres ? "text" : "ANY")")
+            try server.execute(
+                "UPDATE audit SET \(saved) = \(postgres ? "CAST(\(column) AS text)" : column) WHERE seq = 5")
+            try server.execute(change == "FLIP" ? "FLIP(5)" : "UPDATE audit SET \(column) = \(change) WHERE seq = 5")
+            let broken = try await server.store.verifyAudit()
+            #expect(broken.broken?.seq == 5, "editing \(column)")
+            #expect(broken.checked == 4)
+            try server.execute(
+                "UPDATE audit SET \(column) = \(postgres ? Self.restore(column, saved) : saved) WHERE seq = 5")
+            try server.execute("ALTER TABLE audit DROP COLUMN \(saved)")
+            #expect(try await server.store.verifyAudit().broken == nil, "restoring \(column)")
+        }
+        try server.execute("DELETE FROM audit WHERE seq = 6")
+        let gap = try await server.store.verifyAudit()
+        #expect(gap.broken?.seq == 6 && gap.broken?.reason.contains("missing") == true)
+    }
+
+    static func restore(_ column: String, _ saved: String) -> String {
+        switch column {
+        case "at", "version": return "CAST(\(saved) AS bigint)"
+        case "hash": return "decode(substr(\(saved), 3), 'hex')"
+        default: return saved
+        }
+    }
+}
