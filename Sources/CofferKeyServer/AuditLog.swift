@@ -25,17 +25,17 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public let hash: Data
 
     /// The entry's fields before it has a place in the chain.
-    public struct Record: Sendable, Equatable {
-        public var actor: String
-        public var action: String
-        public var realm = ""
-        public var subject = ""
-        public var device = ""
-        public var purpose = ""
-        public var version: Int64 = 0
-        public var detail = ""
+    struct Record: Sendable, Equatable {
+        var actor: String
+        var action: String
+        var realm = ""
+        var subject = ""
+        var device = ""
+        var purpose = ""
+        var version: Int64 = 0
+        var detail = ""
 
-        public init(actor: String, action: String) {
+        init(actor: String, action: String) {
             self.actor = actor
             self.action = action
         }
