@@ -17,6 +17,10 @@ import Testing
                 #expect(document["status"] as? String == "ok")
                 #expect(response.headers[HTTPField.Name("X-Request-Id")!]?.count == 16)
             }
+            try await client.execute(uri: "/v1/ready", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(try json(response)["status"] as? String == "ready")
+            }
             try await client.execute(uri: "/v1/nothing", method: .get) { try expectProblem($0, .notFound, "not-found") }
             try await client.execute(uri: "/v1/keys/notes", method: .post) {
                 try expectProblem($0, .unauthorized, "token-missing")
