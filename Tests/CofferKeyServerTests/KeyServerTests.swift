@@ -19,7 +19,8 @@ import Testing
             }
             try await client.execute(uri: "/v1/ready", method: .get) { response in
                 #expect(response.status == .ok)
-                #expect(try json(response)["status"] as? String == "ready")
+                let document = try json(response)
+                #expect(document["status"] as? String == "ready")
             }
             try await client.execute(uri: "/v1/nothing", method: .get) { try expectProblem($0, .notFound, "not-found") }
             try await client.execute(uri: "/v1/keys/notes", method: .post) {
