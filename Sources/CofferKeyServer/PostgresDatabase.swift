@@ -106,23 +106,40 @@ final class PostgresDatabase: Sendable {
     /// `body`, or `503 database-unavailable` once the deadline passes or
     /// the database fails in a way that is not the request's.
     func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let deadline = self.deadline
         do {
-            return try await withThrowingTaskGroup(of: T.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: deadline)
-                    throw Self.unavailable("did not answer within \(deadline)")
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
-            }
+            return try await Self.race(body, deadline: deadline)
         } catch let error as PSQLError {
             if Self.lostRace(error) { throw error }
             if let state = error.serverInfo?[.sqlState], !Self.transient(state) {
                 throw Problem(.internalServerError, "database-error", "the database refused a statement (\(state))")
             }
             throw Self.unavailable("is unreachable or restarting")
+        }
+    }
+
+    /// `body`'s result, or `503 database-unavailable` at `deadline`, which
+    /// ever comes first. Unlike a task group, this does not wait for `body`
+    /// after the deadline: a statement stuck on a connection that will never
+    /// answer (seen while PostgreSQL restarts) is cancelled and left behind,
+    /// and the request is answered at once.
+    static func race<T: Sendable>(_ body: @escaping @Sendable () async throws -> T, deadline: Duration)
+        async throws -> T
+    {
+        let waiting = Locked<CheckedContinuation<T, any Error>?>(nil)
+        return try await withCheckedThrowingContinuation { continuation in
+            waiting.withLock { $0 = continuation }
+            let work = Task { try await body() }
+            let timer = Task {
+                try await Task.sleep(for: deadline)
+                guard let late = waiting.withLock({ $0.take() }) else { return }
+                work.cancel()
+                late.resume(throwing: unavailable("did not answer within \(deadline)"))
+            }
+            Task {
+                let result = await work.result
+                timer.cancel()
+                waiting.withLock { $0.take() }?.resume(with: result)
+            }
         }
     }
 

@@ -96,6 +96,7 @@ struct Serve: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(line.utf8))
             },
             logger: logger)
+        ShutdownDeadline.arm(logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.runService() }
             group.addTask {

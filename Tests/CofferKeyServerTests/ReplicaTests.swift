@@ -224,8 +224,9 @@ import Testing
         #expect(unavailable.allSatisfy { $0.code == "database-unavailable" })
         #expect(all.allSatisfy { $0.status == 200 || $0.status == 503 }, "\(Set(all.map(\.status)))")
         #expect(all.allSatisfy { $0.right }, "a key changed")
-        // None hung: each was answered within the server's 3 s deadline and some slack.
-        #expect(all.map(\.seconds).max()! < 6, "the slowest answer took \(all.map(\.seconds).max()!) s")
+        // None hung. A release makes two round trips (the key's row, then its
+        // audit entry), each under the server's 3 s deadline: 6 s and slack.
+        #expect(all.map(\.seconds).max()! < 7.5, "the slowest answer took \(all.map(\.seconds).max()!) s")
         #expect(all.suffix(8).allSatisfy { $0.status == 200 }, "the replicas still fail after the restart")
     }
 
@@ -244,7 +245,11 @@ import Testing
             }
             try await group.waitForAll()
         }
-        #expect(try TestPostgres.value(url, "SELECT count(*) FROM coffer_server_migrations") == "1")
+        // One row per migration, however many stores raced to apply them.
+        // (1: the keys, 2: the audit log; numbered from 1 with no gap.)
+        #expect(
+            try TestPostgres.value(url, "SELECT count(*) || ' ' || max(version) FROM coffer_server_migrations")
+                == "2 2")
         _ = try TestPostgres.value(url, "INSERT INTO coffer_server_migrations VALUES (99, 0)")
         let newer = await #expect(throws: CofferError.self) {
             _ = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())

@@ -98,9 +98,17 @@ final class ServerProcess {
         process.waitUntilExit()
     }
 
-    func stop() {
+    /// SIGTERM, then the server's own shutdown deadline (10 s) and a
+    /// margin; a server still running after that is a failure, and is
+    /// killed so that the test cannot hang on it.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
         process.terminate()
-        process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            Issue.record("coffer-server did not stop within 15 s of SIGTERM", sourceLocation: sourceLocation)
+            kill9()
+        }
     }
 
 }
