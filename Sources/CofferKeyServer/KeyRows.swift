@@ -49,6 +49,12 @@ protocol KeyRows: Sendable {
     func auditEntries(realm: String, subject: String) async throws -> [AuditEntry]
 
     /// Throws unless the database answers (readiness).
+    /// Raises the request count of `bucket` in the window ending at
+    /// `windowEnd` by one, in one statement, and returns the new count.
+    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
+    /// Forgets the counts of windows that ended before `now`.
+    func forgetCounts(before now: Int64) async throws
+
     func ping() async throws
     /// Closes connections; the rows stay.
     func close() async

@@ -6,7 +6,7 @@ import Hummingbird
 /// Operator routes under `/v1/admin/…`, each needing an operator token
 /// with its scope. They never return key bytes.
 extension KeyServer {
-    func addAdminRoutes(_ router: Router<BasicRequestContext>) {
+    func addAdminRoutes(_ router: Router<KeyServerContext>) {
         router.post("/v1/admin/keys/rotate") { request, _ in
             let actor = try await authorize(request, .rotate)
             let body = try await Self.decode(RotateRequest.self, request)

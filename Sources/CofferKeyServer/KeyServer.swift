@@ -13,17 +13,21 @@ public struct KeyServer: Sendable {
     public let realm: String
     /// When set, `POST /v1/dev/token` mints sign-in tokens (development only).
     public let devIssuer: DevIssuer?
+    /// Requests allowed per subject and per client address (none by default).
+    public let limits: RateLimits
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
 
-    public init(store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil)
-        throws
-    {
+    public init(
+        store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil,
+        limits: RateLimits = .none
+    ) throws {
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         self.store = store
         self.verifier = verifier
         self.realm = realm
         self.devIssuer = devIssuer
+        self.limits = limits
     }
 
     /// The routes and their methods, for `405 Method Not Allowed` (a
@@ -45,9 +49,10 @@ public struct KeyServer: Sendable {
     }
 
     /// Every route, behind the problem and request-id middleware.
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func router() -> Router<KeyServerContext> {
+        let router = Router(context: KeyServerContext.self)
         router.middlewares.add(ProblemMiddleware())
+        router.middlewares.add(AddressLimitMiddleware(server: self))
         // Liveness: the process answers. Readiness: and so does its database.
         router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
         router.get("/v1/ready") { _, _ in
@@ -105,7 +110,9 @@ public struct KeyServer: Sendable {
             throw Problem(
                 .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
         }
-        return try await verifier.subject(of: token)
+        let subject = try await verifier.subject(of: token)
+        if let limit = limits.subject { try await store.admit("subject:\(realm)/\(subject)", under: limit) }
+        return subject
     }
 
     static func bearer(_ request: Request) throws -> Substring {
@@ -119,7 +126,7 @@ public struct KeyServer: Sendable {
         return parts[1]
     }
 
-    static func parameter(_ name: String, _ context: BasicRequestContext) throws -> String {
+    static func parameter(_ name: String, _ context: KeyServerContext) throws -> String {
         guard let value = context.parameters.get(name) else {
             throw Problem.badRequest("bad-request", "the route lacks its \(name)")
         }

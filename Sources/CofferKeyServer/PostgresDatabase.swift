@@ -188,6 +188,12 @@ final class PostgresDatabase: Sendable {
             """,
             "CREATE INDEX audit_subject ON audit (realm, subject, seq)",
         ],
+        [
+            """
+            CREATE TABLE rate_counts (bucket text NOT NULL, window_end bigint NOT NULL, count integer NOT NULL,
+              PRIMARY KEY (bucket, window_end))
+            """
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

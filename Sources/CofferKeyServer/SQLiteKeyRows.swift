@@ -45,6 +45,7 @@ final class SQLiteKeyRows: KeyRows {
                     CREATE INDEX audit_subject ON audit (realm, subject, seq);
                     """)
         }
+        registerRateLimitMigration(&migrator)
         return migrator
     }
 

@@ -36,8 +36,13 @@ extension ServerKeyStore {
             audit: .subject(actor: actor, action: "undo-shred", realm: realm, subject: subject))
     }
 
-    /// Destroys the keys of every subject whose shred is due; returns how
-    /// many subjects it shredded.
+    /// Destroys the keys of every subject whose shred is due, and forgets
+    /// the rate-limit counts of past windows; returns how many subjects it
+    /// shredded.
     @discardableResult
-    public func sweep() async throws -> Int { try await rows.sweep(now: now()) }
+    public func sweep() async throws -> Int {
+        let now = self.now()
+        try await rows.forgetCounts(before: now)
+        return try await rows.sweep(now: now)
+    }
 }

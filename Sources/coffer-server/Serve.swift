@@ -39,6 +39,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The realm of every key this server releases (default default).", valueName: "NAME"))
     var realm: String?
 
+    @Option(
+        help: ArgumentHelp("At most N requests per subject in SECONDS, across all replicas.", valueName: "N/SECONDS"))
+    var rateLimit: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "At most N requests per client address in SECONDS, across all replicas.", valueName: "N/SECONDS"))
+    var addressRateLimit: String?
+
     @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat (default 60).", valueName: "SECONDS"))
     var leeway: Int64?
 
@@ -58,6 +67,10 @@ struct Serve: AsyncParsableCommand {
         let settings = try await data.settings()
         let (host, port) = try Self.address(settings.value(listen, "listen") ?? "127.0.0.1:8080")
         let tls = try tlsConfiguration(settings)
+        let limits = RateLimits(
+            subject: try Self.limit(settings.value(rateLimit, "rate-limit"), flag: "--rate-limit"),
+            address: try Self.limit(
+                settings.value(addressRateLimit, "address-rate-limit"), flag: "--address-rate-limit"))
         guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ValidationError(
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
@@ -83,7 +96,8 @@ struct Serve: AsyncParsableCommand {
             verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
         }
         let server = try KeyServer(
-            store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer)
+            store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer,
+            limits: limits)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
         let app = Application(
@@ -112,6 +126,11 @@ struct Serve: AsyncParsableCommand {
             group.cancelAll()
         }
         await store.close()
+    }
+
+    static func limit(_ text: String?, flag: String) throws -> RateLimit? {
+        guard let text else { return nil }
+        do { return try RateLimit(text) } catch { throw ValidationError("\(flag): \(error)") }
     }
 
     /// For --dev: the given folder, or a new one, and a random KEK

@@ -70,7 +70,9 @@ struct TestServer {
     /// Seconds added to the store's clock (shred windows pass at once).
     let skip = Locked<Int64>(0)
 
-    init(issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite) async throws {
+    init(issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite, limits: RateLimits = .none)
+        async throws
+    {
         self.issuer = issuer
         let skip = self.skip
         let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) + skip.withLock { $0 } }
@@ -87,7 +89,7 @@ struct TestServer {
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
             jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
-        server = try KeyServer(store: store, verifier: verifier)
+        server = try KeyServer(store: store, verifier: verifier, limits: limits)
     }
 
     /// The first value `sql` gives, read beside the server (sqlite3 or psql).

@@ -15,13 +15,14 @@ import Testing
         let environment: [String: String]
         let servers: [ServerProcess]
 
-        init(count: Int = 2) throws {
+        init(count: Int = 2, flags: [String] = []) throws {
             issuer = try Issuer()
             data = issuer.folder + "/data"
             (database, environment) = try Backend.postgres.serverOptions()
             var servers: [ServerProcess] = []
             for _ in 0..<count {
-                servers.append(try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment))
+                servers.append(
+                    try ServerProcess(issuer: issuer, data: data, extra: database + flags, environment: environment))
             }
             self.servers = servers
         }
@@ -157,6 +158,30 @@ import Testing
         let created = Int(
             try TestPostgres.value(replicas.database[1], "SELECT count(*) FROM audit WHERE action = 'create'"))
         #expect((created ?? 0) >= acknowledged.withLock { $0.count })
+    }
+
+    /// One subject's limit is counted in the database: 30 requests at once
+    /// across both replicas are granted exactly the limit (each replica
+    /// counting alone would grant it twice).
+    @Test func rateLimitsAreSharedAcrossReplicas() async throws {
+        let replicas = try Replicas(flags: ["--rate-limit", "6/86400"])
+        defer { replicas.stop() }
+        let addresses = replicas.servers.map(\.address)
+        let token = try replicas.issuer.token("quinn")
+        let statuses = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<30 {
+                group.addTask {
+                    let (status, body) = try await addresses[index % 2].request("/v1/keys/notes", token: token)
+                    return (status, body["code"] as? String)
+                }
+            }
+            return try await group.reduce(into: [(Int, String?)]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0.0 == 200 }.count == 6, "\(statuses)")
+        #expect(statuses.filter { $0.0 == 429 && $0.1 == "rate-limited" }.count == 24, "\(statuses)")
+        #expect(
+            try TestPostgres.value(replicas.database[1], "SELECT count FROM rate_counts WHERE bucket LIKE '%/quinn'")
+                == "30")
     }
 
     @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {

@@ -58,6 +58,31 @@ import Testing
 
 /// The KEK ring unlocked by a key kept in a file keychain.
 @Suite struct KeychainKEKTests {
+    /// A rate limit that is not N/SECONDS stops the server before it serves,
+    /// from a flag or from the configuration file, and says why.
+    @Test func aBadRateLimitIsRefusedAtStart() throws {
+        let issuer = try Issuer()
+        let config = issuer.folder + "/limits.json"
+        try JSONSerialization.data(withJSONObject: ["address-rate-limit": "10 per minute"])
+            .write(to: URL(fileURLWithPath: config))
+        for (flags, named) in [
+            (["--rate-limit", "5/x"], "--rate-limit"), (["--rate-limit", "0/60"], "--rate-limit"),
+            (["--config", config], "--address-rate-limit"),
+        ] {
+            let process = Process()
+            process.executableURL = ServerProcess.binary
+            process.arguments = ["serve", "--dev", "--data", issuer.folder + "/dev"] + flags
+            let err = Pipe()
+            process.standardError = err
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 64, "\(flags): \(said)")
+            #expect(said.contains(named) && said.contains("N/SECONDS"), "\(said)")
+        }
+    }
+
     @Test func theKEKRingOpensWithAKeyFromAFileKeychainAndOnlyWithIt() async throws {
         let issuer = try Issuer()
         let keychainPassphrase = issuer.folder + "/keychain-passphrase"

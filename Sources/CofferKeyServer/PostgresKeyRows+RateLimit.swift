@@ -1,0 +1,25 @@
+import PostgresNIO
+
+extension PostgresKeyRows {
+    /// One upsert: of two replicas counting the same window at once, one
+    /// inserts and the other waits on the row and then raises it, so the
+    /// counts they see are consecutive.
+    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
+        try await database.query(
+            """
+            INSERT INTO rate_counts (bucket, window_end, count) VALUES (\(bucket), \(windowEnd), 1)
+            ON CONFLICT (bucket, window_end) DO UPDATE SET count = rate_counts.count + 1 RETURNING count
+            """
+        ) { rows in
+            var count = 1
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+    }
+
+    func forgetCounts(before now: Int64) async throws {
+        try await database.query("DELETE FROM rate_counts WHERE window_end <= \(now)") { rows in
+            for try await _ in rows {}
+        }
+    }
+}
