@@ -15,12 +15,14 @@ public struct KeyServer: Sendable {
     public let devIssuer: DevIssuer?
     /// Requests allowed per subject and per client address (none by default).
     public let limits: RateLimits
+    /// What `GET /metrics` serves.
+    public let metrics: KeyServerMetrics
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
 
     public init(
         store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil,
-        limits: RateLimits = .none
+        limits: RateLimits = .none, metrics: KeyServerMetrics = KeyServerMetrics()
     ) throws {
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         self.store = store
@@ -28,12 +30,13 @@ public struct KeyServer: Sendable {
         self.realm = realm
         self.devIssuer = devIssuer
         self.limits = limits
+        self.metrics = metrics
     }
 
     /// The routes and their methods, for `405 Method Not Allowed` (a
     /// `*` stands for any one segment).
     static let routes: [(segments: [Substring], methods: String)] = [
-        ("/v1/health", "GET"), ("/v1/ready", "GET"), ("/v1/keys", "POST"), ("/v1/keys/*", "POST"),
+        ("/v1/health", "GET"), ("/v1/ready", "GET"), ("/metrics", "GET"), ("/v1/keys", "POST"), ("/v1/keys/*", "POST"),
         ("/v1/keys/*/versions/*", "GET"),
         ("/v1/admin/keys/rotate", "POST"), ("/v1/admin/keys/retire", "POST"), ("/v1/admin/subjects/shred", "POST"),
         ("/v1/admin/subjects/undo-shred", "POST"),
@@ -51,10 +54,19 @@ public struct KeyServer: Sendable {
     /// Every route, behind the problem and request-id middleware.
     public func router() -> Router<KeyServerContext> {
         let router = Router(context: KeyServerContext.self)
+        // Outermost, so that it sees every answer, problems included.
+        router.middlewares.add(MetricsMiddleware(metrics: metrics))
         router.middlewares.add(ProblemMiddleware())
         router.middlewares.add(AddressLimitMiddleware(server: self))
         // Liveness: the process answers. Readiness: and so does its database.
         router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(
+                status: .ok, headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: await metrics.exposition(server: self))))
+        }
         router.get("/v1/ready") { _, _ in
             try await store.ping()
             return Self.json(Health(status: "ready"))

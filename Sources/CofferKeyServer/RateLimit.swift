@@ -94,7 +94,7 @@ public struct KeyServerContext: RequestContext, RemoteAddressRequestContext {
     var clientAddress: String? { remoteAddress?.ipAddress ?? remoteAddress?.pathname }
 }
 
-/// Counts every request but the health and readiness checks against its
+/// Counts every request but the health, readiness and metrics checks against its
 /// client address, before anything else is done for it.
 struct AddressLimitMiddleware: RouterMiddleware {
     let server: KeyServer
@@ -104,7 +104,7 @@ struct AddressLimitMiddleware: RouterMiddleware {
         next: (Request, KeyServerContext) async throws -> Response
     ) async throws -> Response {
         if let limit = server.limits.address, let address = context.clientAddress,
-            request.uri.path != "/v1/health", request.uri.path != "/v1/ready"
+            !["/v1/health", "/v1/ready", "/metrics"].contains(request.uri.path)
         {
             try await server.store.admit("address:\(server.realm)/\(address)", under: limit)
         }

@@ -53,7 +53,13 @@ public final class SignInVerifier: Sendable {
         var loaded: Int64
         /// Tokens verified already, by SHA-256: their subject and expiry.
         var verified: [SHA256Digest: (subject: String, expires: Double)] = [:]
+        var hits = 0
+        var misses = 0
     }
+
+    /// How often a token was found among those verified already, and how
+    /// often it had to be verified (for `/metrics`).
+    public var cacheCounts: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
 
     /// Verified tokens remembered (the whole memory is cleared when full).
     static let verifiedKept = 10_000
@@ -90,7 +96,11 @@ public final class SignInVerifier: Sendable {
             throw Problem.unauthorized("token-malformed", "the token is over \(Self.maxTokenBytes) bytes")
         }
         let digest = SHA256.hash(data: Data(token.utf8))
-        if let seen = state.withLock({ $0.verified[digest] }) {
+        if let seen = state.withLock({ state in
+            let seen = state.verified[digest]
+            if seen == nil { state.misses += 1 } else { state.hits += 1 }
+            return seen
+        }) {
             guard Double(now() - policy.leeway) < seen.expires else {
                 throw Problem.unauthorized("token-expired", "the token has expired")
             }

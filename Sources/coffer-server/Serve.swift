@@ -6,8 +6,10 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import Logging
+import Metrics
 import NIOCore
 import NIOSSL
+import Prometheus
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -95,9 +97,13 @@ struct Serve: AsyncParsableCommand {
                 leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60)
             verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
         }
+        // The server's registry is also swift-metrics' backend, so what any
+        // library reports through swift-metrics is served on /metrics too.
+        let metrics = KeyServerMetrics()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry))
         let server = try KeyServer(
             store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer,
-            limits: limits)
+            limits: limits, metrics: metrics)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
         let app = Application(

@@ -73,17 +73,26 @@ struct TestServer {
     init(issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite, limits: RateLimits = .none)
         async throws
     {
+        try await self.init(
+            issuer: issuer, kek: kek, limits: limits,
+            database: backend == .sqlite ? issuer.folder + "/keys.sqlite" : try TestPostgres.freshURL())
+    }
+
+    /// A second server over `other`'s database, with its own KEK ring.
+    init(issuer: Issuer, kek: KeyRing, reopening other: TestServer) async throws {
+        try await self.init(issuer: issuer, kek: kek, limits: .none, database: other.database)
+    }
+
+    private init(issuer: Issuer, kek: KeyRing, limits: RateLimits, database: String) async throws {
         self.issuer = issuer
+        self.database = database
         let skip = self.skip
         let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) + skip.withLock { $0 } }
-        switch backend {
-        case .sqlite:
-            database = issuer.folder + "/keys.sqlite"
-            store = try ServerKeyStore(path: database, kek: kek, now: now)
-        case .postgres:
-            database = try TestPostgres.freshURL()
+        if database.hasPrefix("postgres") {
             store = try await ServerKeyStore.open(
                 postgres: database, password: try TestPostgres.server().password, kek: kek, now: now)
+        } else {
+            store = try ServerKeyStore(path: database, kek: kek, now: now)
         }
         let jwks = issuer.folder + "/jwks.json"
         let verifier = try await SignInVerifier(

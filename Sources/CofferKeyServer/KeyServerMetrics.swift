@@ -1,0 +1,88 @@
+import Foundation
+import Hummingbird
+import Prometheus
+
+/// What `GET /metrics` reports, in Prometheus's text format: requests by
+/// route, method and status; their latency by route; the verified-token
+/// cache's hits and misses; and how many stored keys still wait to be
+/// rewrapped under the KEK's primary (the progress of a KEK rotation, by
+/// whichever process runs it). No label holds a subject, a purpose, a
+/// device or a token, so nothing private reaches a metrics system and the
+/// number of series stays fixed.
+///
+/// The executable `coffer-server` also makes this registry swift-metrics'
+/// backend, so what its libraries report through swift-metrics is served
+/// beside it. A library user passes its own registry to share one.
+public final class KeyServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+    }
+
+    static let buckets: [Duration] = [
+        .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .seconds(3), .seconds(10),
+    ]
+    // (Computed: MetricNameDescriptor is not Sendable.)
+    static var requests: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "coffer", metricName: "http_requests", unitName: "total",
+            helpText: "Requests answered, by route, method and status.")
+    }
+    static var latency: MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "coffer", metricName: "http_request_duration", unitName: "seconds",
+            helpText: "Time from a request's arrival to its answer, by route.")
+    }
+
+    func record(route: String, method: String, status: Int, elapsed: Duration) {
+        registry.makeCounter(
+            descriptor: Self.requests, labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(descriptor: Self.latency, labels: [("route", route)], buckets: Self.buckets)
+            .record(elapsed)
+    }
+
+    /// The registry's metrics, then those read when scraped.
+    func exposition(server: KeyServer) async -> String {
+        var text = registry.emitToString()
+        let cache = server.verifier.cacheCounts
+        text += """
+            # HELP coffer_token_cache_total Sign-in tokens found in the verified-token cache (hit) or verified (miss).
+            # TYPE coffer_token_cache_total counter
+            coffer_token_cache_total{result="hit"} \(cache.hits)
+            coffer_token_cache_total{result="miss"} \(cache.misses)
+
+            """
+        // Left out while the database does not answer (readiness says so).
+        if let waiting = try? await server.store.rowsToRewrap() {
+            text += """
+                # HELP coffer_keys_awaiting_rewrap Stored keys not yet wrapped under the KEK's primary.
+                # TYPE coffer_keys_awaiting_rewrap gauge
+                coffer_keys_awaiting_rewrap \(waiting)
+
+                """
+        }
+        return text
+    }
+}
+
+/// Records every request's route (the pattern matched, never the path
+/// itself), method, status and latency.
+struct MetricsMiddleware: RouterMiddleware {
+    let metrics: KeyServerMetrics
+
+    func handle(
+        _ request: Request, context: KeyServerContext,
+        next: (Request, KeyServerContext) async throws -> Response
+    ) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        metrics.record(
+            route: context.endpointPath ?? "unmatched", method: request.method.rawValue,
+            status: response.status.code, elapsed: ContinuousClock.now - start)
+        return response
+    }
+}
