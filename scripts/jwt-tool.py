@@ -12,8 +12,15 @@ implementation (PyJWT 2.10 and pyca/cryptography), never by Coffer.
                                 "headers"?: {...}, "attack"?: "none" |
                                 "hs256-public-key"}
   jwt-tool.py rotate DIR        adds kid "es2" to the JWKS (the issuer's key rotation)
+  jwt-tool.py proof DIR < SPECS DPoP proofs (RFC 9449): reads a JSON list of
+                                specs {"device": name, "htm", "htu", "token"?,
+                                "nonce"?, "iat"?, "jti"?, "typ"?, "signer"?:
+                                another device's name (the attack: jwk of one
+                                key, signature of another)}; prints a JSON list
+                                of {"proof", "jkt"}. Device keys (P-256) are made
+                                on first use and kept in DIR/devices.json.
 """
-import base64, hashlib, hmac, json, os, sys
+import base64, hashlib, hmac, json, os, sys, time
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
@@ -69,6 +76,45 @@ def mint(keys, spec):
     return jwt.encode(spec["claims"], keys[kid], algorithm=spec.get("alg", ALGS[kid]), headers=headers)
 
 
+def device_key(folder, name):
+    path = os.path.join(folder, "devices.json")
+    devices = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            devices = json.load(f)
+    if name not in devices:
+        devices[name] = pem(ec.generate_private_key(ec.SECP256R1()))
+        with open(path, "w") as f:
+            json.dump(devices, f)
+    return serialization.load_pem_private_key(devices[name].encode(), None)
+
+
+def ec_jwk(key):
+    numbers = key.public_key().public_numbers()
+    return {"kty": "EC", "crv": "P-256", "x": b64(numbers.x.to_bytes(32, "big")),
+            "y": b64(numbers.y.to_bytes(32, "big"))}
+
+
+def thumbprint(jwk):
+    # RFC 7638: the required members, in lexicographic order, no whitespace.
+    canonical = json.dumps({k: jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"), sort_keys=True)
+    return b64(hashlib.sha256(canonical.encode()).digest())
+
+
+def proof(folder, spec):
+    key = device_key(folder, spec["device"])
+    jwk = ec_jwk(key)
+    signer = device_key(folder, spec["signer"]) if "signer" in spec else key
+    claims = {"jti": spec.get("jti") or b64(os.urandom(16)), "htm": spec["htm"], "htu": spec["htu"],
+              "iat": spec.get("iat", int(time.time()))}
+    if "token" in spec:
+        claims["ath"] = b64(hashlib.sha256(spec["token"].encode()).digest())
+    if spec.get("nonce"):
+        claims["nonce"] = spec["nonce"]
+    headers = {"typ": spec.get("typ", "dpop+jwt"), "jwk": jwk}
+    return {"proof": jwt.encode(claims, signer, algorithm="ES256", headers=headers), "jkt": thumbprint(jwk)}
+
+
 def main():
     command, folder = sys.argv[1], sys.argv[2]
     if command == "keys":
@@ -84,6 +130,8 @@ def main():
     elif command == "mint":
         keys = load(folder)
         json.dump([mint(keys, spec) for spec in json.load(sys.stdin)], sys.stdout)
+    elif command == "proof":
+        json.dump([proof(folder, spec) for spec in json.load(sys.stdin)], sys.stdout)
     else:
         sys.exit("unknown command " + command)
 

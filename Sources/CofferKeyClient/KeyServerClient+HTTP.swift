@@ -11,13 +11,38 @@ struct KeyServerRequest {
     let server: URL
     let http: HTTPClient
     let timeout: Int64
+    /// With a DPoP key, every request carries a proof, and the server's
+    /// nonce is kept here for the next one.
+    var dpop: DPoPKey? = nil
+    var nonce: Locked<String?>? = nil
+    var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
     func send(_ path: String, method: HTTPMethod, token: String, body: [String: Any]? = nil) async throws -> (
         status: Int, object: [String: Any]
     ) {
-        var request = HTTPClientRequest(url: server.absoluteString.trimmingSuffix("/") + path)
+        do {
+            return try await sendOnce(path, method: method, token: token, body: body)
+        } catch let error as KeyClientError where error.code == .init("dpop-nonce-required") && dpop != nil {
+            // The server issued a new nonce (the first request, or the old one aged): once more with it.
+            return try await sendOnce(path, method: method, token: token, body: body)
+        }
+    }
+
+    func sendOnce(_ path: String, method: HTTPMethod, token: String, body: [String: Any]?) async throws -> (
+        status: Int, object: [String: Any]
+    ) {
+        let url = server.absoluteString.trimmingSuffix("/") + path
+        var request = HTTPClientRequest(url: url)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let dpop {
+            request.headers.add(name: "Authorization", value: "DPoP \(token)")
+            request.headers.add(
+                name: "DPoP",
+                value: try dpop.proof(
+                    method: method.rawValue, url: url, token: token, nonce: nonce?.withLock { $0 }, now: now()))
+        } else {
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        }
         request.headers.add(name: "Accept", value: "application/json")
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -28,6 +53,9 @@ struct KeyServerRequest {
         do {
             let response = try await http.execute(request, timeout: .seconds(timeout))
             status = Int(response.status.code)
+            if let fresh = response.headers.first(name: "DPoP-Nonce"), fresh.utf8.count <= 256 {
+                nonce?.withLock { $0 = fresh }
+            }
             bytes = try await response.body.collect(upTo: KeyServerClient.maxResponseBytes)
         } catch {
             throw KeyClientError(.unreachable, "the key server did not answer (\(type(of: error)))")
@@ -46,7 +74,9 @@ struct KeyServerRequest {
 }
 
 extension KeyServerClient {
-    var requests: KeyServerRequest { KeyServerRequest(server: server, http: http, timeout: timeout) }
+    var requests: KeyServerRequest {
+        KeyServerRequest(server: server, http: http, timeout: timeout, dpop: dpop, nonce: dpopNonce, now: now)
+    }
 
     /// One key request; the answer must be a key of `purpose`.
     func fetch(path: String, method: HTTPMethod, body: [String: Any]?, purpose: String) async throws -> ServerKey {

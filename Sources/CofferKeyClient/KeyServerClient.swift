@@ -45,6 +45,9 @@ public struct KeyServerClient: Sendable {
     /// Seconds a fetch may take, connecting included (a server that cannot
     /// be reached is retried until then).
     public let timeout: Int64
+    /// The device's proof-of-possession key, when requests are device-bound.
+    public let dpop: DPoPKey?
+    let dpopNonce = Locked<String?>(nil)
     public static let maxResponseBytes = 64 * 1024
 
     /// - Parameters:
@@ -56,10 +59,13 @@ public struct KeyServerClient: Sendable {
     ///   - http: the HTTP client (`HTTPClient.shared` by default).
     ///   - timeout: seconds a fetch may take, connecting included.
     ///   - now: the clock, seconds since 1970.
+    ///   - dpop: the device's DPoP key: every request then carries a proof
+    ///     by it (RFC 9449), and the server answers with this device's keys.
     public init(
         server: URL, account: String, token: @escaping @Sendable () async throws -> String,
         cache: (any Keychain)? = nil, policy: KeyCachePolicy = KeyCachePolicy(), http: HTTPClient = .shared,
-        timeout: Int64 = 15, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        timeout: Int64 = 15, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        dpop: DPoPKey? = nil
     ) throws {
         let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(server.host ?? "")
         guard server.scheme == "https" || (server.scheme == "http" && loopback) else {
@@ -74,12 +80,13 @@ public struct KeyServerClient: Sendable {
         self.http = http
         self.timeout = timeout
         self.now = now
+        self.dpop = dpop
     }
 
     /// The current key for `purpose` (and `device`): from the cache while
     /// the policy allows, else from the server, which makes it on first use.
     public func currentKey(purpose: String, device: String? = nil) async throws -> ServerKey {
-        let account = try cacheAccount(purpose, device, "current")
+        let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         let key = try await fetch(
             path: "/v1/keys/\(purpose)", method: .POST, body: device.map { ["device": $0] }, purpose: purpose)
@@ -90,7 +97,7 @@ public struct KeyServerClient: Sendable {
     /// Version `version` of the key for `purpose`, to open data sealed under it.
     public func key(purpose: String, version: Int, device: String? = nil) async throws -> ServerKey {
         guard version >= 1 else { throw KeyClientError(.invalidArgument, "a version is a whole number from 1") }
-        let account = try cacheAccount(purpose, device, "v\(version)")
+        let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "v\(version)")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         var path = "/v1/keys/\(purpose)/versions/\(version)"
         if let device { path += "?device=\(device)" }

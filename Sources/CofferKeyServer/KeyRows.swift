@@ -52,8 +52,13 @@ protocol KeyRows: Sendable {
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
-    /// Forgets the counts of windows that ended before `now`.
-    func forgetCounts(before now: Int64) async throws
+    /// Records a DPoP proof's replay hash until `expires`; false when it
+    /// was recorded already (a replay, here or at another replica).
+    func rememberProof(_ hash: Data, expires: Int64) async throws -> Bool
+    /// The secret named `name`, stored as `make` by whichever replica asked first.
+    func secret(named name: String, make: Data) async throws -> Data
+    /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
+    func forgetExpired(before now: Int64) async throws
 
     func ping() async throws
     /// Closes connections; the rows stay.

@@ -17,12 +17,15 @@ public struct KeyServer: Sendable {
     public let limits: RateLimits
     /// What `GET /metrics` serves.
     public let metrics: KeyServerMetrics
+    /// Device-bound requests (RFC 9449): off unless required, but a proof
+    /// sent is always checked.
+    public let dpop: DPoPPolicy
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
 
     public init(
         store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil,
-        limits: RateLimits = .none, metrics: KeyServerMetrics = KeyServerMetrics()
+        limits: RateLimits = .none, metrics: KeyServerMetrics = KeyServerMetrics(), dpop: DPoPPolicy = DPoPPolicy()
     ) throws {
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         self.store = store
@@ -31,6 +34,7 @@ public struct KeyServer: Sendable {
         self.devIssuer = devIssuer
         self.limits = limits
         self.metrics = metrics
+        self.dpop = dpop
     }
 
     /// The routes and their methods, for `405 Method Not Allowed` (a
@@ -72,26 +76,27 @@ public struct KeyServer: Sendable {
             return Self.json(Health(status: "ready"))
         }
         router.post("/v1/keys/:purpose") { request, context in
-            let subject = try await signedIn(request)
+            let caller = try await caller(request)
             let body = try await Self.decode(KeyRequest.self, request, emptyAs: KeyRequest(device: nil))
             let key = try await store.current(
                 try KeyName(
-                    realm: realm, subject: subject, device: body.device ?? "",
+                    realm: realm, subject: caller.subject, device: try caller.device(body.device),
                     purpose: Self.parameter("purpose", context)))
             return Self.json(KeyResponse(key), private: true)
         }
         router.get("/v1/keys/:purpose/versions/:version") { request, context in
-            let subject = try await signedIn(request)
+            let caller = try await caller(request)
             guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
                 throw Problem.badRequest("invalid-version", "a version is a whole number from 1")
             }
             let name = try KeyName(
-                realm: realm, subject: subject, device: request.uri.queryParameters.get("device") ?? "",
+                realm: realm, subject: caller.subject,
+                device: try caller.device(request.uri.queryParameters.get("device").map { String($0) }),
                 purpose: Self.parameter("purpose", context))
             return Self.json(KeyResponse(try await store.version(version, of: name)), private: true)
         }
         router.post("/v1/keys") { request, _ in
-            let subject = try await signedIn(request)
+            let caller = try await caller(request)
             let body = try await Self.decode(BatchRequest.self, request)
             guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
             else {
@@ -99,7 +104,8 @@ public struct KeyServer: Sendable {
             }
             var keys: [KeyResponse] = []
             for purpose in body.purposes {
-                let name = try KeyName(realm: realm, subject: subject, device: body.device ?? "", purpose: purpose)
+                let name = try KeyName(
+                    realm: realm, subject: caller.subject, device: try caller.device(body.device), purpose: purpose)
                 keys.append(KeyResponse(try await store.current(name)))
             }
             return Self.json(BatchResponse(keys: keys), private: true)
@@ -113,18 +119,6 @@ public struct KeyServer: Sendable {
             }
         }
         return router
-    }
-
-    /// The subject of the request's bearer token.
-    func signedIn(_ request: Request) async throws -> String {
-        let token = try Self.bearer(request)
-        guard !token.hasPrefix(ServerKeyStore.operatorPrefix) else {
-            throw Problem(
-                .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
-        }
-        let subject = try await verifier.subject(of: token)
-        if let limit = limits.subject { try await store.admit("subject:\(realm)/\(subject)", under: limit) }
-        return subject
     }
 
     static func bearer(_ request: Request) throws -> Substring {

@@ -81,8 +81,5 @@ extension ServerKeyStore {
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    static func base64URL(_ data: Data) -> String { Base64URL.encode(data) }
 }

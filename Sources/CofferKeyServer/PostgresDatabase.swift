@@ -192,7 +192,9 @@ final class PostgresDatabase: Sendable {
             """
             CREATE TABLE rate_counts (bucket text NOT NULL, window_end bigint NOT NULL, count integer NOT NULL,
               PRIMARY KEY (bucket, window_end))
-            """
+            """,
+            "CREATE TABLE dpop_proofs (hash bytea PRIMARY KEY, expires bigint NOT NULL)",
+            "CREATE TABLE server_secrets (name text PRIMARY KEY, value bytea NOT NULL)",
         ],
     ]
 

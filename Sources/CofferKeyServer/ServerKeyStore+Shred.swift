@@ -37,12 +37,12 @@ extension ServerKeyStore {
     }
 
     /// Destroys the keys of every subject whose shred is due, and forgets
-    /// the rate-limit counts of past windows; returns how many subjects it
-    /// shredded.
+    /// the rate-limit counts of past windows and the DPoP proofs too old to
+    /// be accepted again; returns how many subjects it shredded.
     @discardableResult
     public func sweep() async throws -> Int {
         let now = self.now()
-        try await rows.forgetCounts(before: now)
+        try await rows.forgetExpired(before: now)
         return try await rows.sweep(now: now)
     }
 }

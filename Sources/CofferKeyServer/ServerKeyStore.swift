@@ -20,6 +20,8 @@ public final class ServerKeyStore: Sendable {
     let now: @Sendable () -> Int64
     /// Appends key releases to the audit chain, many per transaction.
     let auditWriter: AuditWriter
+    /// The DPoP nonce key, once read from the database.
+    let nonceKey = Locked<SymmetricKey?>(nil)
 
     /// Opens (creating when missing) the SQLite database at `path`.
     /// - Parameters:

@@ -40,6 +40,13 @@ public struct TokenPolicy: Sendable {
 /// `refreshFloor` seconds, so an issuer's key rotation is picked up.
 /// Signatures are checked by jwt-kit; claims here, strictly.
 public final class SignInVerifier: Sendable {
+    /// What a verified token says.
+    public struct SignedIn: Sendable, Hashable {
+        public let subject: String
+        /// The thumbprint of the DPoP key the token is bound to (`cnf.jkt`).
+        public let boundKey: String?
+    }
+
     public static let maxTokenBytes = 8192
     static let algorithms = ["ES256", "RS256", "EdDSA"]
 
@@ -52,7 +59,7 @@ public final class SignInVerifier: Sendable {
         var keys: [String: IssuerKey]
         var loaded: Int64
         /// Tokens verified already, by SHA-256: their subject and expiry.
-        var verified: [SHA256Digest: (subject: String, expires: Double)] = [:]
+        var verified: [SHA256Digest: (signedIn: SignedIn, expires: Double)] = [:]
         var hits = 0
         var misses = 0
     }
@@ -91,7 +98,12 @@ public final class SignInVerifier: Sendable {
     /// expires: its signature is not checked again (its expiry is, every
     /// time). An issuer key removed from the JWKS thus stops working for
     /// new tokens at once, and for tokens already seen when they expire.
-    public func subject(of token: Substring) async throws -> String {
+    public func subject(of token: Substring) async throws -> String { try await signIn(token).subject }
+
+    /// Who a valid token signs in, and the DPoP key it is bound to (its
+    /// `cnf.jkt`, RFC 9449 §6), or a 401 problem saying why not. Remembered
+    /// as ``subject(of:)`` says.
+    public func signIn(_ token: Substring) async throws -> SignedIn {
         guard token.utf8.count <= Self.maxTokenBytes else {
             throw Problem.unauthorized("token-malformed", "the token is over \(Self.maxTokenBytes) bytes")
         }
@@ -104,7 +116,7 @@ public final class SignInVerifier: Sendable {
             guard Double(now() - policy.leeway) < seen.expires else {
                 throw Problem.unauthorized("token-expired", "the token has expired")
             }
-            return seen.subject
+            return seen.signedIn
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let payloadBytes = Self.base64URL(parts[1]),
@@ -135,14 +147,21 @@ public final class SignInVerifier: Sendable {
         } catch {
             throw Problem.unauthorized("token-signature-invalid", "the token's signature does not verify")
         }
-        let subject = try check(claims)
+        var boundKey: String?
+        if let confirmation = claims["cnf"] {
+            guard let jkt = (confirmation as? [String: Any])?["jkt"] as? String, !jkt.isEmpty else {
+                throw Problem.unauthorized("token-malformed", "the token's cnf names no DPoP key (jkt)")
+            }
+            boundKey = jkt
+        }
+        let signedIn = SignedIn(subject: try check(claims), boundKey: boundKey)
         if let expires = (claims["exp"] as? NSNumber)?.doubleValue {
             state.withLock { state in
                 if state.verified.count >= Self.verifiedKept { state.verified.removeAll(keepingCapacity: true) }
-                state.verified[digest] = (subject, expires)
+                state.verified[digest] = (signedIn, expires)
             }
         }
-        return subject
+        return signedIn
     }
 
     /// The key `kid` names, reading the set again (rate-limited) when it is unknown.

@@ -59,6 +59,12 @@ struct Serve: AsyncParsableCommand {
     )
     var dev = false
 
+    @Flag(help: "Refuse key requests without a DPoP proof (RFC 9449): a bearer token alone obtains nothing.")
+    var requireDpop = false
+
+    @Option(help: ArgumentHelp("The URL clients reach this server at; DPoP proofs must name it.", valueName: "URL"))
+    var publicUrl: String?
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -73,6 +79,9 @@ struct Serve: AsyncParsableCommand {
             subject: try Self.limit(settings.value(rateLimit, "rate-limit"), flag: "--rate-limit"),
             address: try Self.limit(
                 settings.value(addressRateLimit, "address-rate-limit"), flag: "--address-rate-limit"))
+        let dpop = DPoPPolicy(
+            required: requireDpop || settings.value(nil, "require-dpop") == "true",
+            publicURL: try Self.publicURL(settings.value(publicUrl, "public-url")))
         guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ValidationError(
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
@@ -103,7 +112,7 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry))
         let server = try KeyServer(
             store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer,
-            limits: limits, metrics: metrics)
+            limits: limits, metrics: metrics, dpop: dpop)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = .info
         let app = Application(
@@ -132,6 +141,14 @@ struct Serve: AsyncParsableCommand {
             group.cancelAll()
         }
         await store.close()
+    }
+
+    static func publicURL(_ text: String?) throws -> String? {
+        guard let text else { return nil }
+        guard let url = URLComponents(string: text), ["http", "https"].contains(url.scheme), url.host != nil,
+            url.query == nil, url.fragment == nil, url.path.isEmpty || url.path == "/"
+        else { throw ValidationError("--public-url is a scheme and host, like https://keys.example.com, not \(text)") }
+        return text
     }
 
     static func limit(_ text: String?, flag: String) throws -> RateLimit? {

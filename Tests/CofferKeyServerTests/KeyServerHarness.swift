@@ -39,6 +39,12 @@ struct Issuer {
 
     func rotate() throws { try Self.python(["rotate", folder]) }
 
+    /// DPoP proofs made by PyJWT (scripts/jwt-tool.py proof): each with its key's thumbprint.
+    func proofs(_ specs: [[String: Any]]) throws -> [(proof: String, jkt: String)] {
+        let output = try Self.python(["proof", folder], input: try JSONSerialization.data(withJSONObject: specs))
+        return (try JSONSerialization.jsonObject(with: output) as! [[String: String]]).map { ($0["proof"]!, $0["jkt"]!) }
+    }
+
     @discardableResult
     static func python(_ arguments: [String], input: Data = Data()) throws -> Data {
         let process = Process()
@@ -70,20 +76,21 @@ struct TestServer {
     /// Seconds added to the store's clock (shred windows pass at once).
     let skip = Locked<Int64>(0)
 
-    init(issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite, limits: RateLimits = .none)
-        async throws
-    {
+    init(
+        issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite, limits: RateLimits = .none,
+        dpop: DPoPPolicy = DPoPPolicy()
+    ) async throws {
         try await self.init(
-            issuer: issuer, kek: kek, limits: limits,
+            issuer: issuer, kek: kek, limits: limits, dpop: dpop,
             database: backend == .sqlite ? issuer.folder + "/keys.sqlite" : try TestPostgres.freshURL())
     }
 
     /// A second server over `other`'s database, with its own KEK ring.
     init(issuer: Issuer, kek: KeyRing, reopening other: TestServer) async throws {
-        try await self.init(issuer: issuer, kek: kek, limits: .none, database: other.database)
+        try await self.init(issuer: issuer, kek: kek, limits: .none, dpop: DPoPPolicy(), database: other.database)
     }
 
-    private init(issuer: Issuer, kek: KeyRing, limits: RateLimits, database: String) async throws {
+    private init(issuer: Issuer, kek: KeyRing, limits: RateLimits, dpop: DPoPPolicy, database: String) async throws {
         self.issuer = issuer
         self.database = database
         let skip = self.skip
@@ -98,7 +105,7 @@ struct TestServer {
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
             jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
-        server = try KeyServer(store: store, verifier: verifier, limits: limits)
+        server = try KeyServer(store: store, verifier: verifier, limits: limits, dpop: dpop)
     }
 
     /// The first value `sql` gives, read beside the server (sqlite3 or psql).

@@ -1,6 +1,7 @@
 import Coffer
 import CofferKeyServer
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// Two `coffer-server` replicas on one PostgreSQL database: the same
@@ -182,6 +183,29 @@ import Testing
         #expect(
             try TestPostgres.value(replicas.database[1], "SELECT count FROM rate_counts WHERE bucket LIKE '%/quinn'")
                 == "30")
+    }
+
+    /// With --require-dpop on both replicas: a bearer token alone is
+    /// refused; a nonce one replica issued is accepted by the other; a
+    /// proof used at one is refused as a replay at the other.
+    @Test func proofsAreCheckedAcrossReplicas() async throws {
+        let site = "https://keys.test"
+        let replicas = try Replicas(flags: ["--require-dpop", "--public-url", site])
+        defer { replicas.stop() }
+        let (a, b) = (replicas.servers[0].address, replicas.servers[1].address)
+        let token = try replicas.issuer.token("uma")
+        let (bare, refusal) = try await a.request("/v1/keys/notes", token: token)
+        #expect(bare == 401 && refusal["code"] as? String == "dpop-required")
+        let spec: [String: Any] = ["device": "phone", "htm": "POST", "htu": site + "/v1/keys/notes", "token": token]
+        let challenge = try replicas.issuer.proofs([spec])[0].proof
+        let (challenged, problem, headers) = try await a.exchange("/v1/keys/notes", token: token, proof: challenge)
+        #expect(challenged == 401 && problem["code"] as? String == "dpop-nonce-required")
+        let nonce = try #require(headers.first(name: "DPoP-Nonce"))
+        let proof = try replicas.issuer.proofs([spec.merging(["nonce": nonce]) { $1 }])[0]
+        let (granted, key, _) = try await b.exchange("/v1/keys/notes", token: token, proof: proof.proof)
+        #expect(granted == 200 && key["device"] as? String == "jkt:" + proof.jkt)
+        let (replayed, again, _) = try await a.exchange("/v1/keys/notes", token: token, proof: proof.proof)
+        #expect(replayed == 401 && again["code"] as? String == "dpop-proof-replayed")
     }
 
     @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {

@@ -124,13 +124,23 @@ struct ServerAddress: Sendable {
     func request(_ path: String, method: String = "POST", token: String, body: Data? = nil) async throws -> (
         Int, [String: Any]
     ) {
+        let (status, object, _) = try await exchange(path, method: method, token: token, body: body)
+        return (status, object)
+    }
+
+    /// The same, with a DPoP proof when given (and the DPoP scheme), and
+    /// the response's headers.
+    func exchange(_ path: String, method: String = "POST", token: String, body: Data? = nil, proof: String? = nil)
+        async throws -> (Int, [String: Any], HTTPHeaders)
+    {
         var request = HTTPClientRequest(url: url + path)
         request.method = HTTPMethod(rawValue: method)
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Authorization", value: "\(proof == nil ? "Bearer" : "DPoP") \(token)")
+        if let proof { request.headers.add(name: "DPoP", value: proof) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
         let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
         let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        return (Int(response.status.code), object)
+        return (Int(response.status.code), object, response.headers)
     }
 }

@@ -1,0 +1,157 @@
+import Coffer
+import Crypto
+import Foundation
+import HTTPTypes
+
+/// Device-bound requests (RFC 9449, DPoP): the client signs a short proof
+/// for every request with a P-256 key that never leaves the device (the
+/// Secure Enclave's curve), and the server checks it: the method and URL it
+/// names, its age, the hash of the access token it accompanies, a nonce the
+/// server issued, and that its `jti` was never seen before by any replica.
+/// A key request with a proof is answered with the key of the device named
+/// by the proof key's thumbprint, and a token whose `cnf.jkt` names a key
+/// is honoured only with a proof by that key. With `required`, a bearer
+/// token alone obtains nothing.
+public struct DPoPPolicy: Sendable, Hashable {
+    /// Whether every key request must carry a proof (`--require-dpop`).
+    public var required: Bool
+    /// The URL clients reach this server at, without a trailing slash
+    /// (`https://keys.example.com`); a proof's `htu` must be it plus the
+    /// request's path. When nil, the request's `Host` is used, with either
+    /// scheme.
+    public var publicURL: String?
+    /// How far a proof's `iat` may be from the server's clock, in seconds.
+    public var leeway: Int64
+
+    public init(required: Bool = false, publicURL: String? = nil, leeway: Int64 = 60) {
+        self.required = required
+        self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.leeway = leeway
+    }
+
+    /// Nonces change every five minutes; the current and the previous one are accepted.
+    static let nonceWindow: Int64 = 300
+    static let maxProofBytes = 4096
+}
+
+/// A checked proof: who signed it.
+struct DPoPProof: Sendable {
+    /// The base64url SHA-256 thumbprint of the proof key (RFC 7638).
+    let thumbprint: String
+    /// SHA-256 of the thumbprint and the `jti`: what the replay cache holds.
+    let replayHash: Data
+    let issuedAt: Int64
+
+    static func refused(_ detail: String) -> Problem {
+        var problem = Problem(.unauthorized, "dpop-proof-invalid", detail)
+        problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
+        return problem
+    }
+
+    /// Checks everything in the proof that needs no database: its form, its
+    /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
+    /// The nonce and the `jti` are checked by the caller.
+    static func check(
+        _ proof: String, method: String, urls: [String], accessToken: Substring, now: Int64, leeway: Int64
+    ) throws -> (DPoPProof, nonce: String?) {
+        guard proof.utf8.count <= DPoPPolicy.maxProofBytes else { throw refused("the DPoP proof is too long") }
+        let parts = proof.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
+            let claimBytes = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
+            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any]
+        else { throw refused("the DPoP proof is not a signed JWT") }
+        guard header["typ"] as? String == "dpop+jwt" else { throw refused("the DPoP proof's typ is not dpop+jwt") }
+        guard header["alg"] as? String == "ES256" else { throw refused("DPoP proofs are ES256 (P-256) only") }
+        guard let jwk = header["jwk"] as? [String: Any], jwk["kty"] as? String == "EC",
+            jwk["crv"] as? String == "P-256", jwk["d"] == nil,
+            let x = jwk["x"] as? String, let y = jwk["y"] as? String,
+            let xBytes = Base64URL.decode(Substring(x)), let yBytes = Base64URL.decode(Substring(y)),
+            xBytes.count == 32, yBytes.count == 32,
+            let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)
+        else { throw refused("the DPoP proof's jwk is not a public P-256 key") }
+        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            key.isValidSignature(ecdsa, for: Data(proof.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)))
+        else { throw refused("the DPoP proof's signature does not verify") }
+        guard let jti = claims["jti"] as? String, (1...256).contains(jti.utf8.count) else {
+            throw refused("the DPoP proof has no jti")
+        }
+        guard claims["htm"] as? String == method else {
+            throw refused("the DPoP proof is for another method")
+        }
+        guard let htu = claims["htu"] as? String, urls.contains(Self.withoutQuery(htu)) else {
+            throw refused("the DPoP proof is for another URL")
+        }
+        guard let iat = (claims["iat"] as? NSNumber)?.int64Value, abs(iat - now) <= leeway else {
+            throw refused("the DPoP proof's iat is not within \(leeway) s of the server's clock")
+        }
+        let ath = Base64URL.encode(Array(SHA256.hash(data: Data(accessToken.utf8))))
+        guard let claimed = claims["ath"] as? String, claimed == ath else {
+            throw refused("the DPoP proof's ath is not the hash of this access token")
+        }
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        let thumbprint = Base64URL.encode(Array(SHA256.hash(data: Data(canonical.utf8))))
+        let replayHash = Data(SHA256.hash(data: Data((thumbprint + " " + jti).utf8)))
+        return (
+            DPoPProof(thumbprint: thumbprint, replayHash: replayHash, issuedAt: iat),
+            claims["nonce"] as? String
+        )
+    }
+
+    static func withoutQuery(_ url: String) -> String {
+        String(url.prefix { $0 != "?" && $0 != "#" })
+    }
+}
+
+/// Server nonces: the window's number and a MAC over it under a key every
+/// replica shares (kept in the database, sealed under the KEK), so any
+/// replica accepts what another issued, with no lookup.
+struct DPoPNonces: Sendable {
+    let key: SymmetricKey
+
+    func nonce(now: Int64) -> String { make(window: now / DPoPPolicy.nonceWindow) }
+
+    func make(window: Int64) -> String {
+        let counter = withUnsafeBytes(of: window.bigEndian) { Array($0) }
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("coffer dpop nonce".utf8) + counter, using: key)
+        return Base64URL.encode(counter + Array(mac).prefix(16))
+    }
+
+    func isValid(_ nonce: String?, now: Int64) -> Bool {
+        guard let nonce, let bytes = Base64URL.decode(Substring(nonce)), bytes.count == 24 else { return false }
+        let window = bytes.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        let current = now / DPoPPolicy.nonceWindow
+        guard window == current || window == current - 1 else { return false }
+        let expected = Array(Base64URL.decode(Substring(make(window: window)))!.suffix(16))
+        return ConstantTime.equal(expected, Array(bytes.suffix(16)))
+    }
+}
+
+/// base64url without padding (RFC 7515 §2), for tokens, proofs and thumbprints.
+enum Base64URL {
+    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ text: Substring) -> [UInt8]? { SignInVerifier.base64URL(text).map { Array($0) } }
+}
+
+extension ServerKeyStore {
+    /// The nonce issuer every replica shares: its key is made by the first
+    /// replica that needs it, kept in the database sealed under the KEK.
+    func dpopNonces() async throws -> DPoPNonces {
+        if let key = nonceKey.withLock({ $0 }) { return DPoPNonces(key: key) }
+        let context = try SealingContext("coffer-server", "dpop-nonce-key")
+        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
+        let sealed = try await rows.secret(named: "dpop-nonce-key", make: made)
+        let key = SymmetricKey(data: try openWrapped(sealed, context: context))
+        nonceKey.withLock { $0 = key }
+        return DPoPNonces(key: key)
+    }
+
+    /// False when the proof was seen before, by any replica.
+    func isFirstUse(of proof: DPoPProof, leeway: Int64) async throws -> Bool {
+        try await rows.rememberProof(proof.replayHash, expires: proof.issuedAt + leeway + 1)
+    }
+}

@@ -1,0 +1,107 @@
+import Coffer
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Who is asking: the token's subject and, with a DPoP proof, the
+/// thumbprint of the key that signed it.
+struct Caller: Sendable {
+    let subject: String
+    let proofKey: String?
+
+    /// The device a request names, checked against its proof: with DPoP the
+    /// device is the proof key's (`jkt:` and its thumbprint), and a device
+    /// named `jkt:…` is only ever the key that proves it.
+    func device(_ named: String?) throws -> String {
+        if let proofKey {
+            let bound = "jkt:" + proofKey
+            guard named == nil || named == bound else {
+                throw Problem(
+                    .forbidden, "dpop-device-mismatch",
+                    "with DPoP, the device is the proof key's thumbprint (jkt:…); omit device or name that one")
+            }
+            return bound
+        }
+        guard let named, named.hasPrefix("jkt:") else { return named ?? "" }
+        throw Problem(.forbidden, "dpop-device-mismatch", "a device named jkt:… needs a DPoP proof by that key")
+    }
+}
+
+extension KeyServer {
+    static var dpopField: HTTPField.Name { HTTPField.Name("DPoP")! }
+    static var dpopNonceField: HTTPField.Name { HTTPField.Name("DPoP-Nonce")! }
+
+    static func dpopRequired(_ detail: String) -> Problem {
+        var problem = Problem(.unauthorized, "dpop-required", detail)
+        problem.headers[.wwwAuthenticate] = "DPoP algs=\"ES256\""
+        return problem
+    }
+
+    /// The subject of the request's token and, when it carries a DPoP
+    /// proof, the proof key; enforces the realm's DPoP policy, the token's
+    /// binding (`cnf.jkt`) and the per-subject rate limit.
+    func caller(_ request: Request) async throws -> Caller {
+        let (scheme, token) = try Self.credentials(request)
+        guard !token.hasPrefix(ServerKeyStore.operatorPrefix) else {
+            throw Problem(
+                .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
+        }
+        let signedIn = try await verifier.signIn(token)
+        if let limit = limits.subject { try await store.admit("subject:\(realm)/\(signedIn.subject)", under: limit) }
+        let proofs = request.headers[values: Self.dpopField]
+        guard proofs.count <= 1 else { throw DPoPProof.refused("the request has more than one DPoP header") }
+        guard let proof = proofs.first else {
+            if dpop.required { throw Self.dpopRequired("this realm needs a DPoP proof with every key request") }
+            if signedIn.boundKey != nil { throw Self.dpopRequired("the token is bound to a DPoP key: prove it") }
+            if scheme == "dpop" { throw Self.dpopRequired("the DPoP scheme needs a DPoP proof") }
+            return Caller(subject: signedIn.subject, proofKey: nil)
+        }
+        if signedIn.boundKey != nil && scheme != "dpop" {
+            throw Self.dpopRequired("a token bound to a DPoP key is sent with the DPoP scheme, not Bearer")
+        }
+        let key = try await checkProof(proof, request, token: token)
+        if let bound = signedIn.boundKey, !ConstantTime.equal(Array(bound.utf8), Array(key.utf8)) {
+            throw DPoPProof.refused("the DPoP proof is not signed by the key the token is bound to")
+        }
+        return Caller(subject: signedIn.subject, proofKey: key)
+    }
+
+    /// Checks a proof; returns its key's thumbprint.
+    func checkProof(_ proof: String, _ request: Request, token: Substring) async throws -> String {
+        let now = store.now()
+        let path = request.uri.path
+        let urls =
+            dpop.publicURL.map { [$0 + path] }
+            ?? request.head.authority.map { ["https://\($0)\(path)", "http://\($0)\(path)"] } ?? []
+        let (checked, nonce) = try DPoPProof.check(
+            proof, method: request.method.rawValue, urls: urls, accessToken: token, now: now, leeway: dpop.leeway)
+        let nonces = try await store.dpopNonces()
+        guard nonces.isValid(nonce, now: now) else {
+            var problem = Problem(
+                .unauthorized, "dpop-nonce-required", "the DPoP proof must carry the nonce in DPoP-Nonce")
+            problem.headers[.wwwAuthenticate] = "DPoP error=\"use_dpop_nonce\", algs=\"ES256\""
+            problem.headers[Self.dpopNonceField] = nonces.nonce(now: now)
+            throw problem
+        }
+        guard try await store.isFirstUse(of: checked, leeway: dpop.leeway) else {
+            var problem = DPoPProof.refused("this DPoP proof was used before")
+            problem = Problem(problem.status, "dpop-proof-replayed", problem.detail)
+            problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
+            throw problem
+        }
+        return checked.thumbprint
+    }
+
+    /// The scheme (lowercased: `bearer` or `dpop`) and the token.
+    static func credentials(_ request: Request) throws -> (scheme: String, token: Substring) {
+        guard let header = request.headers[.authorization] else {
+            throw Problem.unauthorized("token-missing", "the request has no Authorization: Bearer or DPoP token")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        let scheme = parts.first?.lowercased() ?? ""
+        guard parts.count == 2, scheme == "bearer" || scheme == "dpop", !parts[1].isEmpty else {
+            throw Problem.unauthorized("token-missing", "the Authorization header is not a Bearer or DPoP token")
+        }
+        return (scheme, parts[1])
+    }
+}

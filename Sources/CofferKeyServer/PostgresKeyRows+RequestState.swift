@@ -1,0 +1,54 @@
+import Foundation
+import PostgresNIO
+
+extension PostgresKeyRows {
+    /// One upsert: of two replicas counting the same window at once, one
+    /// inserts and the other waits on the row and then raises it, so the
+    /// counts they see are consecutive.
+    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
+        try await database.query(
+            """
+            INSERT INTO rate_counts (bucket, window_end, count) VALUES (\(bucket), \(windowEnd), 1)
+            ON CONFLICT (bucket, window_end) DO UPDATE SET count = rate_counts.count + 1 RETURNING count
+            """
+        ) { rows in
+            var count = 1
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+    }
+
+    /// The primary key settles a race: of two replicas seeing one proof at
+    /// once, one inserts and the other finds the row and refuses.
+    func rememberProof(_ hash: Data, expires: Int64) async throws -> Bool {
+        try await database.query(
+            "INSERT INTO dpop_proofs (hash, expires) VALUES (\(hash), \(expires)) ON CONFLICT DO NOTHING RETURNING 1"
+        ) { rows in
+            var inserted = false
+            for try await _ in rows { inserted = true }
+            return inserted
+        }
+    }
+
+    func secret(named name: String, make: Data) async throws -> Data {
+        try await database.transaction { db in
+            try await db.run("INSERT INTO server_secrets (name, value) VALUES (\(name), \(make)) ON CONFLICT DO NOTHING")
+            var value = make
+            for try await stored in try await db.run("SELECT value FROM server_secrets WHERE name = \(name)")
+                .decode(Data.self)
+            {
+                value = stored
+            }
+            return value
+        }
+    }
+
+    func forgetExpired(before now: Int64) async throws {
+        try await database.query("DELETE FROM rate_counts WHERE window_end <= \(now)") { rows in
+            for try await _ in rows {}
+        }
+        try await database.query("DELETE FROM dpop_proofs WHERE expires <= \(now)") { rows in
+            for try await _ in rows {}
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import GRDB
+
+extension SQLiteKeyRows {
+    static func registerRateLimitMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v3 request state") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE rate_counts (bucket TEXT NOT NULL, window_end INTEGER NOT NULL,
+                      count INTEGER NOT NULL, PRIMARY KEY (bucket, window_end)) STRICT, WITHOUT ROWID;
+                    CREATE TABLE dpop_proofs (hash BLOB PRIMARY KEY NOT NULL, expires INTEGER NOT NULL)
+                      STRICT, WITHOUT ROWID;
+                    CREATE TABLE server_secrets (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT;
+                    """)
+        }
+    }
+
+    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
+        try await pool.write { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, 1)
+                    ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + 1 RETURNING count
+                    """,
+                arguments: [bucket, windowEnd]) ?? 1
+        }
+    }
+
+    func rememberProof(_ hash: Data, expires: Int64) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                arguments: [hash, expires])
+            return db.changesCount == 1
+        }
+    }
+
+    func secret(named name: String, make: Data) async throws -> Data {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                arguments: [name, make])
+            return try Data.fetchOne(db, sql: "SELECT value FROM server_secrets WHERE name = ?", arguments: [name])
+                ?? make
+        }
+    }
+
+    func forgetExpired(before now: Int64) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM rate_counts WHERE window_end <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires <= ?", arguments: [now])
+        }
+    }
+}
