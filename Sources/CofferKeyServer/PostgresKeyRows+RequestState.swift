@@ -32,7 +32,8 @@ extension PostgresKeyRows {
 
     func secret(named name: String, make: Data) async throws -> Data {
         try await database.transaction { db in
-            try await db.run("INSERT INTO server_secrets (name, value) VALUES (\(name), \(make)) ON CONFLICT DO NOTHING")
+            try await db.run(
+                "INSERT INTO server_secrets (name, value) VALUES (\(name), \(make)) ON CONFLICT DO NOTHING")
             var value = make
             for try await stored in try await db.run("SELECT value FROM server_secrets WHERE name = \(name)")
                 .decode(Data.self)

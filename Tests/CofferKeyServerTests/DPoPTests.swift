@@ -120,8 +120,10 @@ import Testing
                 ["device": "phone", "htm": "POST", "htu": url, "token": bound, "nonce": nonce],
                 ["device": "phone", "htm": "POST", "htu": url, "token": bound, "nonce": nonce],
                 ["device": "phone", "htm": "POST", "htu": url, "token": plain, "nonce": nonce],
-                ["device": "phone", "htm": "GET", "htu": Self.site + "/v1/keys/notes/versions/1", "token": plain,
-                 "nonce": nonce],
+                [
+                    "device": "phone", "htm": "GET", "htu": Self.site + "/v1/keys/notes/versions/1", "token": plain,
+                    "nonce": nonce,
+                ],
             ])
             // A token bound to the phone's key, proved by the laptop's: refused.
             try await client.execute(
@@ -185,7 +187,9 @@ import Testing
             #expect(try await laptop.currentKey(purpose: "notes").key != first.key)
             // No device key: nothing.
             let plain = try KeyServerClient(server: url, account: "carol", token: { token }, http: KeyClientTests.http)
-            let refused = await #expect(throws: KeyClientError.self) { _ = try await plain.currentKey(purpose: "notes") }
+            let refused = await #expect(throws: KeyClientError.self) {
+                _ = try await plain.currentKey(purpose: "notes")
+            }
             #expect(refused?.code == KeyClientError.Code("dpop-required"))
         }
         // The server saw the device as jkt: and the key's thumbprint.

@@ -42,7 +42,9 @@ struct Issuer {
     /// DPoP proofs made by PyJWT (scripts/jwt-tool.py proof): each with its key's thumbprint.
     func proofs(_ specs: [[String: Any]]) throws -> [(proof: String, jkt: String)] {
         let output = try Self.python(["proof", folder], input: try JSONSerialization.data(withJSONObject: specs))
-        return (try JSONSerialization.jsonObject(with: output) as! [[String: String]]).map { ($0["proof"]!, $0["jkt"]!) }
+        return (try JSONSerialization.jsonObject(with: output) as! [[String: String]]).map {
+            ($0["proof"]!, $0["jkt"]!)
+        }
     }
 
     @discardableResult
