@@ -7,10 +7,11 @@ import Testing
     static let coffer = ServerProcess.binary.deletingLastPathComponent().appendingPathComponent("coffer")
 
     /// Runs `coffer` with `arguments`: status, stdout, stderr.
-    static func run(_ arguments: [String]) throws -> (Int32, String, String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = coffer
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -119,6 +120,34 @@ import Testing
         ] {
             #expect(out.contains(line), "\(out)")
         }
+    }
+
+    /// `server-key get --dpop-keychain`: the device key made in a file
+    /// keychain on first use and kept, a proof with every request; a realm
+    /// that requires DPoP refuses the same command without it.
+    @Test func theCLIProvesItsDeviceWithAKeyInAKeychain() async throws {
+        let issuer = try Issuer()
+        let local = try ServerProcess(issuer: issuer, data: issuer.folder + "/data", extra: ["--require-dpop"])
+        defer { local.stop() }
+        let tokenFile = issuer.folder + "/token"
+        try Self.secretFile(tokenFile, try issuer.token("dee") + "\n")
+        let passphrase = issuer.folder + "/kcpw"
+        try Self.secretFile(passphrase, "keychain passphrase\n")
+        let environment = ["COFFER_KEYCHAIN_DIR": issuer.folder + "/keychains"]
+        var (status, _, err) = try Self.run(
+            ["keychain", "create", "--keychain", "device", "--passphrase-file", passphrase], environment: environment)
+        #expect(status == 0, "\(err)")
+        let get = ["server-key", "get", "--purpose", "notes", "--server", local.url, "--token-file", tokenFile]
+        let dpop = ["--dpop-keychain", "device", "--dpop-keychain-passphrase-file", passphrase]
+        var out: String
+        (status, out, err) = try Self.run(get + dpop, environment: environment)
+        #expect(status == 0 && out.contains("device jkt:"), "\(err)")
+        let (_, again, _) = try Self.run(get + dpop, environment: environment)
+        #expect(again == out)
+        (status, _, err) = try Self.run(get, environment: environment)
+        #expect(status != 0 && err.contains("dpop-required"), "\(err)")
+        (status, _, err) = try Self.run(get + ["--dpop-keychain-key-file", passphrase], environment: environment)
+        #expect(status == 64, "\(err)")
     }
 
     @Test func onlyADevelopmentServerMintsTokens() async throws {

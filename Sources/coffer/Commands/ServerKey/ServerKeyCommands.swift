@@ -42,15 +42,36 @@ struct ServerKeyGet: ParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: "Where --reveal writes the key.") var output:
         String?
     @Flag(help: "Print JSON.") var json = false
+    @Option(
+        help: ArgumentHelp(
+            "Prove this device with the DPoP key (P-256) kept in this file keychain, made there on first use.",
+            valueName: "NAME"))
+    var dpopKeychain: String?
+    @Option(help: ArgumentHelp("The DPoP key's tag in that keychain.", valueName: "T")) var dpopTag = "coffer.dpop"
+    @Option(help: ArgumentHelp("The DPoP keychain's passphrase, from this file.", valueName: "F"))
+    var dpopKeychainPassphraseFile: String?
+    @Option(help: ArgumentHelp("The DPoP keychain's key, from this file.", valueName: "F"))
+    var dpopKeychainKeyFile: String?
 
     func validate() throws {
         if reveal != (output != nil) { throw ValidationError("--reveal and -o FILE go together") }
+        if dpopKeychain == nil && (dpopKeychainPassphraseFile != nil || dpopKeychainKeyFile != nil) {
+            throw ValidationError("--dpop-keychain-passphrase-file and --dpop-keychain-key-file need --dpop-keychain")
+        }
     }
 
     func run() throws {
+        let dpop = try dpopKeychain.map { name in
+            try DPoPKey.inKeychain(
+                try KeychainOptions.open(
+                    name: name, backend: .file, passphraseFile: dpopKeychainPassphraseFile,
+                    keyFile: dpopKeychainKeyFile),
+                tag: dpopTag)
+        }
         let client = try KeyServerClient(
-            server: try address.url, account: "coffer-cli", token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) }
-        )
+            server: try address.url, account: "coffer-cli",
+            token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) },
+            dpop: dpop)
         let key = try Blocking.await { [purpose, version, device] in
             if let version { return try await client.key(purpose: purpose, version: version, device: device) }
             return try await client.currentKey(purpose: purpose, device: device)
@@ -65,6 +86,7 @@ struct ServerKeyGet: ParsableCommand {
             print(#"{"purpose":"\#(key.purpose)","version":\#(key.version),"keyId":"\#(key.keyID)"}"#)
         } else {
             print("purpose \(key.purpose), version \(key.version), key id \(key.keyID)")
+            if let dpop { print("device jkt:\(dpop.thumbprint) (proved with DPoP)") }
         }
     }
 }
