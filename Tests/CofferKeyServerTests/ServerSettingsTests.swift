@@ -38,7 +38,7 @@ import Testing
         var partial = settings
         partial["issuer"] = nil
         try JSONSerialization.data(withJSONObject: partial).write(to: URL(fileURLWithPath: config))
-        let (status, said) = try Self.refusal(["serve", "--config", config])
+        let (status, said) = try serverRefusal(["serve", "--config", config])
         #expect(status != 0)
         #expect(
             said.contains("--issuer") && said.contains("COFFER_SERVER_ISSUER") && said.contains("\"issuer\""), "\(said)"
@@ -61,24 +61,10 @@ import Testing
             (["--rate-limit", "5/x"], "--rate-limit"), (["--rate-limit", "0/60"], "--rate-limit"),
             (["--config", config], "--address-rate-limit"),
         ] {
-            let (status, said) = try Self.refusal(["serve", "--dev", "--data", issuer.folder + "/dev"] + flags)
+            let (status, said) = try serverRefusal(["serve", "--dev", "--data", issuer.folder + "/dev"] + flags)
             #expect(status == 64, "\(flags): \(said)")
             #expect(said.contains(named) && said.contains("N/SECONDS"), "\(said)")
         }
-    }
-
-    /// Runs coffer-server with `arguments` until it exits: status and stderr.
-    static func refusal(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = arguments
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, said)
     }
 
     @Test func theKEKRingOpensWithAKeyFromAFileKeychainAndOnlyWithIt() async throws {
@@ -112,4 +98,18 @@ import Testing
             try ServerProcess(arguments: base + kek + ["--kek-passphrase-file", keychainPassphrase])
         }
     }
+}
+
+/// Runs coffer-server with `arguments` until it exits: status and stderr.
+func serverRefusal(_ arguments: [String]) throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = ServerProcess.binary
+    process.arguments = arguments
+    let err = Pipe()
+    process.standardError = err
+    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, said)
 }
