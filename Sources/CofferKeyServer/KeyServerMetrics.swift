@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Prometheus
+import Synchronization
 
 /// What `GET /metrics` reports, in Prometheus's text format: requests by
 /// route, method and status; their latency by route; the verified-token
@@ -15,9 +16,23 @@ import Prometheus
 /// beside it. A library user passes its own registry to share one.
 public final class KeyServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
+    /// The series already made, so a request finds its counter and histogram
+    /// in one dictionary lookup instead of asking the registry (which
+    /// builds, sorts and compares the label set under its own lock).
+    private let series = Mutex<[SeriesKey: Series]>([:])
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
+    }
+
+    private struct SeriesKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+    private struct Series {
+        let requests: Counter
+        let latency: DurationHistogram
     }
 
     static let buckets: [Duration] = [
@@ -38,11 +53,20 @@ public final class KeyServerMetrics: Sendable {
     }
 
     func record(route: String, method: String, status: Int, elapsed: Duration) {
-        registry.makeCounter(
-            descriptor: Self.requests, labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(descriptor: Self.latency, labels: [("route", route)], buckets: Self.buckets)
-            .record(elapsed)
+        let key = SeriesKey(route: route, method: method, status: status)
+        let found = series.withLock { known in
+            if let found = known[key] { return found }
+            let made = Series(
+                requests: registry.makeCounter(
+                    descriptor: Self.requests,
+                    labels: [("route", route), ("method", method), ("status", String(status))]),
+                latency: registry.makeDurationHistogram(
+                    descriptor: Self.latency, labels: [("route", route)], buckets: Self.buckets))
+            known[key] = made
+            return made
+        }
+        found.requests.increment()
+        found.latency.record(elapsed)
     }
 
     /// The registry's metrics, then those read when scraped.
