@@ -66,8 +66,5 @@ public struct DPoPKey: Sendable, CustomStringConvertible {
         return input + "." + Self.base64URL(signature)
     }
 
-    static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
+    static func base64URL(_ bytes: some Sequence<UInt8>) -> String { Base64URL.encode(Array(bytes)) }
 }

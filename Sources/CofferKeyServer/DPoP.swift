@@ -66,7 +66,7 @@ struct DPoPProof: Sendable {
         guard let jwk = header["jwk"] as? [String: Any], jwk["kty"] as? String == "EC",
             jwk["crv"] as? String == "P-256", jwk["d"] == nil,
             let x = jwk["x"] as? String, let y = jwk["y"] as? String,
-            let xBytes = Base64URL.decode(Substring(x)), let yBytes = Base64URL.decode(Substring(y)),
+            let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
             xBytes.count == 32, yBytes.count == 32,
             let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)
         else { throw refused("the DPoP proof's jwk is not a public P-256 key") }
@@ -113,28 +113,21 @@ struct DPoPNonces: Sendable {
 
     func make(window: Int64) -> String {
         let counter = withUnsafeBytes(of: window.bigEndian) { Array($0) }
-        let mac = HMAC<SHA256>.authenticationCode(for: Array("coffer dpop nonce".utf8) + counter, using: key)
-        return Base64URL.encode(counter + Array(mac).prefix(16))
+        return Base64URL.encode(counter + mac(counter))
+    }
+
+    /// The nonce's tag: the first 16 bytes of HMAC-SHA256 over its window.
+    func mac(_ counter: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array("coffer dpop nonce".utf8) + counter, using: key).prefix(16))
     }
 
     func isValid(_ nonce: String?, now: Int64) -> Bool {
-        guard let nonce, let bytes = Base64URL.decode(Substring(nonce)), bytes.count == 24 else { return false }
+        guard let nonce, let bytes = Base64URL.decode(nonce), bytes.count == 24 else { return false }
         let window = bytes.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
         let current = now / DPoPPolicy.nonceWindow
         guard window == current || window == current - 1 else { return false }
-        let expected = Array(Base64URL.decode(Substring(make(window: window)))!.suffix(16))
-        return ConstantTime.equal(expected, Array(bytes.suffix(16)))
+        return ConstantTime.equal(mac(Array(bytes.prefix(8))), Array(bytes.suffix(16)))
     }
-}
-
-/// base64url without padding (RFC 7515 §2), for tokens, proofs and thumbprints.
-enum Base64URL {
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
-
-    static func decode(_ text: Substring) -> [UInt8]? { SignInVerifier.base64URL(text).map { Array($0) } }
 }
 
 extension ServerKeyStore {

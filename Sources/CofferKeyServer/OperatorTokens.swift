@@ -1,3 +1,4 @@
+import Coffer
 import Crypto
 import Foundation
 import HTTPTypes
@@ -45,7 +46,7 @@ extension ServerKeyStore {
                 "invalid-scope", "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
         }
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
-        let token = Self.operatorPrefix + Self.base64URL(random)
+        let token = Self.operatorPrefix + Base64URL.encode(Array(random))
         let created = now()
         try await rows.addOperator(
             hash: Self.hash(token), name: name, scopes: scopes.map(\.name).sorted().joined(separator: " "),
@@ -80,6 +81,4 @@ extension ServerKeyStore {
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
-
-    static func base64URL(_ data: Data) -> String { Base64URL.encode(data) }
 }

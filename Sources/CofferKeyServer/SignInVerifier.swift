@@ -213,19 +213,5 @@ public final class SignInVerifier: Sendable {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    static func base64URL(_ text: Substring) -> Data? {
-        guard
-            text.utf8.allSatisfy({ byte in
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                    true
-                default: false
-                }
-            })
-        else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
-    }
+    static func base64URL(_ text: Substring) -> Data? { Base64URL.decode(text).map { Data($0) } }
 }

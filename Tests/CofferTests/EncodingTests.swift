@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Coffer
@@ -23,6 +24,26 @@ import Testing
         #expect(Base64.decode(Array("Zg=".utf8), padded: true) == nil)
         #expect(Base64.decode(Array("Zm9=v".utf8), padded: true) == nil)
         #expect(Base64.decode(Array("Zh==".utf8), padded: true) == nil)
+    }
+
+    /// base64url against Foundation's base64 with the two characters swapped
+    /// and the padding dropped (RFC 4648 §5), on every length up to 70 and
+    /// on bytes that use both of the characters base64url changes.
+    @Test func base64URLAgreesWithFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            let expected = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected)
+            #expect(Base64URL.decode(expected) == bytes)
+        }
+        #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
+        #expect(Base64URL.decode("-_8") == [0xFB, 0xFF])
+        #expect(Base64URL.decode("+/8") == nil)  // the standard alphabet's characters
+        #expect(Base64URL.decode("-_8=") == nil)  // padding
+        #expect(Base64URL.decode("-_9") == nil)  // a stray low bit
+        #expect(Base64URL.decode("Z") == nil)
     }
 
     /// The armor's line decoder agrees with the general strict decoder on

@@ -17,6 +17,10 @@ enum Base64 {
 
     /// Encodes `bytes`; `padded` adds `=` to a multiple of four characters.
     static func encode(_ bytes: some Collection<UInt8>, padded: Bool) -> [UInt8] {
+        encode(bytes, padded: padded, alphabet: alphabet)
+    }
+
+    static func encode(_ bytes: some Collection<UInt8>, padded: Bool, alphabet: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count + 2) / 3 * 4)
         var iterator = bytes.makeIterator()
@@ -49,6 +53,10 @@ enum Base64 {
     /// with `padded == true`, the length must be a multiple of four and
     /// padding may only close the input.
     static func decode(_ text: some Collection<UInt8>, padded: Bool) -> [UInt8]? {
+        decode(text, padded: padded, values: values)
+    }
+
+    static func decode(_ text: some Collection<UInt8>, padded: Bool, values: [UInt8]) -> [UInt8]? {
         var characters = Array(text)
         if padded {
             guard characters.count % 4 == 0 else { return nil }
@@ -116,5 +124,26 @@ enum Base64 {
 
     static func decode(_ text: String, padded: Bool = false) -> [UInt8]? {
         decode(Array(text.utf8), padded: padded)
+    }
+}
+
+/// base64url without padding (RFC 4648 §5, as RFC 7515 §2 uses it): sign-in
+/// tokens, DPoP proofs, key thumbprints, operator tokens and the text form
+/// of sealed values. Decoding accepts canonical input only: no padding, no
+/// character outside the alphabet, no set bits after the last byte.
+package enum Base64URL {
+    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
+        String(decoding: Base64.encode(bytes, padded: false, alphabet: alphabet), as: UTF8.self)
+    }
+
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        Base64.decode(text.utf8, padded: false, values: values)
     }
 }
