@@ -48,7 +48,6 @@ protocol KeyRows: Sendable {
     /// Every entry about one subject, in order.
     func auditEntries(realm: String, subject: String) async throws -> [AuditEntry]
 
-    /// Throws unless the database answers (readiness).
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
@@ -60,6 +59,7 @@ protocol KeyRows: Sendable {
     /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
     func forgetExpired(before now: Int64) async throws
 
+    /// Throws unless the database answers (readiness).
     func ping() async throws
     /// Closes connections; the rows stay.
     func close() async

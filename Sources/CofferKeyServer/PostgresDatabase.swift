@@ -2,6 +2,8 @@ import Coffer
 import Foundation
 import HTTPTypes
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// A PostgreSQL database as the key server uses it: a pool of connections
@@ -121,26 +123,39 @@ final class PostgresDatabase: Sendable {
     /// ever comes first. Unlike a task group, this does not wait for `body`
     /// after the deadline: a statement stuck on a connection that will never
     /// answer (seen while PostgreSQL restarts) is cancelled and left behind,
-    /// and the request is answered at once.
+    /// and the request is answered at once. One task runs `body`; the
+    /// deadline is a timer on an event loop, cancelled when `body` ends.
     static func race<T: Sendable>(_ body: @escaping @Sendable () async throws -> T, deadline: Duration)
         async throws -> T
     {
-        let waiting = Locked<CheckedContinuation<T, any Error>?>(nil)
+        let state = Locked(RaceState<T>())
         return try await withCheckedThrowingContinuation { continuation in
-            waiting.withLock { $0 = continuation }
-            let work = Task { try await body() }
-            let timer = Task {
-                try await Task.sleep(for: deadline)
-                guard let late = waiting.withLock({ $0.take() }) else { return }
+            state.withLock { $0.waiting = continuation }
+            let work = Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                let (waiting, timer) = state.withLock { ($0.waiting.take(), $0.timer.take()) }
+                timer?.cancel()
+                waiting?.resume(with: result)
+            }
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .init(deadline)) {
+                guard let late = state.withLock({ $0.waiting.take() }) else { return }
                 work.cancel()
                 late.resume(throwing: unavailable("did not answer within \(deadline)"))
             }
-            Task {
-                let result = await work.result
-                timer.cancel()
-                waiting.withLock { $0.take() }?.resume(with: result)
+            // Kept only while `body` runs; cancelled here if it already ended.
+            let ended = state.withLock { state in
+                if state.waiting == nil { return true }
+                state.timer = timer
+                return false
             }
+            if ended { timer.cancel() }
         }
+    }
+
+    private struct RaceState<T: Sendable>: Sendable {
+        var waiting: CheckedContinuation<T, any Error>?
+        var timer: Scheduled<Void>?
     }
 
     /// SQLSTATE classes that say the database, not the statement, failed:

@@ -17,17 +17,25 @@ extension PostgresKeyRows {
         {
             (seq, previous) = (last, hash)
         }
+        var entries: [AuditEntry] = []
+        entries.reserveCapacity(records.count)
         for record in records {
             seq += 1
             let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous)
-            try await db.run(
-                """
-                INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
-                VALUES (\(entry.seq), \(entry.at), \(entry.actor), \(entry.action), \(entry.realm), \(entry.subject),
-                  \(entry.device), \(entry.purpose), \(entry.version), \(entry.detail), \(entry.hash))
-                """)
+            entries.append(entry)
             previous = entry.hash
         }
+        // The whole batch in one statement (one round trip, one plan),
+        // column by column.
+        try await db.run(
+            """
+            INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
+            SELECT * FROM unnest(\(entries.map(\.seq))::bigint[], \(entries.map(\.at))::bigint[],
+              \(entries.map(\.actor))::text[], \(entries.map(\.action))::text[], \(entries.map(\.realm))::text[],
+              \(entries.map(\.subject))::text[], \(entries.map(\.device))::text[], \(entries.map(\.purpose))::text[],
+              \(entries.map(\.version))::bigint[], \(entries.map(\.detail))::text[],
+              \(entries.map { ByteBuffer(bytes: $0.hash) })::bytea[])
+            """)
     }
 
     func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
