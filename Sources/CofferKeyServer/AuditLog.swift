@@ -169,25 +169,34 @@ extension AuditEntry.Record {
     }
 }
 
-/// Key releases go to the audit chain in batches: a release waits for the
-/// transaction that holds its entry (so no key leaves unaudited), and
-/// releases arriving while one transaction runs share the next one.
-actor AuditWriter {
-    private let rows: any KeyRows
-    private let now: @Sendable () -> Int64
-    private var pending: [(AuditEntry.Record, CheckedContinuation<Void, any Error>)] = []
-    private var flushing = false
+/// One key release asked for: `version` nil for the latest.
+struct ReleaseRequest: Sendable {
+    let name: KeyName
+    let version: Int?
 
-    init(rows: any KeyRows, now: @escaping @Sendable () -> Int64) {
-        self.rows = rows
-        self.now = now
-    }
+    var actor: String { "subject:" + name.subject }
+}
 
-    func record(_ record: AuditEntry.Record) async throws {
+/// Requests that share one transaction: each waits for the transaction
+/// that holds its answer, and requests arriving while one runs share the
+/// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
+/// for the transaction that holds its audit entry, so no key leaves
+/// unaudited), and so do DPoP proofs' replay checks. On PostgreSQL a batch
+/// costs a few round trips and one hold of the audit lock, instead of
+/// several each; on SQLite one write transaction instead of one each.
+actor Batcher<Item: Sendable, Answer: Sendable> {
+    typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
+    private let run: Run
+    private var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
+    private var running = false
+
+    init(_ run: @escaping Run) { self.run = run }
+
+    func submit(_ item: Item) async throws -> Answer {
         try await withCheckedThrowingContinuation { continuation in
-            pending.append((record, continuation))
-            if !flushing {
-                flushing = true
+            pending.append((item, continuation))
+            if !running {
+                running = true
                 Task { await self.flush() }
             }
         }
@@ -198,13 +207,13 @@ actor AuditWriter {
             let batch = pending.prefix(1000)
             pending.removeFirst(batch.count)
             do {
-                try await rows.appendAudit(batch.map(\.0), now: now())
-                for (_, continuation) in batch { continuation.resume() }
+                let answers = try await run(batch.map(\.0))
+                for ((_, continuation), answer) in zip(batch, answers) { continuation.resume(with: answer) }
             } catch {
                 for (_, continuation) in batch { continuation.resume(throwing: error) }
             }
         }
-        flushing = false
+        running = false
     }
 }
 

@@ -145,6 +145,6 @@ extension ServerKeyStore {
 
     /// False when the proof was seen before, by any replica.
     func isFirstUse(of proof: DPoPProof, leeway: Int64) async throws -> Bool {
-        try await rows.rememberProof(proof.replayHash, expires: proof.issuedAt + leeway + 1)
+        try await proofs.submit(ProofUse(hash: proof.replayHash, expires: proof.issuedAt + leeway + 1))
     }
 }

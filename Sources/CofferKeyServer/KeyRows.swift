@@ -7,9 +7,11 @@ import HTTPTypes
 /// written once in ``ServerKeyStore``; a backend only runs each operation
 /// as one transaction, with the checks below inside it.
 protocol KeyRows: Sendable {
-    /// The subject's shred state, the key's minimum version and the wanted
-    /// version (nil: the latest), read in one snapshot.
-    func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot
+    /// For each request, in order: the version to release (nil when the
+    /// key has none) or the problem its subject's shred state or its
+    /// minimum version raises; the released versions are appended to the
+    /// audit chain (a `release` to the subject) in the same transaction.
+    func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>]
     /// Version 1 of `name` unless a version exists; then the latest. One
     /// transaction, refused by the subject's shred state; audited as a
     /// `create` (when it made the row) and a `release` to `actor`.
@@ -51,9 +53,10 @@ protocol KeyRows: Sendable {
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
-    /// Records a DPoP proof's replay hash until `expires`; false when it
-    /// was recorded already (a replay, here or at another replica).
-    func rememberProof(_ hash: Data, expires: Int64) async throws -> Bool
+    /// Records each DPoP proof's replay hash until it expires, in one
+    /// transaction; false for a proof recorded already (a replay, here or
+    /// at another replica, or earlier in the same batch).
+    func rememberProofs(_ uses: [ProofUse]) async throws -> [Result<Bool, any Error>]
     /// The secret named `name`, stored as `make` by whichever replica asked first.
     func secret(named name: String, make: Data) async throws -> Data
     /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
@@ -71,7 +74,8 @@ struct StoredVersion: Sendable {
     let wrapped: Data
 }
 
-/// One key as a backend's ``KeyRows/snapshot(_:version:)`` read it.
+/// One key as a backend read it: the subject's shred state, the key's
+/// minimum version and the wanted version (nil: the latest), in one snapshot.
 struct KeySnapshot: Sendable {
     let shredAt: Int64?
     let shredded: Bool
@@ -89,6 +93,34 @@ struct KeySnapshot: Sendable {
         }
         return stored
     }
+
+    /// What ``KeyRows/release(_:now:)`` answers for `request`, and the
+    /// audit entry of a release.
+    static func outcomes(_ snapshots: [(ReleaseRequest, KeySnapshot)], now: Int64)
+        -> (results: [Result<StoredVersion?, any Error>], audit: [AuditEntry.Record])
+    {
+        var results: [Result<StoredVersion?, any Error>] = []
+        var audit: [AuditEntry.Record] = []
+        results.reserveCapacity(snapshots.count)
+        for (request, snapshot) in snapshots {
+            do {
+                let row = try snapshot.released(now: now, version: request.version)
+                if let row {
+                    audit.append(.init(actor: request.actor, action: "release", request.name, version: row.version))
+                }
+                results.append(.success(row))
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        return (results, audit)
+    }
+}
+
+/// A DPoP proof seen: its replay hash and when it can be forgotten.
+struct ProofUse: Sendable {
+    let hash: Data
+    let expires: Int64
 }
 
 /// A row for KEK rotation to seal again.

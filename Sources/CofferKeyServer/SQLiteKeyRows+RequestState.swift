@@ -27,12 +27,15 @@ extension SQLiteKeyRows {
         }
     }
 
-    func rememberProof(_ hash: Data, expires: Int64) async throws -> Bool {
+    /// In one transaction, a proof seen twice in the batch is inserted once.
+    func rememberProofs(_ uses: [ProofUse]) async throws -> [Result<Bool, any Error>] {
         try await pool.write { db in
-            try db.execute(
-                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                arguments: [hash, expires])
-            return db.changesCount == 1
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING")
+            return try uses.map { use in
+                try insert.execute(arguments: [use.hash, use.expires])
+                return .success(db.changesCount == 1)
+            }
         }
     }
 

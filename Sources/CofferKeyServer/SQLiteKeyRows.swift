@@ -51,17 +51,21 @@ final class SQLiteKeyRows: KeyRows {
 
     // MARK: keys
 
-    /// Read in one statement (so in one snapshot, with no transaction
-    /// around it) on the calling thread. The key routes' reads are a few
-    /// indexed lookups that SQLite answers from its page cache in
-    /// microseconds and that never wait for a writer (WAL); running them
-    /// inline, without GRDB's read transaction and its hop to a reader
-    /// queue, more than halved their cost (docs/key-server.md, "Speed").
-    func snapshot(_ name: KeyName, version: Int?) async throws -> KeySnapshot {
-        try inlineSnapshot(name, version: version)
+    /// Reads every key of the batch and appends the releases in one write
+    /// transaction: SQLite answers the reads (a few indexed lookups each)
+    /// from its page cache in microseconds.
+    func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
+        try await pool.write { db in
+            let snapshots = try requests.map { ($0, try Self.snapshot(db, $0.name, version: $0.version)) }
+            let (results, audit) = KeySnapshot.outcomes(snapshots, now: now)
+            try Self.append(db, audit, now: now)
+            return results
+        }
     }
 
-    private func inlineSnapshot(_ name: KeyName, version: Int?) throws -> KeySnapshot {
+    /// The subject's shred state, the key's minimum version and the wanted
+    /// version (nil: the latest), in one statement.
+    static func snapshot(_ db: Database, _ name: KeyName, version: Int?) throws -> KeySnapshot {
         let key =
             version == nil
             ? "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 ORDER BY version DESC LIMIT 1"
@@ -74,12 +78,10 @@ final class SQLiteKeyRows: KeyRows {
             """
         var arguments: StatementArguments = [name.realm, name.subject, name.device, name.purpose]
         if let version { arguments += [version] }
-        return try pool.unsafeRead { db in
-            let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
-            return KeySnapshot(
-                shredAt: row["shred_at"], shredded: (row["shredded"] as Int64? ?? 0) != 0, minimum: row["minimum"] ?? 1,
-                stored: (row["version"] as Int?) == nil ? nil : Self.stored(row))
-        }
+        let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
+        return KeySnapshot(
+            shredAt: row["shred_at"], shredded: (row["shredded"] as Int64? ?? 0) != 0, minimum: row["minimum"] ?? 1,
+            stored: (row["version"] as Int?) == nil ? nil : Self.stored(row))
     }
 
     func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {

@@ -18,8 +18,10 @@ public final class ServerKeyStore: Sendable {
     var kek: KeyRing { ring.withLock { $0 } }
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
-    /// Appends key releases to the audit chain, many per transaction.
-    let auditWriter: AuditWriter
+    /// Reads and audits key releases, many per transaction.
+    let releases: Batcher<ReleaseRequest, StoredVersion?>
+    /// Records DPoP proofs' replay hashes, many per transaction.
+    let proofs: Batcher<ProofUse, Bool>
     /// The DPoP nonce key, once read from the database.
     let nonceKey = Locked<SymmetricKey?>(nil)
 
@@ -44,7 +46,8 @@ public final class ServerKeyStore: Sendable {
         now: @escaping @Sendable () -> Int64
     ) {
         self.rows = rows
-        auditWriter = AuditWriter(rows: rows, now: now)
+        releases = Batcher { requests in try await rows.release(requests, now: now()) }
+        proofs = Batcher { uses in try await rows.rememberProofs(uses) }
         ring = Locked(kek)
         self.reload = reload
         self.now = now
@@ -62,26 +65,21 @@ public final class ServerKeyStore: Sendable {
     /// first requests at once, exactly one key is made and all receive it.
     /// Every release is in the audit log before the key is returned.
     public func current(_ name: KeyName) async throws -> ReleasedKey {
-        let now = self.now()
-        if let row = try await rows.snapshot(name, version: nil).released(now: now, version: nil) {
-            let key = try open(row, name)
-            try await auditWriter.record(
-                .init(actor: "subject:" + name.subject, action: "release", name, version: row.version))
-            return key
+        if let row = try await releases.submit(ReleaseRequest(name: name, version: nil)) {
+            return try open(row, name)
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
-        return try open(try await rows.create(name, wrapped: sealed, now: now, actor: "subject:" + name.subject), name)
+        return try open(
+            try await rows.create(name, wrapped: sealed, now: now(), actor: "subject:" + name.subject), name)
     }
 
     /// Version `version` of `name`'s key: `key-not-found` when it was never
     /// made, `key-retired` below the key's minimum version.
     public func version(_ version: Int, of name: KeyName) async throws -> ReleasedKey {
-        let now = self.now()
-        let row = try await rows.snapshot(name, version: version).released(now: now, version: version)
-        guard let row else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
-        let key = try open(row, name)
-        try await auditWriter.record(.init(actor: "subject:" + name.subject, action: "release", name, version: version))
-        return key
+        guard Int32(exactly: version) != nil,
+            let row = try await releases.submit(ReleaseRequest(name: name, version: version))
+        else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
+        return try open(row, name)
     }
 
     // MARK: changing keys (operators)
