@@ -169,10 +169,12 @@ extension AuditEntry.Record {
     }
 }
 
-/// One key release asked for: `version` nil for the latest.
+/// One key release asked for: `version` nil for the latest; `proof` the
+/// request's DPoP proof, refused if seen before.
 struct ReleaseRequest: Sendable {
     let name: KeyName
     let version: Int?
+    let proof: ProofUse?
 
     var actor: String { "subject:" + name.subject }
 }
@@ -181,7 +183,7 @@ struct ReleaseRequest: Sendable {
 /// that holds its answer, and requests arriving while one runs share the
 /// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
 /// for the transaction that holds its audit entry, so no key leaves
-/// unaudited), and so do DPoP proofs' replay checks. On PostgreSQL a batch
+/// unaudited, and no DPoP proof is used twice). On PostgreSQL a batch
 /// costs a few round trips and one hold of the audit lock, instead of
 /// several each; on SQLite one write transaction instead of one each.
 actor Batcher<Item: Sendable, Answer: Sendable> {

@@ -48,6 +48,13 @@ struct DPoPProof: Sendable {
         return problem
     }
 
+    /// A proof seen before, here or at another replica.
+    static var replayed: Problem {
+        var problem = Problem(.unauthorized, "dpop-proof-replayed", "this DPoP proof was used before")
+        problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
+        return problem
+    }
+
     /// Checks everything in the proof that needs no database: its form, its
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
     /// The nonce and the `jti` are checked by the caller.
@@ -141,10 +148,5 @@ extension ServerKeyStore {
         let key = SymmetricKey(data: try openWrapped(sealed, context: context))
         nonceKey.withLock { $0 = key }
         return DPoPNonces(key: key)
-    }
-
-    /// False when the proof was seen before, by any replica.
-    func isFirstUse(of proof: DPoPProof, leeway: Int64) async throws -> Bool {
-        try await proofs.submit(ProofUse(hash: proof.replayHash, expires: proof.issuedAt + leeway + 1))
     }
 }

@@ -8,9 +8,11 @@ import HTTPTypes
 /// as one transaction, with the checks below inside it.
 protocol KeyRows: Sendable {
     /// For each request, in order: the version to release (nil when the
-    /// key has none) or the problem its subject's shred state or its
-    /// minimum version raises; the released versions are appended to the
-    /// audit chain (a `release` to the subject) in the same transaction.
+    /// key has none) or the problem its DPoP proof (a replay), its
+    /// subject's shred state or its minimum version raises. One
+    /// transaction records the proofs (``KeySnapshot/spend(_:recorded:)``) and
+    /// appends the released versions to the audit chain (a `release` to
+    /// the subject).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>]
     /// Version 1 of `name` unless a version exists; then the latest. One
     /// transaction, refused by the subject's shred state; audited as a
@@ -53,10 +55,6 @@ protocol KeyRows: Sendable {
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
-    /// Records each DPoP proof's replay hash until it expires, in one
-    /// transaction; false for a proof recorded already (a replay, here or
-    /// at another replica, or earlier in the same batch).
-    func rememberProofs(_ uses: [ProofUse]) async throws -> [Result<Bool, any Error>]
     /// The secret named `name`, stored as `make` by whichever replica asked first.
     func secret(named name: String, make: Data) async throws -> Data
     /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
@@ -96,14 +94,16 @@ struct KeySnapshot: Sendable {
 
     /// What ``KeyRows/release(_:now:)`` answers for `request`, and the
     /// audit entry of a release.
-    static func outcomes(_ snapshots: [(ReleaseRequest, KeySnapshot)], now: Int64)
+    /// `fresh`: for each request, false when its proof was used before.
+    static func outcomes(_ snapshots: [(ReleaseRequest, KeySnapshot)], fresh: [Bool], now: Int64)
         -> (results: [Result<StoredVersion?, any Error>], audit: [AuditEntry.Record])
     {
         var results: [Result<StoredVersion?, any Error>] = []
         var audit: [AuditEntry.Record] = []
         results.reserveCapacity(snapshots.count)
-        for (request, snapshot) in snapshots {
+        for ((request, snapshot), fresh) in zip(snapshots, fresh) {
             do {
+                guard fresh else { throw DPoPProof.replayed }
                 let row = try snapshot.released(now: now, version: request.version)
                 if let row {
                     audit.append(.init(actor: request.actor, action: "release", request.name, version: row.version))
@@ -114,6 +114,16 @@ struct KeySnapshot: Sendable {
             }
         }
         return (results, audit)
+    }
+
+    /// Which requests' proofs are fresh, given which proofs the database
+    /// newly recorded: a proof's later copies in one batch are replays.
+    static func spend(_ requests: [ReleaseRequest], recorded: (Data) -> Bool) -> [Bool] {
+        var seen: Set<Data> = []
+        return requests.map { request in
+            guard let proof = request.proof else { return true }
+            return seen.insert(proof.hash).inserted && recorded(proof.hash)
+        }
     }
 }
 

@@ -8,6 +8,9 @@ import Hummingbird
 struct Caller: Sendable {
     let subject: String
     let proofKey: String?
+    /// The proof's replay hash, recorded in the transaction that releases
+    /// the key (where a replay is refused).
+    let proof: ProofUse?
 
     /// The device a request names, checked against its proof: with DPoP the
     /// device is the proof key's (`jkt:` and its thumbprint), and a device
@@ -54,20 +57,24 @@ extension KeyServer {
             if dpop.required { throw Self.dpopRequired("this realm needs a DPoP proof with every key request") }
             if signedIn.boundKey != nil { throw Self.dpopRequired("the token is bound to a DPoP key: prove it") }
             if scheme == "dpop" { throw Self.dpopRequired("the DPoP scheme needs a DPoP proof") }
-            return Caller(subject: signedIn.subject, proofKey: nil)
+            return Caller(subject: signedIn.subject, proofKey: nil, proof: nil)
         }
         if signedIn.boundKey != nil && scheme != "dpop" {
             throw Self.dpopRequired("a token bound to a DPoP key is sent with the DPoP scheme, not Bearer")
         }
-        let key = try await checkProof(proof, request, token: token)
+        let checked = try await checkProof(proof, request, token: token)
+        let key = checked.thumbprint
         if let bound = signedIn.boundKey, !ConstantTime.equal(Array(bound.utf8), Array(key.utf8)) {
             throw DPoPProof.refused("the DPoP proof is not signed by the key the token is bound to")
         }
-        return Caller(subject: signedIn.subject, proofKey: key)
+        return Caller(
+            subject: signedIn.subject, proofKey: key,
+            proof: ProofUse(hash: checked.replayHash, expires: checked.issuedAt + dpop.leeway + 1))
     }
 
-    /// Checks a proof; returns its key's thumbprint.
-    func checkProof(_ proof: String, _ request: Request, token: Substring) async throws -> String {
+    /// Checks a proof and its nonce; whether it was used before is checked
+    /// where the key is released.
+    func checkProof(_ proof: String, _ request: Request, token: Substring) async throws -> DPoPProof {
         let now = store.now()
         let path = request.uri.path
         let urls =
@@ -83,13 +90,7 @@ extension KeyServer {
             problem.headers[Self.dpopNonceField] = nonces.nonce(now: now)
             throw problem
         }
-        guard try await store.isFirstUse(of: checked, leeway: dpop.leeway) else {
-            var problem = DPoPProof.refused("this DPoP proof was used before")
-            problem = Problem(problem.status, "dpop-proof-replayed", problem.detail)
-            problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
-            throw problem
-        }
-        return checked.thumbprint
+        return checked
     }
 
     /// The scheme (lowercased: `bearer` or `dpop`) and the token.

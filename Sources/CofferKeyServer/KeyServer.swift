@@ -81,7 +81,8 @@ public struct KeyServer: Sendable {
             let key = try await store.current(
                 try KeyName(
                     realm: realm, subject: caller.subject, device: try caller.device(body.device),
-                    purpose: Self.parameter("purpose", context)))
+                    purpose: Self.parameter("purpose", context)),
+                proof: caller.proof)
             return Self.json(KeyResponse(key), private: true)
         }
         router.get("/v1/keys/:purpose/versions/:version") { request, context in
@@ -93,7 +94,8 @@ public struct KeyServer: Sendable {
                 realm: realm, subject: caller.subject,
                 device: try caller.device(request.uri.queryParameters.get("device").map { String($0) }),
                 purpose: Self.parameter("purpose", context))
-            return Self.json(KeyResponse(try await store.version(version, of: name)), private: true)
+            return Self.json(
+                KeyResponse(try await store.version(version, of: name, proof: caller.proof)), private: true)
         }
         router.post("/v1/keys") { request, _ in
             let caller = try await caller(request)
@@ -106,7 +108,8 @@ public struct KeyServer: Sendable {
             for purpose in body.purposes {
                 let name = try KeyName(
                     realm: realm, subject: caller.subject, device: try caller.device(body.device), purpose: purpose)
-                keys.append(KeyResponse(try await store.current(name)))
+                // The proof is spent with the first key.
+                keys.append(KeyResponse(try await store.current(name, proof: keys.isEmpty ? caller.proof : nil)))
             }
             return Self.json(BatchResponse(keys: keys), private: true)
         }

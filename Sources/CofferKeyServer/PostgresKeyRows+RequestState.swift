@@ -18,25 +18,6 @@ extension PostgresKeyRows {
         }
     }
 
-    /// The primary key settles a race: of two replicas seeing one proof at
-    /// once, one inserts and the other finds the row and refuses. Within a
-    /// batch, only a proof's first copy can be its first use.
-    func rememberProofs(_ uses: [ProofUse]) async throws -> [Result<Bool, any Error>] {
-        let inserted = try await database.query(
-            """
-            INSERT INTO dpop_proofs (hash, expires)
-            SELECT * FROM unnest(\(uses.map { ByteBuffer(bytes: $0.hash) })::bytea[], \(uses.map(\.expires))::bigint[])
-            ON CONFLICT DO NOTHING RETURNING hash
-            """
-        ) { rows in
-            var inserted: Set<Data> = []
-            for try await hash in rows.decode(Data.self) { inserted.insert(hash) }
-            return inserted
-        }
-        var seen: Set<Data> = []
-        return uses.map { use in .success(seen.insert(use.hash).inserted && inserted.contains(use.hash)) }
-    }
-
     func secret(named name: String, make: Data) async throws -> Data {
         try await database.transaction { db in
             try await db.run(

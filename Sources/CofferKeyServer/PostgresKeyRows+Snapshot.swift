@@ -3,18 +3,37 @@ import HTTPTypes
 import PostgresNIO
 
 extension PostgresKeyRows {
-    /// A batch of releases in one transaction of four round trips however
-    /// many it holds: one statement reads every key of the batch, then the
-    /// released ones are appended to the audit chain (the lock, the chain's
-    /// head, one insert) and the transaction commits. Replicas that release
-    /// at once take the audit lock in turn, a batch at a time.
+    /// A batch of releases in one transaction of a few round trips however
+    /// many it holds: one statement records the batch's DPoP proofs, one
+    /// reads every key of the batch, then the released ones are appended to
+    /// the audit chain (the lock, the chain's head, one insert) and the
+    /// transaction commits. Replicas that release at once take the audit
+    /// lock in turn, a batch at a time.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
         try await database.transaction { db in
+            let recorded = try await Self.recordProofs(db, requests.compactMap(\.proof))
+            let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
             let snapshots = try await Self.snapshots(db, requests)
-            let (results, audit) = KeySnapshot.outcomes(Array(zip(requests, snapshots)), now: now)
+            let (results, audit) = KeySnapshot.outcomes(Array(zip(requests, snapshots)), fresh: fresh, now: now)
             try await Self.append(db, audit, now: now)
             return results
         }
+    }
+
+    /// The proofs this statement recorded. The primary key settles a race:
+    /// of two replicas seeing one proof at once, one inserts it and the
+    /// other waits for that commit, then finds the row.
+    static func recordProofs(_ db: PostgresConnection, _ proofs: [ProofUse]) async throws -> Set<Data> {
+        guard !proofs.isEmpty else { return [] }
+        var recorded: Set<Data> = []
+        for try await hash in try await db.run(
+            """
+            INSERT INTO dpop_proofs (hash, expires)
+            SELECT * FROM unnest(\(proofs.map { ByteBuffer(bytes: $0.hash) })::bytea[], \(proofs.map(\.expires))::bigint[])
+            ON CONFLICT DO NOTHING RETURNING hash
+            """
+        ).decode(Data.self) { recorded.insert(hash) }
+        return recorded
     }
 
     /// Each request's key, in the requests' order, in one statement (so in

@@ -27,18 +27,6 @@ extension SQLiteKeyRows {
         }
     }
 
-    /// In one transaction, a proof seen twice in the batch is inserted once.
-    func rememberProofs(_ uses: [ProofUse]) async throws -> [Result<Bool, any Error>] {
-        try await pool.write { db in
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING")
-            return try uses.map { use in
-                try insert.execute(arguments: [use.hash, use.expires])
-                return .success(db.changesCount == 1)
-            }
-        }
-    }
-
     func secret(named name: String, make: Data) async throws -> Data {
         try await pool.write { db in
             try db.execute(

@@ -56,8 +56,16 @@ final class SQLiteKeyRows: KeyRows {
     /// from its page cache in microseconds.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
         try await pool.write { db in
+            var recorded: Set<Data> = []
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING")
+            for proof in requests.compactMap(\.proof) {
+                try insert.execute(arguments: [proof.hash, proof.expires])
+                if db.changesCount == 1 { recorded.insert(proof.hash) }
+            }
+            let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
             let snapshots = try requests.map { ($0, try Self.snapshot(db, $0.name, version: $0.version)) }
-            let (results, audit) = KeySnapshot.outcomes(snapshots, now: now)
+            let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
             try Self.append(db, audit, now: now)
             return results
         }

@@ -20,8 +20,6 @@ public final class ServerKeyStore: Sendable {
     let now: @Sendable () -> Int64
     /// Reads and audits key releases, many per transaction.
     let releases: Batcher<ReleaseRequest, StoredVersion?>
-    /// Records DPoP proofs' replay hashes, many per transaction.
-    let proofs: Batcher<ProofUse, Bool>
     /// The DPoP nonce key, once read from the database.
     let nonceKey = Locked<SymmetricKey?>(nil)
 
@@ -47,7 +45,6 @@ public final class ServerKeyStore: Sendable {
     ) {
         self.rows = rows
         releases = Batcher { requests in try await rows.release(requests, now: now()) }
-        proofs = Batcher { uses in try await rows.rememberProofs(uses) }
         ring = Locked(kek)
         self.reload = reload
         self.now = now
@@ -65,7 +62,13 @@ public final class ServerKeyStore: Sendable {
     /// first requests at once, exactly one key is made and all receive it.
     /// Every release is in the audit log before the key is returned.
     public func current(_ name: KeyName) async throws -> ReleasedKey {
-        if let row = try await releases.submit(ReleaseRequest(name: name, version: nil)) {
+        try await current(name, proof: nil)
+    }
+
+    /// `proof`: the DPoP proof of the request, refused as a replay if any
+    /// replica saw it before (recorded in the release's transaction).
+    func current(_ name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
+        if let row = try await releases.submit(ReleaseRequest(name: name, version: nil, proof: proof)) {
             return try open(row, name)
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
@@ -76,8 +79,12 @@ public final class ServerKeyStore: Sendable {
     /// Version `version` of `name`'s key: `key-not-found` when it was never
     /// made, `key-retired` below the key's minimum version.
     public func version(_ version: Int, of name: KeyName) async throws -> ReleasedKey {
+        try await self.version(version, of: name, proof: nil)
+    }
+
+    func version(_ version: Int, of name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
         guard Int32(exactly: version) != nil,
-            let row = try await releases.submit(ReleaseRequest(name: name, version: version))
+            let row = try await releases.submit(ReleaseRequest(name: name, version: version, proof: proof))
         else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
         return try open(row, name)
     }

@@ -206,6 +206,23 @@ import Testing
         #expect(granted == 200 && key["device"] as? String == "jkt:" + proof.jkt)
         let (replayed, again, _) = try await a.exchange("/v1/keys/notes", token: token, proof: proof.proof)
         #expect(replayed == 401 && again["code"] as? String == "dpop-proof-replayed")
+
+        // One new proof sent 16 times at once, 8 to each replica: the copies
+        // share batches on each replica and race across them; exactly one
+        // is granted.
+        let raced = try replicas.issuer.proofs([spec.merging(["nonce": nonce]) { $1 }])[0].proof
+        let answers = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for copy in 0..<16 {
+                group.addTask {
+                    let (status, body, _) = try await (copy % 2 == 0 ? a : b).exchange(
+                        "/v1/keys/notes", token: token, proof: raced)
+                    return (status, body["code"] as? String)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.filter { $0.0 == 200 }.count == 1)
+        #expect(answers.filter { $0 == (401, "dpop-proof-replayed") }.count == 15)
     }
 
     @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {

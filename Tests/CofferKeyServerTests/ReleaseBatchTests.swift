@@ -1,0 +1,78 @@
+import Coffer
+import Foundation
+import Testing
+
+@testable import CofferKeyServer
+
+/// A batch of releases as each backend runs it (the contract of
+/// `KeyRows.release`), with the duplicates and refusals that timing alone
+/// rarely puts into one batch over HTTP.
+@Suite struct ReleaseBatchTests {
+    static func store(_ backend: Backend) async throws -> (ServerKeyStore, URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-batch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        switch backend {
+        case .sqlite:
+            return (try ServerKeyStore(path: folder.appendingPathComponent("keys.sqlite").path, kek: KeyRing()), folder)
+        case .postgres:
+            let store = try await ServerKeyStore.open(
+                postgres: try TestPostgres.freshURL(), password: try TestPostgres.server().password, kek: KeyRing())
+            return (store, folder)
+        }
+    }
+
+    static func code(_ result: Result<StoredVersion?, any Error>) -> String? {
+        guard case .failure(let error) = result else { return nil }
+        return (error as? Problem)?.code ?? "\(error)"
+    }
+
+    /// One proof twice in one batch: the first copy is spent, the second is
+    /// a replay, and so is every copy in a later batch. A request refused
+    /// takes no release into the audit log; the others do, in order.
+    @Test(arguments: Backend.allCases)
+    func aProofIsSpentOnceInABatchAndAcrossBatches(_ backend: Backend) async throws {
+        let (store, folder) = try await Self.store(backend)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let name = try KeyName(realm: "default", subject: "ana", device: "jkt:abc", purpose: "notes")
+        let made = try await store.current(name)
+        let never = try KeyName(realm: "default", subject: "ana", device: "jkt:abc", purpose: "never-made")
+        let now = store.now()
+        let (first, second) = (
+            ProofUse(hash: Data(repeating: 1, count: 32), expires: now + 120),
+            ProofUse(hash: Data(repeating: 2, count: 32), expires: now + 120)
+        )
+        let batch = [
+            ReleaseRequest(name: name, version: nil, proof: first),
+            ReleaseRequest(name: name, version: nil, proof: first),
+            ReleaseRequest(name: never, version: nil, proof: second),
+            ReleaseRequest(name: name, version: 1, proof: nil),
+            ReleaseRequest(name: name, version: 2, proof: nil),
+        ]
+        let results = try await store.rows.release(batch, now: now)
+        #expect(results.map(Self.code) == [nil, "dpop-proof-replayed", nil, nil, nil])
+        let versions = results.map { result in
+            switch result {
+            case .success(let row): row.map { "v\($0.version)" } ?? "none"
+            case .failure: "refused"
+            }
+        }
+        #expect(versions == ["v1", "refused", "none", "v1", "none"])
+        #expect(try results[0].get()?.wrapped == results[3].get()?.wrapped)
+        #expect(made.version == 1)
+
+        let again = try await store.rows.release(
+            [
+                ReleaseRequest(name: name, version: nil, proof: second),
+                ReleaseRequest(name: name, version: nil, proof: first),
+            ],
+            now: now)
+        #expect(again.map(Self.code) == ["dpop-proof-replayed", "dpop-proof-replayed"])
+
+        // The first use's create and release, then the two releases of
+        // the batch that found a version; nothing for the refusals.
+        let history = try await store.auditHistory(realm: "default", subject: "ana")
+        #expect(history.map(\.action) == ["create", "release", "release", "release"])
+        #expect(history.suffix(2).map(\.version) == [1, 1])
+        await store.close()
+    }
+}
