@@ -62,47 +62,78 @@ struct DPoPProof: Sendable {
         _ proof: String, method: String, urls: [String], accessToken: Substring, now: Int64, leeway: Int64
     ) throws -> (DPoPProof, nonce: String?) {
         guard proof.utf8.count <= DPoPPolicy.maxProofBytes else { throw refused("the DPoP proof is too long") }
-        let parts = proof.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
-            let claimBytes = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let claims = try? JSONSerialization.jsonObject(with: Data(claimBytes)) as? [String: Any]
+        let bytes = Array(proof.utf8)
+        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        let decoder = JSONDecoder()
+        guard parts.count == 3, let headerBytes = Base64URL.decode(bytes: parts[0]),
+            let claimBytes = Base64URL.decode(bytes: parts[1]), let signature = Base64URL.decode(bytes: parts[2]),
+            let header = try? decoder.decode(Header.self, from: Data(headerBytes)),
+            let claims = try? decoder.decode(Claims.self, from: Data(claimBytes))
         else { throw refused("the DPoP proof is not a signed JWT") }
-        guard header["typ"] as? String == "dpop+jwt" else { throw refused("the DPoP proof's typ is not dpop+jwt") }
-        guard header["alg"] as? String == "ES256" else { throw refused("DPoP proofs are ES256 (P-256) only") }
-        guard let jwk = header["jwk"] as? [String: Any], jwk["kty"] as? String == "EC",
-            jwk["crv"] as? String == "P-256", jwk["d"] == nil,
-            let x = jwk["x"] as? String, let y = jwk["y"] as? String,
+        guard header.typ == "dpop+jwt" else { throw refused("the DPoP proof's typ is not dpop+jwt") }
+        guard header.alg == "ES256" else { throw refused("DPoP proofs are ES256 (P-256) only") }
+        guard let jwk = header.jwk, jwk.kty == "EC", jwk.crv == "P-256", jwk.d == nil,
+            let x = jwk.x, let y = jwk.y,
             let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
             xBytes.count == 32, yBytes.count == 32,
             let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)
         else { throw refused("the DPoP proof's jwk is not a public P-256 key") }
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-            key.isValidSignature(ecdsa, for: Data(proof.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)))
+            key.isValidSignature(ecdsa, for: bytes[..<(parts[0].count + 1 + parts[1].count)])
         else { throw refused("the DPoP proof's signature does not verify") }
-        guard let jti = claims["jti"] as? String, (1...256).contains(jti.utf8.count) else {
+        guard let jti = claims.jti, (1...256).contains(jti.utf8.count) else {
             throw refused("the DPoP proof has no jti")
         }
-        guard claims["htm"] as? String == method else {
+        guard claims.htm == method else {
             throw refused("the DPoP proof is for another method")
         }
-        guard let htu = claims["htu"] as? String, urls.contains(Self.withoutQuery(htu)) else {
+        guard let htu = claims.htu, urls.contains(Self.withoutQuery(htu)) else {
             throw refused("the DPoP proof is for another URL")
         }
-        guard let iat = (claims["iat"] as? NSNumber)?.int64Value, abs(iat - now) <= leeway else {
+        guard let seconds = claims.iat, seconds.isFinite, abs(seconds) < 1e15, abs(Int64(seconds) - now) <= leeway
+        else {
             throw refused("the DPoP proof's iat is not within \(leeway) s of the server's clock")
         }
         let ath = Base64URL.encode(Array(SHA256.hash(data: Data(accessToken.utf8))))
-        guard let claimed = claims["ath"] as? String, claimed == ath else {
+        guard claims.ath == ath else {
             throw refused("the DPoP proof's ath is not the hash of this access token")
         }
         let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
         let thumbprint = Base64URL.encode(Array(SHA256.hash(data: Data(canonical.utf8))))
         let replayHash = Data(SHA256.hash(data: Data((thumbprint + " " + jti).utf8)))
-        return (
-            DPoPProof(thumbprint: thumbprint, replayHash: replayHash, issuedAt: iat),
-            claims["nonce"] as? String
-        )
+        return (DPoPProof(thumbprint: thumbprint, replayHash: replayHash, issuedAt: Int64(seconds)), claims.nonce)
+    }
+
+    /// The fields of a proof's header and claims this server reads; a field
+    /// of the wrong JSON type makes the proof malformed.
+    private struct Header: Decodable {
+        let typ: String?
+        let alg: String?
+        let jwk: JWK?
+    }
+
+    private struct JWK: Decodable {
+        let kty: String?
+        let crv: String?
+        let x: String?
+        let y: String?
+        /// A private key's scalar: present, the key is refused.
+        let d: Present?
+    }
+
+    /// Any JSON value but null, read only to know it is there.
+    private struct Present: Decodable {
+        init(from decoder: any Decoder) throws {}
+    }
+
+    private struct Claims: Decodable {
+        let jti: String?
+        let htm: String?
+        let htu: String?
+        /// A NumericDate (RFC 7519 §2): seconds, possibly with a fraction.
+        let iat: Double?
+        let ath: String?
+        let nonce: String?
     }
 
     static func withoutQuery(_ url: String) -> String {

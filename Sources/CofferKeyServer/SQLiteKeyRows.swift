@@ -7,6 +7,7 @@ import HTTPTypes
 /// on GRDB's writer, and `secure_delete` overwrites what a shred deletes.
 final class SQLiteKeyRows: KeyRows {
     let pool: DatabasePool
+    let checkpointer: WALCheckpointer
 
     init(path: String) throws {
         var configuration = Configuration()
@@ -14,9 +15,12 @@ final class SQLiteKeyRows: KeyRows {
         configuration.prepareDatabase { db in
             // Destroyed rows are overwritten, not left in free pages.
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            // Checkpoints run beside the writer, not in its commits.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        checkpointer = try WALCheckpointer(path: path)
     }
 
     static var migrator: DatabaseMigrator {
@@ -50,47 +54,6 @@ final class SQLiteKeyRows: KeyRows {
     }
 
     // MARK: keys
-
-    /// Reads every key of the batch and appends the releases in one write
-    /// transaction: SQLite answers the reads (a few indexed lookups each)
-    /// from its page cache in microseconds.
-    func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
-        try await pool.write { db in
-            var recorded: Set<Data> = []
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING")
-            for proof in requests.compactMap(\.proof) {
-                try insert.execute(arguments: [proof.hash, proof.expires])
-                if db.changesCount == 1 { recorded.insert(proof.hash) }
-            }
-            let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
-            let snapshots = try requests.map { ($0, try Self.snapshot(db, $0.name, version: $0.version)) }
-            let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
-            try Self.append(db, audit, now: now)
-            return results
-        }
-    }
-
-    /// The subject's shred state, the key's minimum version and the wanted
-    /// version (nil: the latest), in one statement.
-    static func snapshot(_ db: Database, _ name: KeyName, version: Int?) throws -> KeySnapshot {
-        let key =
-            version == nil
-            ? "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 ORDER BY version DESC LIMIT 1"
-            : "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 AND version = ?5"
-        let sql = """
-            SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped FROM (SELECT 1)
-            LEFT JOIN subjects s ON s.realm = ?1 AND s.subject = ?2
-            LEFT JOIN key_floors f ON f.realm = ?1 AND f.subject = ?2 AND f.device = ?3 AND f.purpose = ?4
-            LEFT JOIN (\(key)) k
-            """
-        var arguments: StatementArguments = [name.realm, name.subject, name.device, name.purpose]
-        if let version { arguments += [version] }
-        let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
-        return KeySnapshot(
-            shredAt: row["shred_at"], shredded: (row["shredded"] as Int64? ?? 0) != 0, minimum: row["minimum"] ?? 1,
-            stored: (row["version"] as Int?) == nil ? nil : Self.stored(row))
-    }
 
     func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {
         try await pool.write { db in
@@ -302,5 +265,5 @@ final class SQLiteKeyRows: KeyRows {
 
     func ping() async throws { _ = try await pool.read { try Int.fetchOne($0, sql: "SELECT 1") } }
 
-    func close() async {}
+    func close() async { checkpointer.stop() }
 }

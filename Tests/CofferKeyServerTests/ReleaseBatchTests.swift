@@ -1,5 +1,6 @@
 import Coffer
 import Foundation
+import GRDB
 import Testing
 
 @testable import CofferKeyServer
@@ -73,6 +74,31 @@ import Testing
         let history = try await store.auditHistory(realm: "default", subject: "ana")
         #expect(history.map(\.action) == ["create", "release", "release", "release"])
         #expect(history.suffix(2).map(\.version) == [1, 1])
+        await store.close()
+    }
+}
+
+/// The SQLite writer never checkpoints in a commit; the checkpointer
+/// beside it copies the WAL into the database file within a second.
+@Suite struct CheckpointTests {
+    @Test func releasesReachTheDatabaseFileWithoutACheckpointInTheirCommits() async throws {
+        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("keys.sqlite").path
+        let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
+        for _ in 0..<300 { _ = try await store.current(name) }
+        // The database file alone, without its WAL: what was checkpointed.
+        let copy = folder.appendingPathComponent("copy.sqlite").path
+        var entries = 0
+        for _ in 0..<20 where entries < 301 {
+            try await Task.sleep(for: .milliseconds(100))
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            let queue = try DatabaseQueue(path: copy)
+            // (No table yet: the schema itself is still in the WAL.)
+            entries = (try? await queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") }) ?? 0
+        }
+        #expect(entries == 301)  // the first use's create and 300 releases
         await store.close()
     }
 }

@@ -146,4 +146,8 @@ package enum Base64URL {
     package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         Base64.decode(text.utf8, padded: false, values: values)
     }
+
+    package static func decode(bytes: some Collection<UInt8>) -> [UInt8]? {
+        Base64.decode(bytes, padded: false, values: values)
+    }
 }
