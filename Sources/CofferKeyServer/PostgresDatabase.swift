@@ -23,34 +23,22 @@ final class PostgresDatabase: Sendable {
     /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`; the
     /// password comes apart, never inside the URL.
     init(url: String, password: String?, connections: Int = 16, deadline: Duration = .seconds(3)) throws {
-        guard let components = URLComponents(string: url),
-            ["postgres", "postgresql"].contains(components.scheme ?? ""), let host = components.host, !host.isEmpty,
-            let user = components.user, components.path.count > 1
-        else {
-            throw CofferError(.invalidArgument, "a PostgreSQL database is postgres://USER@HOST[:PORT]/DATABASE")
-        }
-        guard components.password == nil else {
-            throw CofferError(
-                .invalidArgument, "the database password does not go in the URL: give it in PGPASSWORD or a file")
-        }
-        let database = String(components.path.dropFirst())
-        let port = components.port ?? 5432
-        schema = components.queryItems?.first { $0.name == "schema" }?.value
+        let parsed = try PostgresURL(url, what: "a PostgreSQL database")
+        schema = parsed.schema
         if let schema {
             guard KeyName.isToken(schema, lowercaseOnly: true, range: 1...63), schema.first!.isLetter else {
                 throw CofferError(.invalidArgument, "a schema name is 1–63 of a-z, 0-9, '_', starting with a letter")
             }
         }
-        location = "postgres://\(user)@\(host):\(port)/\(database)" + (schema.map { "?schema=" + $0 } ?? "")
+        location = parsed.location
         var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: user, password: password, database: database, tls: .disable)
+            host: parsed.host, port: parsed.port, username: parsed.user, password: password,
+            database: parsed.database, tls: .disable)
         configuration.options.maximumConnections = connections
         configuration.options.connectTimeout = deadline
         if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
-        var logger = Logger(label: "coffer.server.postgres")
-        logger.logLevel = .critical
-        self.logger = logger
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        logger = Self.quiet
+        client = PostgresClient(configuration: configuration, backgroundLogger: Self.quiet)
         self.deadline = deadline
         let client = self.client
         runner = Task { await client.run() }

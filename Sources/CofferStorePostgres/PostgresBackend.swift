@@ -32,26 +32,13 @@ final class PostgresBackend: SnapshotReads {
     /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`; the
     /// password comes apart (from PGPASSWORD or a file), never inside the URL.
     init(url: String, password: String?, connections: Int = 4) throws {
-        guard let components = URLComponents(string: url),
-            ["postgres", "postgresql"].contains(components.scheme ?? ""), let host = components.host,
-            let user = components.user, components.path.count > 1
-        else {
-            throw CofferError(.invalidArgument, "a PostgreSQL store is postgres://USER@HOST[:PORT]/DATABASE")
-        }
-        guard components.password == nil else {
-            throw CofferError(
-                .invalidArgument, "the database password does not go in the URL: give it in PGPASSWORD or a file")
-        }
-        let database = String(components.path.dropFirst())
-        let namespace = components.queryItems?.first { $0.name == "schema" }?.value
-        if let namespace { try StoreSchema.checkName(namespace, what: "PostgreSQL schema") }
-        self.namespace = namespace
+        let parsed = try PostgresURL(url, what: "a PostgreSQL store")
+        if let namespace = parsed.schema { try StoreSchema.checkName(namespace, what: "PostgreSQL schema") }
+        namespace = parsed.schema
         configuration = PostgresConnection.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: password, database: database,
-            tls: .disable)
-        location =
-            "postgres://\(user)@\(host):\(components.port ?? 5432)/\(database)"
-            + (namespace.map { "?schema=" + $0 } ?? "")
+            host: parsed.host, port: parsed.port, username: parsed.user, password: password,
+            database: parsed.database, tls: .disable)
+        location = parsed.location
         slots = DispatchSemaphore(value: max(1, connections))
         var logger = Logger(label: "coffer.store.postgres")
         logger.logLevel = .critical

@@ -81,7 +81,7 @@ struct DataOptions: ParsableArguments {
         let reload: @Sendable () throws -> KeyRing = { try ring.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
         let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
-        guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+        guard PostgresURL.names(database) else {
             guard !database.contains("://") else {
                 throw ValidationError(
                     "--database takes an SQLite path or a postgres:// URL, not \(database.prefix(while: { $0 != ":" }))://…"
@@ -92,12 +92,8 @@ struct DataOptions: ParsableArguments {
             }
             return try ServerKeyStore(path: database, kek: file.keyRing, reload: reload)
         }
-        let password =
-            try passwordFile.map {
-                String(decoding: try ServerFiles.secretFile($0, what: "the database password file"), as: UTF8.self)
-            }
-            .map { String($0.prefix { $0 != "\n" && $0 != "\r" }) }
-            ?? ProcessInfo.processInfo.environment["PGPASSWORD"]
+        let password = PostgresURL.password(
+            file: try passwordFile.map { Array(try ServerFiles.secretFile($0, what: "the database password file")) })
         return try await ServerKeyStore.open(postgres: database, password: password, kek: file.keyRing, reload: reload)
     }
 

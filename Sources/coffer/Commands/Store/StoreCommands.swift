@@ -64,18 +64,14 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    var isPostgres: Bool { database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") }
+    var isPostgres: Bool { PostgresURL.names(database) }
 
     /// The PostgreSQL password: the file's first line, or PGPASSWORD.
     func databasePassword() throws -> String? {
-        if let databasePasswordFile {
-            let text = String(
-                decoding: try Input.readAll(
-                    path: databasePasswordFile, what: "the database password file", secret: true),
-                as: UTF8.self)
-            return String(text.prefix { $0 != "\n" && $0 != "\r" })
-        }
-        return ProcessInfo.processInfo.environment["PGPASSWORD"]
+        PostgresURL.password(
+            file: try databasePasswordFile.map {
+                Array(try Input.readAll(path: $0, what: "the database password file", secret: true))
+            })
     }
 
     func secret(confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
