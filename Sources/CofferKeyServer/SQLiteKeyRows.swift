@@ -20,7 +20,7 @@ final class SQLiteKeyRows: KeyRows {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
-        checkpointer = try WALCheckpointer(path: path)
+        checkpointer = WALCheckpointer(path: path)
     }
 
     static var migrator: DatabaseMigrator {

@@ -17,7 +17,8 @@ import Testing
             return (try ServerKeyStore(path: folder.appendingPathComponent("keys.sqlite").path, kek: KeyRing()), folder)
         case .postgres:
             let store = try await ServerKeyStore.open(
-                postgres: try TestPostgres.freshURL(), password: try TestPostgres.server().password, kek: KeyRing())
+                postgres: try TestPostgres.freshURL(), password: try TestPostgres.server().password, kek: KeyRing(),
+                deadline: .seconds(20))
             return (store, folder)
         }
     }
