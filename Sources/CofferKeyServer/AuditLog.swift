@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 
 /// One line of the audit log: who did what to which key, when. Never a
 /// key, a token or anything read from one but its subject.
@@ -210,6 +211,10 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
             pending.removeFirst(batch.count)
             do {
                 let answers = try await run(batch.map(\.0))
+                // One answer per request, or none waits for ever.
+                guard answers.count == batch.count else {
+                    throw Problem(.internalServerError, "database-error", "a batch was answered in part")
+                }
                 for ((_, continuation), answer) in zip(batch, answers) { continuation.resume(with: answer) }
             } catch {
                 for (_, continuation) in batch { continuation.resume(throwing: error) }

@@ -45,8 +45,6 @@ protocol KeyRows: Sendable {
     func operators() async throws -> [OperatorInfo]
     func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool
 
-    /// Appends entries to the audit chain in one transaction.
-    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws
     /// Entries after `seq`, in order, at most `limit`.
     func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry]
     /// Every entry about one subject, in order.

@@ -38,10 +38,6 @@ extension PostgresKeyRows {
             """)
     }
 
-    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
-        try await database.transaction { db in try await Self.append(db, records, now: now) }
-    }
-
     func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry] {
         try await database.query(
             "SELECT \(unescaped: Self.auditColumns) FROM audit WHERE seq > \(seq) ORDER BY seq LIMIT \(limit)",

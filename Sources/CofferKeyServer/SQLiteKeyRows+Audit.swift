@@ -25,10 +25,6 @@ extension SQLiteKeyRows {
         }
     }
 
-    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
-        try await pool.write { db in try Self.append(db, records, now: now) }
-    }
-
     func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry] {
         try await pool.read { db in
             try Row.fetchAll(
