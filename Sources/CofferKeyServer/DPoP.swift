@@ -143,20 +143,35 @@ struct DPoPProof: Sendable {
 
 /// Server nonces: the window's number and a MAC over it under a key every
 /// replica shares (kept in the database, sealed under the KEK), so any
-/// replica accepts what another issued, with no lookup.
-struct DPoPNonces: Sendable {
+/// replica accepts what another issued, with no lookup. Only two windows
+/// are ever valid, so their tags are computed once each and remembered.
+final class DPoPNonces: Sendable {
     let key: SymmetricKey
+    /// Tags by window: at most the two valid windows and the one asked
+    /// for last.
+    let tags = Locked<[Int64: [UInt8]]>([:])
+
+    init(key: SymmetricKey) { self.key = key }
 
     func nonce(now: Int64) -> String { make(window: now / DPoPPolicy.nonceWindow) }
 
     func make(window: Int64) -> String {
-        let counter = withUnsafeBytes(of: window.bigEndian) { Array($0) }
-        return Base64URL.encode(counter + mac(counter))
+        Base64URL.encode(Self.counter(window) + tag(window))
     }
 
-    /// The nonce's tag: the first 16 bytes of HMAC-SHA256 over its window.
-    func mac(_ counter: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Array("coffer dpop nonce".utf8) + counter, using: key).prefix(16))
+    static func counter(_ window: Int64) -> [UInt8] { withUnsafeBytes(of: window.bigEndian) { Array($0) } }
+
+    /// The window's tag: the first 16 bytes of HMAC-SHA256 over its number.
+    func tag(_ window: Int64) -> [UInt8] {
+        if let known = tags.withLock({ $0[window] }) { return known }
+        let made = Array(
+            HMAC<SHA256>.authenticationCode(for: Array("coffer dpop nonce".utf8) + Self.counter(window), using: key)
+                .prefix(16))
+        tags.withLock { tags in
+            if tags.count >= 3 { tags = tags.filter { $0.key >= window - 1 } }
+            tags[window] = made
+        }
+        return made
     }
 
     func isValid(_ nonce: String?, now: Int64) -> Bool {
@@ -164,7 +179,7 @@ struct DPoPNonces: Sendable {
         let window = bytes.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
         let current = now / DPoPPolicy.nonceWindow
         guard window == current || window == current - 1 else { return false }
-        return ConstantTime.equal(mac(Array(bytes.prefix(8))), Array(bytes.suffix(16)))
+        return ConstantTime.equal(tag(window), Array(bytes.suffix(16)))
     }
 }
 
@@ -172,12 +187,12 @@ extension ServerKeyStore {
     /// The nonce issuer every replica shares: its key is made by the first
     /// replica that needs it, kept in the database sealed under the KEK.
     func dpopNonces() async throws -> DPoPNonces {
-        if let key = nonceKey.withLock({ $0 }) { return DPoPNonces(key: key) }
+        if let nonces = nonces.withLock({ $0 }) { return nonces }
         let context = try SealingContext("coffer-server", "dpop-nonce-key")
         let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
         let sealed = try await rows.secret(named: "dpop-nonce-key", make: made)
-        let key = SymmetricKey(data: try openWrapped(sealed, context: context))
-        nonceKey.withLock { $0 = key }
-        return DPoPNonces(key: key)
+        let issuer = DPoPNonces(key: SymmetricKey(data: try openWrapped(sealed, context: context)))
+        nonces.withLock { $0 = issuer }
+        return issuer
     }
 }

@@ -21,7 +21,7 @@ public final class ServerKeyStore: Sendable {
     /// Reads and audits key releases, many per transaction.
     let releases: Batcher<ReleaseRequest, StoredVersion?>
     /// The DPoP nonce key, once read from the database.
-    let nonceKey = Locked<SymmetricKey?>(nil)
+    let nonces = Locked<DPoPNonces?>(nil)
 
     /// Opens (creating when missing) the SQLite database at `path`.
     /// - Parameters:
@@ -83,7 +83,9 @@ public final class ServerKeyStore: Sendable {
     }
 
     func version(_ version: Int, of name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
-        guard Int32(exactly: version) != nil,
+        // Versions count from 1; a version beyond what a backend stores
+        // names no row there.
+        guard version >= 1,
             let row = try await releases.submit(ReleaseRequest(name: name, version: version, proof: proof))
         else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
         return try open(row, name)

@@ -25,7 +25,7 @@ extension SignInVerifier {
             let algorithm: String
             switch (entry["kty"] as? String, entry["crv"] as? String) {
             case ("RSA", _):
-                guard let modulus = (entry["n"] as? String).flatMap({ base64URL(Substring($0)) }),
+                guard let modulus = (entry["n"] as? String).flatMap({ Base64URL.decode($0) }),
                     modulus.drop(while: { $0 == 0 }).count >= 256
                 else { continue }
                 algorithm = "RS256"

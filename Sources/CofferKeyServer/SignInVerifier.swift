@@ -119,8 +119,8 @@ public final class SignInVerifier: Sendable {
             return seen.signedIn
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let payloadBytes = Self.base64URL(parts[1]),
-            Self.base64URL(parts[2]) != nil,
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]).map({ Data($0) }),
+            let payloadBytes = Base64URL.decode(parts[1]).map({ Data($0) }), Base64URL.decode(parts[2]) != nil,
             let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any],
             let claims = try? JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any]
         else {
@@ -212,6 +212,4 @@ public final class SignInVerifier: Sendable {
     struct AnyClaims: JWTPayload {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
-
-    static func base64URL(_ text: Substring) -> Data? { Base64URL.decode(text).map { Data($0) } }
 }

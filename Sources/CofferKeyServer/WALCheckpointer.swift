@@ -11,7 +11,9 @@ import GRDB
 /// no reader, on a connection of its own, four times a second, on GRDB's
 /// dispatch queue rather than the cooperative pool. Several processes on
 /// one file each run one; a checkpoint that finds another running is
-/// skipped. The task ends with this object.
+/// skipped. A tick that finds the WAL as it was at the last checkpoint
+/// (same size, same modification time) opens nothing. The task ends with
+/// this object.
 ///
 /// (Tried for CofferStore's bulk puts too, with a 32 MiB WAL: no faster,
 /// since their cost is the index pages a put dirties, not the copy.)
@@ -20,10 +22,14 @@ final class WALCheckpointer: Sendable {
 
     init(path: String, every interval: Duration = .milliseconds(250)) {
         task = Task.detached(priority: .utility) {
+            var folded: WALState?
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 guard !Task.isCancelled else { return }
+                let now = WALState(path + "-wal")
+                guard now != nil, now != folded else { continue }
                 await Self.checkpoint(path)
+                folded = now
             }
         }
     }
@@ -41,6 +47,21 @@ final class WALCheckpointer: Sendable {
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return }
         _ = try? await queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
         try? queue.close()
+    }
+
+    /// What the file system says of a WAL file: a writer's commit changes
+    /// its modification time, a checkpoint does not.
+    struct WALState: Equatable {
+        let size: Int
+        let modified: Date
+
+        init?(_ path: String) {
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                let size = attributes[.size] as? Int, let modified = attributes[.modificationDate] as? Date
+            else { return nil }
+            self.size = size
+            self.modified = modified
+        }
     }
 
     func stop() { task.cancel() }
