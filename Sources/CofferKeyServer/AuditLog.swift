@@ -91,17 +91,18 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// The encoding the hash covers (docs/key-server.md, "Audit log"): a
     /// label, then each field as a 4-byte big-endian length and its UTF-8
     /// bytes, numbers in decimal.
-    var encoding: Data {
-        var data = Data()
-        for field in [
+    var encoding: [UInt8] {
+        let fields = [
             "coffer audit v1", String(seq), String(at), actor, action, realm, subject, device, purpose,
             String(version), detail,
-        ] {
-            let bytes = Data(field.utf8)
-            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
-            data.append(bytes)
+        ]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.utf8.count })
+        for field in fields {
+            withUnsafeBytes(of: UInt32(field.utf8.count).bigEndian) { bytes.append(contentsOf: $0) }
+            bytes.append(contentsOf: field.utf8)
         }
-        return data
+        return bytes
     }
 
     /// SHA-256 over `previous` and this entry's encoding.

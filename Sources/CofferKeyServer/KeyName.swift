@@ -28,7 +28,7 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
                 "invalid-device", "a device is at most 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
         }
         guard (1...255).contains(subject.utf8.count),
-            !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            !subject.unicodeScalars.contains(where: Self.isControl)
         else {
             throw Problem.badRequest("invalid-subject", "a subject is 1–255 characters with no control character")
         }
@@ -36,6 +36,12 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
         self.subject = subject
         self.device = device
         self.purpose = purpose
+    }
+
+    /// General category Cc: C0, DEL and C1 (the Unicode standard fixes
+    /// these 65 code points as Cc, §23.1), without a property lookup.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     static func isToken(_ text: String, lowercaseOnly: Bool, range: ClosedRange<Int>, colon: Bool = false) -> Bool {

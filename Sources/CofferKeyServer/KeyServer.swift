@@ -83,7 +83,7 @@ public struct KeyServer: Sendable {
                     realm: realm, subject: caller.subject, device: try caller.device(body.device),
                     purpose: Self.parameter("purpose", context)),
                 proof: caller.proof)
-            return Self.json(KeyResponse(key), private: true)
+            return KeyResponse.body([KeyResponse(key)], batch: false)
         }
         router.get("/v1/keys/:purpose/versions/:version") { request, context in
             let caller = try await caller(request)
@@ -94,8 +94,8 @@ public struct KeyServer: Sendable {
                 realm: realm, subject: caller.subject,
                 device: try caller.device(request.uri.queryParameters.get("device").map { String($0) }),
                 purpose: Self.parameter("purpose", context))
-            return Self.json(
-                KeyResponse(try await store.version(version, of: name, proof: caller.proof)), private: true)
+            return KeyResponse.body(
+                [KeyResponse(try await store.version(version, of: name, proof: caller.proof))], batch: false)
         }
         router.post("/v1/keys") { request, _ in
             let caller = try await caller(request)
@@ -111,7 +111,7 @@ public struct KeyServer: Sendable {
                 // The proof is spent with the first key.
                 keys.append(KeyResponse(try await store.current(name, proof: keys.isEmpty ? caller.proof : nil)))
             }
-            return Self.json(BatchResponse(keys: keys), private: true)
+            return KeyResponse.body(keys, batch: true)
         }
         addAdminRoutes(router)
         if let devIssuer {

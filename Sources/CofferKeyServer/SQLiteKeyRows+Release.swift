@@ -37,9 +37,12 @@ extension SQLiteKeyRows {
             """
         var arguments: StatementArguments = [name.realm, name.subject, name.device, name.purpose]
         if let version { arguments += [version] }
+        // Columns by position (shred_at, shredded, minimum, version,
+        // wrapped): a lookup by name costs a case-folded search per column.
         let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
+        let version: Int? = row[3]
         return KeySnapshot(
-            shredAt: row["shred_at"], shredded: (row["shredded"] as Int64? ?? 0) != 0, minimum: row["minimum"] ?? 1,
-            stored: (row["version"] as Int?) == nil ? nil : Self.stored(row))
+            shredAt: row[0], shredded: (row[1] as Int64? ?? 0) != 0, minimum: row[2] ?? 1,
+            stored: version.map { StoredVersion(version: $0, wrapped: row[4]) })
     }
 }

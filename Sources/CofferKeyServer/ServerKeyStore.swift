@@ -22,6 +22,8 @@ public final class ServerKeyStore: Sendable {
     let releases: Batcher<ReleaseRequest, StoredVersion?>
     /// The DPoP nonce key, once read from the database.
     let nonces = Locked<DPoPNonces?>(nil)
+    /// Keys opened in the last minute (``OpenedKeys``).
+    let opened = OpenedKeys()
 
     /// Opens (creating when missing) the SQLite database at `path`.
     /// - Parameters:
@@ -119,8 +121,10 @@ public final class ServerKeyStore: Sendable {
         try key.withUnsafeBytes { try kek.seal($0, context: try name.context(version: version)) }
     }
 
-    /// Opens a stored version.
+    /// Opens a stored version, or finds it opened in the last minute.
     func open(_ row: StoredVersion, _ name: KeyName) throws -> ReleasedKey {
+        let now = now()
+        if let key = opened.find(name, row, now: now) { return key }
         let (version, wrapped) = (row.version, row.wrapped)
         // Built once: it opens the key and names it.
         let context = try name.context(version: version)
@@ -131,8 +135,10 @@ public final class ServerKeyStore: Sendable {
             // A row moved to another name, or a KEK that is not this store's.
             throw Problem(.internalServerError, "key-unreadable", "a stored key did not open under the server's KEK")
         }
-        return ReleasedKey(
+        let key = ReleasedKey(
             name: name, version: version, keyID: KeyName.keyID(of: context), key: SymmetricKey(data: bytes))
+        opened.keep(key, row, now: now)
+        return key
     }
 
     /// Opens a sealed key; a KEK key the ring lacks makes it read the
@@ -144,6 +150,7 @@ public final class ServerKeyStore: Sendable {
             guard let reload else { throw error }
             let fresh = try reload()
             ring.withLock { $0 = fresh }
+            opened.clear()
             return try fresh.open(wrapped, context: context)
         }
     }

@@ -46,6 +46,20 @@ import Testing
         #expect(Base64URL.decode("Z") == nil)
     }
 
+    /// The buffer-writing encoder (used for key bytes) against Foundation,
+    /// padding included, on every length up to 70.
+    @Test func base64IntoABufferAgreesWithFoundation() {
+        for length in 0...70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: .min ... .max) }
+            var output = [UInt8](repeating: 0, count: (length + 2) / 3 * 4)
+            let written = bytes.withUnsafeBytes { input in
+                output.withUnsafeMutableBytes { Base64.encode(input, into: $0) }
+            }
+            #expect(written == output.count)
+            #expect(String(decoding: output, as: UTF8.self) == Data(bytes).base64EncodedString())
+        }
+    }
+
     /// The armor's line decoder agrees with the general strict decoder on
     /// every 4-character group over a small alphabet, valid or not.
     @Test func armorLineDecoderAgreesWithTheStrictDecoder() {

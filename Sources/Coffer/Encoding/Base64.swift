@@ -3,7 +3,7 @@ import Foundation
 /// Standard base64 (RFC 4648 §4) with the strictness age needs: canonical
 /// encodings only (unused trailing bits must be zero, RFC 4648 §3.5), and
 /// padding either forbidden (the header) or required (the armor).
-enum Base64 {
+package enum Base64 {
     static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// 0xFF marks a byte outside the alphabet.
@@ -41,6 +41,28 @@ enum Base64 {
             }
         }
         return output
+    }
+
+    /// Encodes `bytes` with padding straight into `output` (room for
+    /// `(bytes.count + 2) / 3 * 4` bytes); returns the count written. For
+    /// secrets, which this never copies into a `String` or an array.
+    package static func encode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        precondition(output.count >= (bytes.count + 2) / 3 * 4)
+        var written = 0
+        var index = 0
+        while index < bytes.count {
+            let left = bytes.count - index
+            let b0 = bytes[index]
+            let b1 = left > 1 ? bytes[index + 1] : 0
+            let b2 = left > 2 ? bytes[index + 2] : 0
+            output[written] = alphabet[Int(b0 >> 2)]
+            output[written + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
+            output[written + 2] = left > 1 ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "=")
+            output[written + 3] = left > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "=")
+            written += 4
+            index += 3
+        }
+        return written
     }
 
     static func encodeString(_ bytes: some Collection<UInt8>, padded: Bool = false) -> String {
