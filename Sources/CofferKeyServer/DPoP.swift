@@ -59,27 +59,19 @@ struct DPoPProof: Sendable {
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
     /// The nonce and the `jti` are checked by the caller.
     static func check(
-        _ proof: String, method: String, urls: [String], accessToken: Substring, now: Int64, leeway: Int64
+        _ proof: String, method: String, urls: [String], accessToken: Substring, now: Int64, leeway: Int64,
+        headers: DPoPHeaders
     ) throws -> (DPoPProof, nonce: String?) {
         guard proof.utf8.count <= DPoPPolicy.maxProofBytes else { throw refused("the DPoP proof is too long") }
         let bytes = Array(proof.utf8)
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        let decoder = JSONDecoder()
-        guard parts.count == 3, let headerBytes = Base64URL.decode(bytes: parts[0]),
-            let claimBytes = Base64URL.decode(bytes: parts[1]), let signature = Base64URL.decode(bytes: parts[2]),
-            let header = try? decoder.decode(Header.self, from: Data(headerBytes)),
-            let claims = try? decoder.decode(Claims.self, from: Data(claimBytes))
+        guard parts.count == 3, let claimBytes = Base64URL.decode(bytes: parts[1]),
+            let signature = Base64URL.decode(bytes: parts[2]),
+            let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes))
         else { throw refused("the DPoP proof is not a signed JWT") }
-        guard header.typ == "dpop+jwt" else { throw refused("the DPoP proof's typ is not dpop+jwt") }
-        guard header.alg == "ES256" else { throw refused("DPoP proofs are ES256 (P-256) only") }
-        guard let jwk = header.jwk, jwk.kty == "EC", jwk.crv == "P-256", jwk.d == nil,
-            let x = jwk.x, let y = jwk.y,
-            let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
-            xBytes.count == 32, yBytes.count == 32,
-            let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)
-        else { throw refused("the DPoP proof's jwk is not a public P-256 key") }
+        let signer = try headers.signer(parts[0])
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-            key.isValidSignature(ecdsa, for: bytes[..<(parts[0].count + 1 + parts[1].count)])
+            signer.key.isValidSignature(ecdsa, for: bytes[..<(parts[0].count + 1 + parts[1].count)])
         else { throw refused("the DPoP proof's signature does not verify") }
         guard let jti = claims.jti, (1...256).contains(jti.utf8.count) else {
             throw refused("the DPoP proof has no jti")
@@ -98,10 +90,30 @@ struct DPoPProof: Sendable {
         guard claims.ath == ath else {
             throw refused("the DPoP proof's ath is not the hash of this access token")
         }
-        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
-        let thumbprint = Base64URL.encode(Array(SHA256.hash(data: Data(canonical.utf8))))
+        let thumbprint = signer.thumbprint
         let replayHash = Data(SHA256.hash(data: Data((thumbprint + " " + jti).utf8)))
         return (DPoPProof(thumbprint: thumbprint, replayHash: replayHash, issuedAt: Int64(seconds)), claims.nonce)
+    }
+
+    /// The key a proof header names and its RFC 7638 thumbprint, or why the
+    /// header is refused.
+    static func signer(ofHeader segment: ArraySlice<UInt8>) throws -> DPoPHeaders.Signer {
+        guard let headerBytes = Base64URL.decode(bytes: segment),
+            let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes))
+        else { throw refused("the DPoP proof is not a signed JWT") }
+        guard header.typ == "dpop+jwt" else { throw refused("the DPoP proof's typ is not dpop+jwt") }
+        guard header.alg == "ES256" else { throw refused("DPoP proofs are ES256 (P-256) only") }
+        guard let jwk = header.jwk, jwk.kty == "EC", jwk.crv == "P-256", jwk.d == nil,
+            let x = jwk.x, let y = jwk.y,
+            let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
+            xBytes.count == 32, yBytes.count == 32,
+            let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)
+        else { throw refused("the DPoP proof's jwk is not a public P-256 key") }
+        // x and y are canonical base64url (the decoder takes nothing else),
+        // so they go into the thumbprint's JSON as they came.
+        let canonical = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        let thumbprint = Base64URL.encode(Array(SHA256.hash(data: Data(canonical.utf8))))
+        return DPoPHeaders.Signer(key: key, thumbprint: thumbprint)
     }
 
     /// The fields of a proof's header and claims this server reads; a field
@@ -139,6 +151,33 @@ struct DPoPProof: Sendable {
     static func withoutQuery(_ url: String) -> String {
         String(url.prefix { $0 != "?" && $0 != "#" })
     }
+}
+
+/// Proof headers accepted before, by their base64url bytes. A device signs
+/// every proof with one key, so its header is the same every time and its
+/// key, checked on the curve, and thumbprint are worked out once. Only
+/// accepted headers are kept; the memory is emptied when full. Keys here
+/// are public.
+final class DPoPHeaders: Sendable {
+    struct Signer: Sendable {
+        let key: P256.Signing.PublicKey
+        let thumbprint: String
+    }
+
+    static let capacity = 10_000
+    let known = Locked<[ArraySlice<UInt8>: Signer]>([:])
+
+    func signer(_ segment: ArraySlice<UInt8>) throws -> Signer {
+        if let signer = known.withLock({ $0[segment] }) { return signer }
+        let signer = try DPoPProof.signer(ofHeader: segment)
+        known.withLock { known in
+            if known.count >= Self.capacity { known.removeAll(keepingCapacity: true) }
+            known[ArraySlice(Array(segment))] = signer
+        }
+        return signer
+    }
+
+    var count: Int { known.withLock { $0.count } }
 }
 
 /// Server nonces: the window's number and a MAC over it under a key every

@@ -191,3 +191,9 @@ extension OperatorInfo {
             name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, created: created)
     }
 }
+
+extension KeyRows {
+    /// The most expired rows (DPoP proofs, rate-limit counts) one delete
+    /// removes; a sweep repeats it until fewer are left.
+    static var forgetBatch: Int { 2000 }
+}

@@ -81,7 +81,8 @@ extension KeyServer {
             dpop.publicURL.map { [$0 + path] }
             ?? request.head.authority.map { ["https://\($0)\(path)", "http://\($0)\(path)"] } ?? []
         let (checked, nonce) = try DPoPProof.check(
-            proof, method: request.method.rawValue, urls: urls, accessToken: token, now: now, leeway: dpop.leeway)
+            proof, method: request.method.rawValue, urls: urls, accessToken: token, now: now, leeway: dpop.leeway,
+            headers: proofHeaders)
         let nonces = try await store.dpopNonces()
         guard nonces.isValid(nonce, now: now) else {
             var problem = Problem(

@@ -20,6 +20,8 @@ public struct KeyServer: Sendable {
     /// Device-bound requests (RFC 9449): off unless required, but a proof
     /// sent is always checked.
     public let dpop: DPoPPolicy
+    /// DPoP proof headers seen before (their keys and thumbprints).
+    let proofHeaders = DPoPHeaders()
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
 

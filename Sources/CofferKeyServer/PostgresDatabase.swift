@@ -199,6 +199,10 @@ final class PostgresDatabase: Sendable {
             "CREATE TABLE dpop_proofs (hash bytea PRIMARY KEY, expires bigint NOT NULL)",
             "CREATE TABLE server_secrets (name text PRIMARY KEY, value bytea NOT NULL)",
         ],
+        [
+            "CREATE INDEX dpop_proofs_expires ON dpop_proofs (expires)",
+            "CREATE INDEX rate_counts_window ON rate_counts (window_end)",
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

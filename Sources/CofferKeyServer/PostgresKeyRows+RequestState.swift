@@ -32,12 +32,24 @@ extension PostgresKeyRows {
         }
     }
 
+    /// Deletes in statements of at most ``KeyRows/forgetBatch`` rows,
+    /// each its own short transaction.
     func forgetExpired(before now: Int64) async throws {
-        try await database.query("DELETE FROM rate_counts WHERE window_end <= \(now)") { rows in
-            for try await _ in rows {}
-        }
-        try await database.query("DELETE FROM dpop_proofs WHERE expires <= \(now)") { rows in
-            for try await _ in rows {}
-        }
+        let limit = Self.forgetBatch
+        while try await database.query(
+            """
+            DELETE FROM rate_counts WHERE (bucket, window_end) IN
+              (SELECT bucket, window_end FROM rate_counts WHERE window_end <= \(now) LIMIT \(limit))
+            RETURNING 1
+            """,
+            { rows in try await rows.reduce(0) { count, _ in count + 1 } }) == limit
+        {}
+        while try await database.query(
+            """
+            DELETE FROM dpop_proofs WHERE hash IN (SELECT hash FROM dpop_proofs WHERE expires <= \(now) LIMIT \(limit))
+            RETURNING 1
+            """,
+            { rows in try await rows.reduce(0) { count, _ in count + 1 } }) == limit
+        {}
     }
 }

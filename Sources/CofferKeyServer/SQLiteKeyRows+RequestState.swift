@@ -13,6 +13,14 @@ extension SQLiteKeyRows {
                     CREATE TABLE server_secrets (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT;
                     """)
         }
+        // Forgetting expired rows reads only those rows, not the tables.
+        migrator.registerMigration("v4 expiry indexes") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX dpop_proofs_expires ON dpop_proofs (expires);
+                    CREATE INDEX rate_counts_window ON rate_counts (window_end);
+                    """)
+        }
     }
 
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
@@ -37,10 +45,22 @@ extension SQLiteKeyRows {
         }
     }
 
+    /// Deletes in transactions of at most ``forgetBatch`` rows, so that
+    /// the releases waiting on the writer wait for one short transaction,
+    /// never for a sweep of a minute's worth of proofs.
     func forgetExpired(before now: Int64) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "DELETE FROM rate_counts WHERE window_end <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires <= ?", arguments: [now])
+        for sql in [
+            """
+            DELETE FROM rate_counts WHERE (bucket, window_end) IN
+              (SELECT bucket, window_end FROM rate_counts WHERE window_end <= ? LIMIT ?)
+            """,
+            "DELETE FROM dpop_proofs WHERE hash IN (SELECT hash FROM dpop_proofs WHERE expires <= ? LIMIT ?)",
+        ] {
+            while try await pool.write({ db in
+                try db.execute(sql: sql, arguments: [now, Self.forgetBatch])
+                return db.changesCount
+            }) == Self.forgetBatch {}
         }
     }
+
 }

@@ -77,6 +77,33 @@ import Testing
         #expect(history.suffix(2).map(\.version) == [1, 1])
         await store.close()
     }
+
+    /// A sweep forgets every expired proof — more than one delete's worth —
+    /// and no proof that could still be accepted: an expired proof spent
+    /// again is new to the store, one still fresh is a replay.
+    @Test(arguments: Backend.allCases)
+    func aSweepForgetsExpiredProofsInManyDeletesAndNoOthers(_ backend: Backend) async throws {
+        let (store, folder) = try await Self.store(backend)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
+        _ = try await store.current(name)
+        let now = store.now()
+        let count = SQLiteKeyRows.forgetBatch * 2 + 7
+        let proofs = (0..<count).map { index in
+            ProofUse(
+                hash: withUnsafeBytes(of: UInt64(index).bigEndian) { Data($0) } + Data(count: 24),
+                expires: index % 2 == 0 ? now - 1 : now + 120)
+        }
+        let first = try await store.rows.release(
+            proofs.map { ReleaseRequest(name: name, version: nil, proof: $0) }, now: now)
+        #expect(first.allSatisfy { Self.code($0) == nil })
+        try await store.sweep()
+        let again = try await store.rows.release(
+            proofs.map { ReleaseRequest(name: name, version: nil, proof: $0) }, now: now)
+        let refused = again.enumerated().filter { Self.code($0.element) == "dpop-proof-replayed" }.map(\.offset)
+        #expect(refused == Array(stride(from: 1, to: count, by: 2)))
+        await store.close()
+    }
 }
 
 /// The SQLite writer never checkpoints in a commit; the checkpointer

@@ -46,6 +46,22 @@ import Testing
         #expect(Base64URL.decode("Z") == nil)
     }
 
+    /// Equal and unequal bytes through the pointer path (arrays, slices,
+    /// Data) and the generic one (a lazy view), and unequal lengths.
+    @Test func constantTimeComparison() {
+        let bytes: [UInt8] = Array(0..<40)
+        var flipped = bytes
+        flipped[39] ^= 1
+        #expect(ConstantTime.equal(bytes, Data(bytes)))
+        #expect(ConstantTime.equal(bytes[4...], Array(4..<40)))
+        #expect(ConstantTime.equal(bytes.lazy.map { $0 }, bytes))
+        #expect(!ConstantTime.equal(bytes, flipped))
+        #expect(!ConstantTime.equal(bytes.lazy.map { $0 }, flipped))
+        #expect(!ConstantTime.equal(Data(bytes), flipped[...]))
+        #expect(!ConstantTime.equal(bytes, bytes.dropLast()))
+        #expect(ConstantTime.equal([UInt8](), Data()))
+    }
+
     /// The buffer-writing encoder (used for key bytes) against Foundation,
     /// padding included, on every length up to 70.
     @Test func base64IntoABufferAgreesWithFoundation() {
