@@ -4,11 +4,13 @@ import Foundation
 
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "audit",
         abstract: "Checks the audit log's hash chain, or exports one subject's history.",
         subcommands: [Verify.self, Export.self])
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Checks every link of the audit chain; exits 1 naming the first broken entry.")
         @OptionGroup var data: DataOptions
 
@@ -30,6 +32,7 @@ struct Audit: AsyncParsableCommand {
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Prints every audit entry about one subject, one JSON object per line.")
         @OptionGroup var data: DataOptions
         @Option(help: "The subject, as the sign-in token names it.") var subject: String

@@ -10,6 +10,7 @@ struct KEK: AsyncParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract: "Adds a new primary key to the KEK ring, then reseals every stored key under it.")
         @OptionGroup var data: DataOptions
         @Option(help: "Rows per transaction.") var batch = 500
@@ -24,6 +25,7 @@ struct KEK: AsyncParsableCommand {
 
     struct Rewrap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rewrap",
             abstract: "Reseals every stored key not yet under the KEK's primary (resumes a rotation that stopped).")
         @OptionGroup var data: DataOptions
         @Option(help: "Rows per transaction.") var batch = 500

@@ -13,6 +13,7 @@ import Prometheus
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serves keys over HTTP (plain HTTP on loopback only).")
 
     @Option(
@@ -233,10 +234,12 @@ struct Serve: AsyncParsableCommand {
 
 struct Operator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "operator",
         abstract: "Makes, lists and removes operator tokens.", subcommands: [Add.self, List.self, Remove.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Makes an operator token and prints it (the only time it is shown).")
         @OptionGroup var data: DataOptions
         @Option(help: "The operator's name (unique).") var name: String
@@ -253,7 +256,8 @@ struct Operator: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lists operators and their scopes (never tokens).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "Lists operators and their scopes (never tokens).")
         @OptionGroup var data: DataOptions
 
         func run() async throws {
@@ -264,7 +268,8 @@ struct Operator: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Removes an operator; its token stops working.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Removes an operator; its token stops working.")
         @OptionGroup var data: DataOptions
         @Option(help: "The operator's name.") var name: String
 

@@ -5,6 +5,7 @@ import Foundation
 
 struct Apple: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "apple",
         abstract: "Read and write what Apple's SecKey encrypts (ECIES, RSA-OAEP + AES-GCM), byte for byte.",
         discussion: """
             --algorithm takes the Swift spelling (eciesEncryptionCofactorVariableIVX963SHA256AESGCM, \

@@ -81,6 +81,7 @@ struct RNCryptorDecrypt: ParsableCommand {
 
 struct Legacy: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "legacy",
         abstract: "Read the CommonCrypto \"data at rest\" recipe's stored dictionaries.",
         subcommands: [LegacyDecrypt.self])
 }
@@ -177,6 +178,7 @@ struct Convert: ParsableCommand {
     }
 
     static let configuration = CommandConfiguration(
+        commandName: "convert",
         abstract: "Migrate stored data to an age file: read the old format, encrypt to age recipients.",
         discussion: """
             Credentials as for the old format's own command: apple-ecies takes --algorithm and \

@@ -5,6 +5,7 @@ import Foundation
 
 struct Decrypt: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "decrypt",
         abstract: "Decrypt an age file, binary or armored.",
         discussion: """
             Without -i, the file must be passphrase-encrypted: the passphrase comes from \

@@ -43,6 +43,7 @@ enum KeyFile {
 
 struct RSA: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rsa",
         abstract: "Encrypt or decrypt one short message with RSA-OAEP.",
         discussion: """
             Byte-compatible with SecKeyCreateEncryptedData(.rsaEncryptionOAEPSHA256) (or \
@@ -95,6 +96,7 @@ struct RSADecrypt: ParsableCommand {
 
 struct Agree: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "agree",
         abstract: "Derive a key by ECDH (P-256, P-384, P-521, X25519) and a KDF.",
         discussion: """
             The default, x963-sha256, gives the bytes SecKeyCopyKeyExchangeResult returns \
@@ -152,6 +154,7 @@ struct Agree: ParsableCommand {
 
 struct Sign: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sign",
         abstract: "Sign a file: Ed25519, ECDSA (P-256/384/521), RSA-PSS-SHA256 or ML-DSA-65.",
         discussion: """
             The scheme follows the key. ECDSA uses SHA-256, SHA-384 or SHA-512 for P-256, \
@@ -181,6 +184,7 @@ struct Sign: ParsableCommand {
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Verify a signature; exit status 0 only when it is valid.",
         discussion: """
             ECDSA signatures are read as DER or raw r ‖ s. RSA signatures are PSS unless \
@@ -216,6 +220,7 @@ struct Verify: ParsableCommand {
 
 struct Key: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "key",
         abstract: "Inspect key files and convert them between formats.",
         subcommands: [KeyShow.self, KeyConvert.self])
 }
