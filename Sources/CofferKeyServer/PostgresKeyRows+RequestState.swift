@@ -36,20 +36,20 @@ extension PostgresKeyRows {
     /// each its own short transaction.
     func forgetExpired(before now: Int64) async throws {
         let limit = Self.forgetBatch
-        while try await database.query(
+        for query: PostgresQuery in [
             """
             DELETE FROM rate_counts WHERE (bucket, window_end) IN
               (SELECT bucket, window_end FROM rate_counts WHERE window_end <= \(now) LIMIT \(limit))
             RETURNING 1
             """,
-            { rows in try await rows.reduce(0) { count, _ in count + 1 } }) == limit
-        {}
-        while try await database.query(
             """
             DELETE FROM dpop_proofs WHERE hash IN (SELECT hash FROM dpop_proofs WHERE expires <= \(now) LIMIT \(limit))
             RETURNING 1
             """,
-            { rows in try await rows.reduce(0) { count, _ in count + 1 } }) == limit
-        {}
+        ] {
+            while try await database.query(query, { rows in try await rows.reduce(0) { count, _ in count + 1 } })
+                == limit
+            {}
+        }
     }
 }

@@ -21,32 +21,27 @@ package enum Base64 {
     }
 
     static func encode(_ bytes: some Collection<UInt8>, padded: Bool, alphabet: [UInt8]) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var iterator = bytes.makeIterator()
-        while let b0 = iterator.next() {
-            let b1 = iterator.next()
-            let b2 = b1 == nil ? nil : iterator.next()
-            output.append(alphabet[Int(b0 >> 2)])
-            output.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
-            if let b1 {
-                output.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)])
-            } else if padded {
-                output.append(UInt8(ascii: "="))
-            }
-            if let b2 {
-                output.append(alphabet[Int(b2 & 0x3F)])
-            } else if padded {
-                output.append(UInt8(ascii: "="))
+        let input = Array(bytes)
+        let room = (input.count + 2) / 3 * 4
+        return [UInt8](unsafeUninitializedCapacity: room) { output, count in
+            count = input.withUnsafeBytes { input in
+                encode(input, into: UnsafeMutableRawBufferPointer(output), padded: padded, alphabet: alphabet)
             }
         }
-        return output
     }
 
     /// Encodes `bytes` with padding straight into `output` (room for
     /// `(bytes.count + 2) / 3 * 4` bytes); returns the count written. For
     /// secrets, which this never copies into a `String` or an array.
     package static func encode(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        encode(bytes, into: output, padded: true, alphabet: alphabet)
+    }
+
+    /// The one encoder: without padding, the last group is cut after its
+    /// last significant character.
+    static func encode(
+        _ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, padded: Bool, alphabet: [UInt8]
+    ) -> Int {
         precondition(output.count >= (bytes.count + 2) / 3 * 4)
         var written = 0
         var index = 0
@@ -57,9 +52,15 @@ package enum Base64 {
             let b2 = left > 2 ? bytes[index + 2] : 0
             output[written] = alphabet[Int(b0 >> 2)]
             output[written + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
-            output[written + 2] = left > 1 ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "=")
-            output[written + 3] = left > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "=")
-            written += 4
+            written += 2
+            if left > 1 || padded {
+                output[written] = left > 1 ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "=")
+                written += 1
+            }
+            if left > 2 || padded {
+                output[written] = left > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "=")
+                written += 1
+            }
             index += 3
         }
         return written
