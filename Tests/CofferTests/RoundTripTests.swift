@@ -118,7 +118,7 @@ let batch = STREAM.batchChunks * chunk
         return try body(handle)
     }
 
-    @Test(arguments: [0, 1, chunk, batch - 1, batch, batch + 1, 2 * batch + 3])
+    @Test(arguments: [0, 1, chunk, batch - 1, batch, batch + 1, 2 * batch + 3, 4 * batch + 5, 7 * batch])
     func encryptAndDecryptFromFilesAtAnOffset(size: Int) throws {
         let prefix = [UInt8](repeating: 0xEE, count: 7)
         let plaintext = pattern(size, seed: 9)

@@ -73,6 +73,41 @@ import Testing
         #expect(throws: CofferError.self) { try decrypt(dropped) }
     }
 
+    /// A chunk that fails in a later batch, while the batches after it are
+    /// already in flight: exactly the chunks before it are released, and
+    /// the error names it, whether the file is streamed or read by offset.
+    @Test(arguments: [false, true])
+    func aLaterChunkFailsAfterExactlyTheChunksBeforeIt(byOffset: Bool) throws {
+        let size = 6 * batch + 3
+        let plaintext = pattern(size, seed: 4)
+        let file = Array(try Age.encrypt(plaintext, to: [identity.recipient]))
+        let payloadStart = file.count - (size + (size / chunk + 1) * 16)
+        let bad = 4 * STREAM.batchChunks + 2
+        var damaged = file
+        damaged[payloadStart + bad * STREAM.sealedChunkSize + 5] ^= 0x20
+        var sink = BufferSink()
+        do {
+            if byOffset {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tamper-\(UUID())")
+                try Data(damaged).write(to: url)
+                defer { try? FileManager.default.removeItem(at: url) }
+                let handle = try FileHandle(forReadingFrom: url)
+                defer { try? handle.close() }
+                var source = FileDescriptorSource(fileDescriptor: handle.fileDescriptor)
+                try Age.decrypt(from: &source, to: &sink, identities: [identity])
+            } else {
+                var source = BufferSource(damaged)
+                try Age.decrypt(from: &source, to: &sink, identities: [identity])
+            }
+            Issue.record("a damaged chunk \(bad) was accepted")
+        } catch let error as CofferError {
+            #expect(error.code == .payloadAuthenticationFailed)
+            #expect(error.description.contains("chunk \(bad) "), "\(error)")
+        }
+        #expect(sink.bytes.count == bad * chunk)
+        #expect(sink.bytes == Array(plaintext[..<(bad * chunk)]))
+    }
+
     @Test func wrongIdentityAndHeaderMAC() throws {
         let file = Array(try Age.encrypt(pattern(10), to: [identity.recipient]))
         #expect(throws: CofferError(.noIdentityMatched, "")) { try Age.decrypt(file, with: [X25519.Identity()]) }

@@ -25,12 +25,19 @@ final class ChunkBatch: @unchecked Sendable {
     var firstCounter: UInt64 = 0
     /// Where the batch's first byte is, when workers read for themselves.
     var slice: PositionalSlice?
+    /// Whether workers read each chunk into its output slot, to be
+    /// transformed there (sealing: the chunk is then read from memory once,
+    /// and no separate input buffer is touched).
+    let inPlace: Bool
 
-    init(inputUnit: Int, outputUnit: Int) {
+    init(inputUnit: Int, outputUnit: Int, inPlace: Bool) {
+        precondition(!inPlace || outputUnit >= inputUnit)
         self.inputUnit = inputUnit
         self.outputUnit = outputUnit
-        // One byte beyond the batch tells whether the batch holds the end.
-        input = .allocate(byteCount: STREAM.batchChunks * inputUnit + 1, alignment: 64)
+        self.inPlace = inPlace
+        // One byte beyond the batch tells whether the batch holds the end;
+        // in place, the input buffer is never used.
+        input = .allocate(byteCount: inPlace ? 1 : STREAM.batchChunks * inputUnit + 1, alignment: 64)
         output = .allocate(byteCount: STREAM.batchChunks * outputUnit, alignment: 64)
         status = .allocate(capacity: STREAM.batchChunks)
         status.initialize(repeating: .failed)
@@ -42,10 +49,13 @@ final class ChunkBatch: @unchecked Sendable {
         status.deallocate()
     }
 
-    /// The input bytes of chunk `index`.
+    /// The input bytes of chunk `index` (in place: at the start of its
+    /// output slot).
     func chunk(_ index: Int) -> UnsafeRawBufferPointer {
         let start = index * inputUnit
-        return UnsafeRawBufferPointer(rebasing: input[start..<min(start + inputUnit, inputBytes)])
+        let count = min(inputUnit, inputBytes - start)
+        if inPlace { return UnsafeRawBufferPointer(rebasing: output[(index * outputUnit)..<(index * outputUnit + count)]) }
+        return UnsafeRawBufferPointer(rebasing: input[start..<(start + count)])
     }
 
     /// Where chunk `index`'s result goes.
@@ -55,13 +65,14 @@ final class ChunkBatch: @unchecked Sendable {
 }
 
 /// Runs the chunks of a stream through `work` on every core while the
-/// calling thread reads the next batch and writes the previous one:
+/// calling thread reads the batches ahead and writes the finished ones:
 ///
-///     read k+1   ‖ work k
-///     emit k     ‖ work k+1
+///     read k+2   ‖ work k, then k+1 (queued)
+///     emit k     ‖ work k+1, then k+2
 ///
-/// `emit` sees batches in order; memory is two batches, whatever the size,
-/// and nothing is allocated per chunk.
+/// The workers never wait for the calling thread between batches. `emit`
+/// sees batches in order; memory is `STREAM.batchesInFlight` batches,
+/// whatever the size, and nothing is allocated per chunk.
 enum ChunkPipeline {
     /// - Parameters:
     ///   - inputUnit: bytes per input chunk (64 KiB plaintext, or 64 KiB + 16).
@@ -69,19 +80,22 @@ enum ChunkPipeline {
     ///   - positional: when set, the input is this slice (and `source` is
     ///     not read); each worker reads its own chunk, so the copy out of
     ///     the page cache is spread over the cores.
+    ///   - inPlace: with `positional`, each worker reads its chunk into the
+    ///     chunk's output slot and `work` transforms it there (`outputUnit`
+    ///     ≥ `inputUnit`); ignored when the calling thread reads `source`.
     ///   - work: processes chunk `index` of a batch (any thread) and sets
     ///     its status.
     ///   - emit: consumes a processed batch, in order.
     static func run<Source: ByteSource>(
         inputUnit: Int, outputUnit: Int, from source: inout Source, positional: PositionalSlice? = nil,
-        work: @escaping @Sendable (ChunkBatch, Int) -> ChunkBatch.Status,
+        inPlace: Bool = false, work: @escaping @Sendable (ChunkBatch, Int) -> ChunkBatch.Status,
         emit: (ChunkBatch) throws -> Void
     ) throws {
         let batchBytes = STREAM.batchChunks * inputUnit
-        let batches = [
-            ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
-            ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit),
-        ]
+        let inPlace = inPlace && positional != nil
+        let batches = (0..<STREAM.batchesInFlight).map { _ in
+            ChunkBatch(inputUnit: inputUnit, outputUnit: outputUnit, inPlace: inPlace)
+        }
         var counter: UInt64 = 0
         var offset: Int64 = 0
 
@@ -107,10 +121,9 @@ enum ChunkPipeline {
 
         let task: @Sendable (ChunkBatch, Int) -> Void = { batch, index in
             if let slice = batch.slice {
-                let start = index * inputUnit
-                let count = min(inputUnit, batch.inputBytes - start)
-                let destination = UnsafeMutableRawBufferPointer(rebasing: batch.input[start..<(start + count)])
-                guard (try? slice.source.readExactly(into: destination, at: slice.start + Int64(start))) != nil else {
+                let destination = UnsafeMutableRawBufferPointer(mutating: batch.chunk(index))
+                let offset = slice.start + Int64(index * inputUnit)
+                guard (try? slice.source.readExactly(into: destination, at: offset)) != nil else {
                     batch.status[index] = .readFailed
                     return
                 }
@@ -130,24 +143,30 @@ enum ChunkPipeline {
             return group
         }
 
-        var current = batches[0]
-        try fill(current, carried: 0)
-        var running = start(current)
-        var slot = 0
-        while true {
-            var next: ChunkBatch?
-            if !current.atEnd {
-                let other = batches[1 - slot]
-                if positional == nil { other.input[0] = current.input[batchBytes] }
-                do { try fill(other, carried: positional == nil ? 1 : 0) } catch {
-                    running.wait()
-                    throw error
+        // Batches in flight, oldest first. A batch is started as soon as it
+        // is filled, so the workers go from one batch to the next without
+        // waiting for this thread; it is refilled only after it is emitted.
+        var free = batches
+        var inFlight: [(batch: ChunkBatch, group: DispatchGroup)] = []
+        var lastFilled: ChunkBatch?
+        func launch() throws {
+            while lastFilled?.atEnd != true, !free.isEmpty {
+                let batch = free.removeFirst()
+                var carried = 0
+                if positional == nil, let lastFilled {
+                    batch.input[0] = lastFilled.input[batchBytes]
+                    carried = 1
                 }
-                next = other
+                try fill(batch, carried: carried)
+                inFlight.append((batch, start(batch)))
+                lastFilled = batch
             }
-            running.wait()
-            if let next { running = start(next) }
-            do {
+        }
+        do {
+            try launch()
+            while !inFlight.isEmpty {
+                let (current, group) = inFlight.removeFirst()
+                group.wait()
                 if let failed = (0..<current.chunks).first(where: { current.status[$0] == .readFailed }) {
                     throw CofferError(
                         .io,
@@ -155,13 +174,12 @@ enum ChunkPipeline {
                     )
                 }
                 try emit(current)
-            } catch {
-                running.wait()
-                throw error
+                free.append(current)
+                try launch()
             }
-            guard let next else { return }
-            current = next
-            slot = 1 - slot
+        } catch {
+            for entry in inFlight { entry.group.wait() }
+            throw error
         }
     }
 }

@@ -15,10 +15,12 @@ enum PayloadWriter {
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
         let cipher = try ChunkCipher.current()
         var total: Int64 = 0
-        // A regular file is read by the workers themselves, in parallel.
+        // A regular file is read by the workers themselves, in parallel;
+        // each seals its chunk where it read it.
         let positional = source.positionalRemainder()
         try ChunkPipeline.run(
-            inputUnit: STREAM.chunkSize, outputUnit: STREAM.sealedChunkSize, from: &source, positional: positional
+            inputUnit: STREAM.chunkSize, outputUnit: STREAM.sealedChunkSize, from: &source, positional: positional,
+            inPlace: true
         ) { batch, index in
             let sealed = STREAM.seal(
                 batch.chunk(index), into: batch.outputSlot(index), counter: batch.firstCounter + UInt64(index),
