@@ -54,7 +54,9 @@ final class ChunkBatch: @unchecked Sendable {
     func chunk(_ index: Int) -> UnsafeRawBufferPointer {
         let start = index * inputUnit
         let count = min(inputUnit, inputBytes - start)
-        if inPlace { return UnsafeRawBufferPointer(rebasing: output[(index * outputUnit)..<(index * outputUnit + count)]) }
+        if inPlace {
+            return UnsafeRawBufferPointer(rebasing: output[(index * outputUnit)..<(index * outputUnit + count)])
+        }
         return UnsafeRawBufferPointer(rebasing: input[start..<(start + count)])
     }
 
