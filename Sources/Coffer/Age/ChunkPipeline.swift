@@ -72,7 +72,8 @@ final class ChunkBatch: @unchecked Sendable {
 ///     read k+2   ‖ work k, then k+1 (queued)
 ///     emit k     ‖ work k+1, then k+2
 ///
-/// The workers never wait for the calling thread between batches. `emit`
+/// The helpers never wait for the calling thread between batches, and the
+/// calling thread works on chunks whenever it would otherwise wait. `emit`
 /// sees batches in order; memory is `STREAM.batchesInFlight` batches,
 /// whatever the size, and nothing is allocated per chunk.
 enum ChunkPipeline {
@@ -133,23 +134,39 @@ enum ChunkPipeline {
             batch.status[index] = work(batch, index)
         }
 
-        func start(_ batch: ChunkBatch) -> DispatchGroup {
-            let group = DispatchGroup()
-            DispatchQueue.global().async(group: group) {
-                if batch.chunks == 1 {
-                    task(batch, 0)
-                } else {
-                    DispatchQueue.concurrentPerform(iterations: batch.chunks) { task(batch, $0) }
+        // The calling thread and one helper per other core work on the
+        // chunks of the batches in flight, oldest first. The calling thread
+        // also reads the batches ahead and writes the finished ones, and
+        // works on chunks only while it waits for the oldest to finish: so
+        // when writing is expensive (a file) it writes on a core of its own,
+        // and when writing is free (/dev/null) it seals like a helper.
+        let board = Locked(ChunkBoard())
+        let available = DispatchSemaphore(value: 0)
+        let helpers = max(0, ProcessInfo.processInfo.activeProcessorCount - 1)
+        /// Works on the next chunk handed out; false when none is waiting.
+        @Sendable func workOnOne() -> Bool {
+            guard let (batch, index) = board.withLock({ $0.handOut() }) else { return false }
+            task(batch, index)
+            board.withLock { $0.finish(batch) }?.signal()
+            return true
+        }
+        let helping = DispatchGroup()
+        for _ in 0..<helpers {
+            DispatchQueue.global().async(group: helping) {
+                while true {
+                    available.wait()
+                    if board.withLock({ $0.stopped }) { return }
+                    while workOnOne() {}
                 }
             }
-            return group
+        }
+        defer {
+            board.withLock { $0.stopped = true }
+            for _ in 0..<helpers { available.signal() }
+            helping.wait()
         }
 
-        // Batches in flight, oldest first. A batch is started as soon as it
-        // is filled, so the workers go from one batch to the next without
-        // waiting for this thread; it is refilled only after it is emitted.
         var free = batches
-        var inFlight: [(batch: ChunkBatch, group: DispatchGroup)] = []
         var lastFilled: ChunkBatch?
         func launch() throws {
             while lastFilled?.atEnd != true, !free.isEmpty {
@@ -160,28 +177,59 @@ enum ChunkPipeline {
                     carried = 1
                 }
                 try fill(batch, carried: carried)
-                inFlight.append((batch, start(batch)))
+                board.withLock { $0.inFlight.append(.init(batch: batch)) }
+                for _ in 0..<helpers { available.signal() }
                 lastFilled = batch
             }
         }
-        do {
-            try launch()
-            while !inFlight.isEmpty {
-                let (current, group) = inFlight.removeFirst()
-                group.wait()
-                if let failed = (0..<current.chunks).first(where: { current.status[$0] == .readFailed }) {
-                    throw CofferError(
-                        .io,
-                        "reading chunk \(current.firstCounter + UInt64(failed)) of the input failed, or the file shrank while it was read"
-                    )
-                }
-                try emit(current)
-                free.append(current)
-                try launch()
+        try launch()
+        while let oldest = board.withLock({ $0.inFlight.first }) {
+            while !board.withLock({ $0.inFlight[0].isFinished }) {
+                if !workOnOne() { oldest.finished.wait() }
             }
-        } catch {
-            for entry in inFlight { entry.group.wait() }
-            throw error
+            board.withLock { _ = $0.inFlight.removeFirst() }
+            let current = oldest.batch
+            if let failed = (0..<current.chunks).first(where: { current.status[$0] == .readFailed }) {
+                throw CofferError(
+                    .io,
+                    "reading chunk \(current.firstCounter + UInt64(failed)) of the input failed, or the file shrank while it was read"
+                )
+            }
+            try emit(current)
+            free.append(current)
+            try launch()
         }
+    }
+}
+
+/// What the threads of a ``ChunkPipeline`` share, under one lock: the
+/// batches in flight, oldest first, and how many of each batch's chunks
+/// have been handed out and finished.
+struct ChunkBoard: Sendable {
+    struct Entry: Sendable {
+        let batch: ChunkBatch
+        var handedOut = 0
+        var done = 0
+        /// Signalled by whoever finishes the batch's last chunk.
+        let finished = DispatchSemaphore(value: 0)
+        var isFinished: Bool { done == batch.chunks }
+    }
+
+    var inFlight: [Entry] = []
+    var stopped = false
+
+    /// The next chunk nobody works on yet, from the oldest batch first.
+    mutating func handOut() -> (ChunkBatch, Int)? {
+        guard !stopped, let index = inFlight.firstIndex(where: { $0.handedOut < $0.batch.chunks }) else { return nil }
+        inFlight[index].handedOut += 1
+        return (inFlight[index].batch, inFlight[index].handedOut - 1)
+    }
+
+    /// Counts a finished chunk of `batch`; returns the batch's semaphore
+    /// when that was its last chunk.
+    mutating func finish(_ batch: ChunkBatch) -> DispatchSemaphore? {
+        guard let index = inFlight.firstIndex(where: { $0.batch === batch }) else { return nil }
+        inFlight[index].done += 1
+        return inFlight[index].isFinished ? inFlight[index].finished : nil
     }
 }
