@@ -89,4 +89,22 @@ import Testing
                 }
             })
     }
+
+    /// A payload known to be small is sealed by swift-crypto, so a small
+    /// file never pays for loading libcrypto; an asked-for provider (the
+    /// variable or a task's override) and unknown or large sizes keep the
+    /// usual choice.
+    @Test func smallPayloadsDoNotLoadLibcrypto() throws {
+        let preferred = try ChunkCipher.current()
+        if ProcessInfo.processInfo.environment["COFFER_CHACHA_PROVIDER"] == nil {
+            #expect(try ChunkCipher.current(payloadBytes: 0) == .swiftCrypto)
+            #expect(try ChunkCipher.current(payloadBytes: ChunkCipher.smallPayload - 1) == .swiftCrypto)
+        }
+        #expect(try ChunkCipher.current(payloadBytes: ChunkCipher.smallPayload) == preferred)
+        #expect(try ChunkCipher.current(payloadBytes: nil) == preferred)
+        for provider in ChunkCipher.allCases where provider.isAvailable {
+            let chosen = try ChunkCipher.$override.withValue(provider) { try ChunkCipher.current(payloadBytes: 100) }
+            #expect(chosen == provider)
+        }
+    }
 }

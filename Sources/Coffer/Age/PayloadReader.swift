@@ -23,7 +23,7 @@ enum PayloadReader {
             throw CofferError(.malformedHeader, "the file ends before its 16-byte payload nonce")
         }
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
-        let cipher = try ChunkCipher.current()
+        let cipher = try ChunkCipher.current(payloadBytes: positional?.length)
         var total: Int64 = 0
         try ChunkPipeline.run(
             inputUnit: STREAM.sealedChunkSize, outputUnit: STREAM.chunkSize, from: &source,

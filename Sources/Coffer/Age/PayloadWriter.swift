@@ -13,11 +13,11 @@ enum PayloadWriter {
         nonce.withUnsafeMutableBytes { randomBytes($0) }
         try sink.write(nonce)
         let key = STREAM.payloadKey(fileKey: fileKey, nonce: nonce)
-        let cipher = try ChunkCipher.current()
         var total: Int64 = 0
         // A regular file is read by the workers themselves, in parallel;
         // each seals its chunk where it read it.
         let positional = source.positionalRemainder()
+        let cipher = try ChunkCipher.current(payloadBytes: positional?.length)
         try ChunkPipeline.run(
             inputUnit: STREAM.chunkSize, outputUnit: STREAM.sealedChunkSize, from: &source, positional: positional,
             inPlace: true

@@ -19,11 +19,14 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
     case systemLibcrypto = "libcrypto"
     case swiftCrypto = "swift-crypto"
 
+    /// `COFFER_CHACHA_PROVIDER`, read once.
+    private static let requested = ProcessInfo.processInfo.environment["COFFER_CHACHA_PROVIDER"]
+
     /// The provider this process uses, chosen once; nil when
     /// `COFFER_CHACHA_PROVIDER=libcrypto` asks for a library that is
     /// missing or failed its self-test.
     package static let preferred: ChunkCipher? = {
-        switch ProcessInfo.processInfo.environment["COFFER_CHACHA_PROVIDER"] {
+        switch requested {
         case "swift-crypto": return .swiftCrypto
         case "libcrypto": return systemLibcryptoWorks ? .systemLibcrypto : nil
         default: return systemLibcryptoWorks ? .systemLibcrypto : .swiftCrypto
@@ -39,6 +42,19 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
                 .unsupported, "COFFER_CHACHA_PROVIDER=libcrypto, but libcrypto.so.3 is missing or failed its self-test")
         }
         return cipher
+    }
+
+    /// Payloads smaller than this are sealed and opened by swift-crypto
+    /// unless a provider was asked for: loading libcrypto and its
+    /// self-test cost about 2.5 ms, which it wins back only after about
+    /// 30 MiB on two cores (README, "Benchmark").
+    package static let smallPayload: Int64 = 8 << 20
+
+    /// `current()`, for a payload of `bytes` (nil: not known ahead, a
+    /// stream): a small one never loads libcrypto.
+    package static func current(payloadBytes bytes: Int64?) throws -> ChunkCipher {
+        if override == nil, requested == nil, let bytes, bytes < smallPayload { return .swiftCrypto }
+        return try current()
     }
 
     @TaskLocal package static var override: ChunkCipher?
