@@ -15,6 +15,16 @@ func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
     }
 }
 
+/// Calls `body` with `bytes` in a temporary regular file, open for reading.
+func withFile<R>(_ bytes: [UInt8], _ body: (FileHandle) throws -> R) throws -> R {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-file-\(UUID().uuidString)")
+    try Data(bytes).write(to: url)
+    defer { try? FileManager.default.removeItem(at: url) }
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    return try body(handle)
+}
+
 let chunk = STREAM.chunkSize
 let batch = STREAM.batchChunks * chunk
 
@@ -108,15 +118,6 @@ let batch = STREAM.batchChunks * chunk
 /// `pread`; it must agree with the streaming path byte for byte.
 @Suite struct FileInputTests {
     let identity = X25519.Identity()
-
-    func withFile<R>(_ bytes: [UInt8], _ body: (FileHandle) throws -> R) throws -> R {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-file-\(UUID().uuidString)")
-        try Data(bytes).write(to: url)
-        defer { try? FileManager.default.removeItem(at: url) }
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        return try body(handle)
-    }
 
     @Test(arguments: [0, 1, chunk, batch - 1, batch, batch + 1, 2 * batch + 3, 4 * batch + 5, 7 * batch])
     func encryptAndDecryptFromFilesAtAnOffset(size: Int) throws {

@@ -88,13 +88,10 @@ import Testing
         var sink = BufferSink()
         do {
             if byOffset {
-                let url = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tamper-\(UUID())")
-                try Data(damaged).write(to: url)
-                defer { try? FileManager.default.removeItem(at: url) }
-                let handle = try FileHandle(forReadingFrom: url)
-                defer { try? handle.close() }
-                var source = FileDescriptorSource(fileDescriptor: handle.fileDescriptor)
-                try Age.decrypt(from: &source, to: &sink, identities: [identity])
+                try withFile(damaged) { handle in
+                    var source = FileDescriptorSource(fileDescriptor: handle.fileDescriptor)
+                    try Age.decrypt(from: &source, to: &sink, identities: [identity])
+                }
             } else {
                 var source = BufferSource(damaged)
                 try Age.decrypt(from: &source, to: &sink, identities: [identity])
