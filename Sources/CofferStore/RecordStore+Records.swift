@@ -37,17 +37,16 @@ extension RecordStore {
         let sealer = try RowSealer(
             keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
             version: state.keys.currentIndexVersion)
+        let clear = table.fields.filter { !$0.sealed }
         // Sealing runs on every core, ahead of this thread, which
         // writes the rows in order (and seals too when it would wait).
-        var statements: [[Bool]: String] = [:]
         try Self.pipeline(
-            Array(zip(records, keys)), chunk: 256, map: { try sealer.seal($0.0, key: $0.1) },
-            consume: { rows, sealed in
-                try state.insert(
-                    zip(rows, sealed).map { (record: $0.0.0, key: $0.0.1, sealed: $0.1.values) },
-                    columns: sealer.columns, table: table, db, statements: &statements)
-                for ((_, key), cells) in zip(rows, sealed) {
-                    try state.writeTokens(cells.tokens, key: key, table: table, db, replacing: false)
+            Array(zip(records, keys)), chunk: 256,
+            map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
+            consume: { _, rows in
+                try state.insert(rows, columns: sealer.columns, table: table, db)
+                for row in rows where !row.tokens.isEmpty {
+                    try state.writeTokens(row.tokens, key: row.key, table: table, db, replacing: false)
                 }
             })
         return keys

@@ -2,59 +2,76 @@ import Coffer
 import Foundation
 import GRDB
 
+/// A row ready to insert, worked out off the writing thread: which clear
+/// fields it leaves null, its clear values then its sealed cells and
+/// index values in the order of the INSERT for that shape, and its token
+/// entries by index.
+struct InsertRow: Sendable {
+    let key: StoreValue
+    /// Per clear field, whether the row gives it; nil when it gives them
+    /// all (so most rows allocate nothing for it).
+    let given: [Bool]?
+    let values: [DatabaseValue]
+    let tokens: [String: [Data]]
+
+    /// `record`'s row in `table`, with its cells sealed by `sealer`.
+    init(
+        _ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, clear: [StoreSchema.Field], sealer: RowSealer
+    )
+        throws
+    {
+        let sealed = try sealer.seal(record, key: key)
+        var given: [Bool]?
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(clear.count + sealed.values.count)
+        for (offset, field) in clear.enumerated() {
+            let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
+            if value != .null {
+                values.append(try StoreSQL.databaseValue(value, for: field, table: table.name))
+            } else {
+                if given == nil { given = Array(repeating: true, count: clear.count) }
+                given![offset] = false
+            }
+        }
+        values += sealed.values
+        self.key = key
+        self.given = given
+        self.values = values
+        self.tokens = sealed.tokens
+    }
+}
+
 /// Many rows per statement where a statement costs a round trip
 /// (PostgreSQL): a bulk put's rows in one multi-row INSERT per set of
 /// fields given, a job's batch in one UPDATE … FROM (VALUES …) per set of
-/// columns changed. On SQLite a statement is a function call, and each
-/// row keeps its own prepared statement.
+/// columns changed. On SQLite a statement is a function call: one
+/// prepared INSERT runs once per row, its values bound without a copy.
 extension StoreState {
-    /// Inserts rows whose sealed cells and index values (`sealed`, named
-    /// by `columns`) are worked out. `statements` keeps, on SQLite, the
-    /// INSERT of each set of clear fields given.
-    func insert(
-        _ rows: some Collection<(record: StoreRecord, key: StoreValue, sealed: [DatabaseValue])>,
-        columns: [String], table: StoreSchema.Table, _ db: any StoreConnection,
-        statements: inout [[Bool]: String]
-    ) throws {
+    /// Inserts rows worked out by ``InsertRow``; `columns` names their
+    /// sealed cells and index values. On SQLite each run of rows giving
+    /// the same fields goes through one prepared INSERT; on PostgreSQL it
+    /// is one multi-row INSERT (a statement there costs a round trip).
+    func insert(_ rows: [InsertRow], columns: [String], table: StoreSchema.Table, _ db: any StoreConnection) throws {
         let clear = table.fields.filter { !$0.sealed }
-        var group: (shape: [Bool], values: [DatabaseValue], count: Int)?
-        func flush() throws {
-            guard let pending = group else { return }
-            try db.execute(
-                Self.insertSQL(
-                    table: table.name, names: zip(clear, pending.shape).filter(\.1).map(\.0.name) + columns,
-                    rows: pending.count),
-                pending.values)
-            group = nil
-        }
-        for (record, key, sealed) in rows {
-            var shape: [Bool] = []
-            var values: [DatabaseValue] = []
-            values.reserveCapacity(clear.count + sealed.count)
-            for field in clear {
-                let value = field.name == table.primaryKey ? key : (record[field.name] ?? .null)
-                shape.append(value != .null)
-                if value != .null { values.append(try StoreSQL.databaseValue(value, for: field, table: table.name)) }
-            }
-            values += sealed
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let given = rows[start].given
+            var end = start + 1
+            while end < rows.endIndex, rows[end].given == given { end += 1 }
+            let names = clear.indices.filter { given?[$0] ?? true }.map { clear[$0].name } + columns
+            let run = rows[start..<end]
             if db.dialect == .sqlite {
-                let sql =
-                    try statements[shape]
-                    ?? {
-                        let sql = Self.insertSQL(
-                            table: table.name, names: zip(clear, shape).filter(\.1).map(\.0.name) + columns, rows: 1)
-                        statements[shape] = sql
-                        return sql
-                    }()
-                try db.execute(sql, values)
-                continue
+                try db.execute(Self.insertSQL(table: table.name, names: names, rows: 1), eachOf: run.map(\.values))
+            } else {
+                for part in stride(from: start, to: end, by: 256) {
+                    let slice = rows[part..<min(end, part + 256)]
+                    try db.execute(
+                        Self.insertSQL(table: table.name, names: names, rows: slice.count),
+                        slice.flatMap(\.values))
+                }
             }
-            if group?.shape != shape { try flush() }
-            if group == nil { group = (shape, [], 0) }
-            group!.values += values
-            group!.count += 1
+            start = end
         }
-        try flush()
     }
 
     /// `INSERT INTO table (names…) VALUES (?, …)`, with `rows` rows of placeholders.

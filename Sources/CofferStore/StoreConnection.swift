@@ -12,12 +12,18 @@ package protocol StoreConnection {
     func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]]
     /// Runs a statement and returns how many rows it changed.
     @discardableResult func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int
+    /// Runs one statement once for each set of arguments, in order.
+    func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws
     /// Whether a table of this name exists.
     func tableExists(_ name: String) throws -> Bool
 }
 
 extension StoreConnection {
     @discardableResult package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+
+    package func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws {
+        for values in arguments { try execute(sql, values) }
+    }
 
     package func rows(_ sql: String) throws -> [[String: DatabaseValue]] { try rows(sql, []) }
 

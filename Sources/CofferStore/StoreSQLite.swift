@@ -47,6 +47,14 @@ struct SQLiteConnection: StoreConnection {
         }
     }
 
+    /// The statement is looked up once, not once per row.
+    func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws {
+        let statement = try db.cachedStatement(sql: sql)
+        for values in arguments {
+            try bound(statement, values) { handle in while try step(handle, statement) {} }
+        }
+    }
+
     func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
 
     /// Runs `body` with `values` bound to the statement, then resets and unbinds it.
@@ -65,28 +73,88 @@ struct SQLiteConnection: StoreConnection {
                 .invalidArgument,
                 "the statement takes \(sqlite3_bind_parameter_count(handle)) values, not \(values.count)")
         }
-        // SQLITE_TRANSIENT: SQLite copies the bytes before the call returns.
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let code: Int32
-            switch value.storage {
-            case .null: code = sqlite3_bind_null(handle, index)
-            case .int64(let number): code = sqlite3_bind_int64(handle, index, number)
-            case .double(let number): code = sqlite3_bind_double(handle, index, number)
-            case .string(let text):
-                // The text as a C string, with its byte length (so a NUL inside it is kept).
-                code = sqlite3_bind_text(handle, index, text, Int32(text.utf8.count), transient)
-            case .blob(let bytes):
-                code = bytes.withUnsafeBytes {
-                    $0.isEmpty
-                        ? sqlite3_bind_zeroblob(handle, index, 0)
-                        : sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient)
+        guard values.count <= Self.lentValues else {
+            // SQLITE_TRANSIENT: SQLite copies the bytes before the call returns.
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            for (offset, value) in values.enumerated() {
+                let code = bind(
+                    value, at: Int32(offset + 1), handle,
+                    blob: { sqlite3_bind_blob(handle, Int32(offset + 1), $0, $1, transient) },
+                    text: { sqlite3_bind_text(handle, Int32(offset + 1), $0, $1, transient) })
+                guard code == SQLITE_OK else { throw failure(code, statement) }
+            }
+            return try body(handle)
+        }
+        return try lend(values, from: 0, statement, body)
+    }
+
+    /// Up to this many values are bound without a copy (``lend(_:from:_:_:)``
+    /// nests a closure per value).
+    private static let lentValues = 64
+
+    /// Binds `values[offset...]` without SQLite copying their bytes
+    /// (SQLITE_STATIC, a null destructor): each text or blob is bound inside
+    /// the closure that lends its bytes, and the rest of the values, then
+    /// `body`, run inside that closure. So every pointer SQLite holds is
+    /// valid until `body` has returned and the statement is reset and
+    /// unbound.
+    private func lend<T>(
+        _ values: [DatabaseValue], from offset: Int, _ statement: Statement, _ body: (SQLiteStatement) throws -> T
+    ) throws -> T {
+        let handle = statement.sqliteStatement
+        guard offset < values.count else {
+            defer {
+                sqlite3_reset(handle)
+                sqlite3_clear_bindings(handle)
+            }
+            return try body(handle)
+        }
+        let index = Int32(offset + 1)
+        func next(_ code: Int32) throws -> T {
+            guard code == SQLITE_OK else { throw failure(code, statement) }
+            return try lend(values, from: offset + 1, statement, body)
+        }
+        switch values[offset].storage {
+        case .string(var text) where !text.isEmpty:
+            return try text.withUTF8 { utf8 in
+                try utf8.withMemoryRebound(to: CChar.self) {
+                    try next(sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), nil))
                 }
             }
-            guard code == SQLITE_OK else { throw failure(code, statement) }
+        case .blob(let bytes) where !bytes.isEmpty:
+            return try bytes.withUnsafeBytes { raw in
+                try next(sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), nil))
+            }
+        default:
+            // A null, a number, empty text or an empty blob: nothing worth lending.
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            return try next(
+                bind(
+                    values[offset], at: index, handle,
+                    blob: { sqlite3_bind_blob(handle, index, $0, $1, transient) },
+                    text: { sqlite3_bind_text(handle, index, $0, $1, transient) }))
         }
-        return try body(handle)
+    }
+
+    /// Binds a null, a number or an empty blob itself; a blob's or text's
+    /// bytes go to `blob` or `text`.
+    private func bind(
+        _ value: DatabaseValue, at index: Int32, _ handle: SQLiteStatement,
+        blob bindBlob: (UnsafeRawPointer?, Int32) -> Int32, text bindText: (UnsafePointer<CChar>?, Int32) -> Int32
+    ) -> Int32 {
+        switch value.storage {
+        case .null: return sqlite3_bind_null(handle, index)
+        case .int64(let number): return sqlite3_bind_int64(handle, index, number)
+        case .double(let number): return sqlite3_bind_double(handle, index, number)
+        case .string(let text):
+            // The text as a C string, with its byte length (so a NUL inside it is kept).
+            return text.withCString { bindText($0, Int32(text.utf8.count)) }
+        case .blob(let bytes):
+            return bytes.withUnsafeBytes {
+                $0.isEmpty
+                    ? sqlite3_bind_zeroblob(handle, index, 0) : bindBlob($0.baseAddress, Int32($0.count))
+            }
+        }
     }
 
     /// One step: true with a row to read, false when done.
