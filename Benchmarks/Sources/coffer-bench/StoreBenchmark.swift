@@ -33,19 +33,9 @@ enum StoreBenchmark {
                     "CREATE TABLE people (id INTEGER PRIMARY KEY NOT NULL, city TEXT, note TEXT, email TEXT) STRICT; CREATE INDEX people_email ON people (email)"
             )
         }
-        let plainInsert = try measure {
-            for start in stride(from: 0, to: rows, by: batch) {
-                try plain.write { db in
-                    let statement = try db.makeStatement(
-                        sql: "INSERT INTO people (city, note, email) VALUES (?, ?, ?)")
-                    for index in start..<min(rows, start + batch) {
-                        let values = record(index)
-                        try statement.execute(arguments: [
-                            values["city"]!.text, values["note"]!.text, values["email"]!.text,
-                        ])
-                    }
-                }
-            }
+        let plainInsert = try insert(rows: rows, into: plain, "INSERT INTO people (city, note, email) VALUES (?, ?, ?)")
+        {
+            [$0["city"]!.text, $0["note"]!.text, $0["email"]!.text]
         }
 
         let shapedInsert = try shapedFloor(rows: rows, path: folder + "/shaped.sqlite")
@@ -159,17 +149,27 @@ enum StoreBenchmark {
             try? pool.close()
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
-        return try measure {
+        return try insert(
+            rows: rows, into: pool, "INSERT INTO people (city, note, email, email_exact) VALUES (?, ?, ?, ?)"
+        ) {
+            [
+                $0["city"]!.text, random($0["note"]!.text!.utf8.count + overhead),
+                random($0["email"]!.text!.utf8.count + overhead), random(6),
+            ]
+        }
+    }
+
+    /// Plain GRDB's inserts of `rows` records: one prepared statement, one
+    /// transaction per batch, each record's arguments from `arguments`.
+    static func insert(
+        rows: Int, into pool: DatabasePool, _ sql: String, _ arguments: (StoreRecord) -> StatementArguments
+    ) throws -> (wall: Double, cpu: Double) {
+        try measure {
             for start in stride(from: 0, to: rows, by: batch) {
                 try pool.write { db in
-                    let statement = try db.makeStatement(
-                        sql: "INSERT INTO people (city, note, email, email_exact) VALUES (?, ?, ?, ?)")
+                    let statement = try db.makeStatement(sql: sql)
                     for index in start..<min(rows, start + batch) {
-                        let values = record(index)
-                        try statement.execute(arguments: [
-                            values["city"]!.text, random(values["note"]!.text!.utf8.count + overhead),
-                            random(values["email"]!.text!.utf8.count + overhead), random(6),
-                        ])
+                        try statement.execute(arguments: arguments(record(index)))
                     }
                 }
             }
