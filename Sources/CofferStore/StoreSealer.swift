@@ -111,13 +111,20 @@ struct RowSealer: Sendable {
             message += utf8
         }
         var mac = plan.mac
-        mac.update(data: message)
+        // As one raw buffer, so HMAC hashes it in place.
+        message.withUnsafeBytes { mac.update(data: $0) }
         let bits = plan.index.bits
-        var stored = Data(capacity: 2 + (bits + 7) / 8)
-        withUnsafeBytes(of: version.bigEndian) { stored.append(contentsOf: $0) }
-        mac.finalize().withUnsafeBytes { stored.append(contentsOf: $0.prefix((bits + 7) / 8)) }
-        let spare = (bits + 7) / 8 * 8 - bits
-        if spare > 0 { stored[stored.count - 1] &= UInt8(0xFF) << spare }
+        let kept = (bits + 7) / 8
+        let code = mac.finalize()
+        // At most 10 bytes: Data keeps them inline, with no allocation.
+        var stored = Data(count: 2 + kept)
+        stored.withUnsafeMutableBytes { (bytes: UnsafeMutableRawBufferPointer) in
+            bytes[0] = UInt8(version >> 8)
+            bytes[1] = UInt8(truncatingIfNeeded: version)
+            code.withUnsafeBytes { for offset in 0..<kept { bytes[2 + offset] = $0[offset] } }
+            // The bits past `bits` are cleared.
+            bytes[1 + kept] &= UInt8(0xFF) << (kept * 8 - bits)
+        }
         return stored.databaseValue
     }
 
