@@ -44,7 +44,7 @@ extension RecordStore {
             Array(zip(records, keys)), chunk: 256,
             map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
             consume: { _, rows in
-                try state.insert(rows, columns: sealer.columns, table: table, db)
+                try state.insert(rows, clear: clear, columns: sealer.columns, table: table, db)
                 for row in rows where !row.tokens.isEmpty {
                     try state.writeTokens(row.tokens, key: row.key, table: table, db, replacing: false)
                 }

@@ -47,12 +47,15 @@ struct InsertRow: Sendable {
 /// columns changed. On SQLite a statement is a function call: one
 /// prepared INSERT runs once per row, its values bound without a copy.
 extension StoreState {
-    /// Inserts rows worked out by ``InsertRow``; `columns` names their
-    /// sealed cells and index values. On SQLite each run of rows giving
-    /// the same fields goes through one prepared INSERT; on PostgreSQL it
-    /// is one multi-row INSERT (a statement there costs a round trip).
-    func insert(_ rows: [InsertRow], columns: [String], table: StoreSchema.Table, _ db: any StoreConnection) throws {
-        let clear = table.fields.filter { !$0.sealed }
+    /// Inserts rows worked out by ``InsertRow`` from the same `clear`
+    /// fields; `columns` names their sealed cells and index values. On
+    /// SQLite each run of rows giving the same fields goes through one
+    /// prepared INSERT; on PostgreSQL it is one multi-row INSERT (a
+    /// statement there costs a round trip).
+    func insert(
+        _ rows: [InsertRow], clear: [StoreSchema.Field], columns: [String], table: StoreSchema.Table,
+        _ db: any StoreConnection
+    ) throws {
         var start = rows.startIndex
         while start < rows.endIndex {
             let given = rows[start].given
