@@ -41,6 +41,14 @@ public struct AuditEntry: Sendable, Equatable, Codable {
             self.action = action
         }
 
+        init(
+            actor: String, action: String, realm: String, subject: String, device: String, purpose: String,
+            version: Int64, detail: String
+        ) {
+            (self.actor, self.action, self.realm, self.subject) = (actor, action, realm, subject)
+            (self.device, self.purpose, self.version, self.detail) = (device, purpose, version, detail)
+        }
+
         /// An action on one key.
         init(actor: String, action: String, _ name: KeyName, version: Int = 0, detail: String = "") {
             self.init(actor: actor, action: action)
@@ -92,10 +100,25 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// label, then each field as a 4-byte big-endian length and its UTF-8
     /// bytes, numbers in decimal.
     var encoding: [UInt8] {
-        let fields = [
-            "coffer audit v1", String(seq), String(at), actor, action, realm, subject, device, purpose,
-            String(version), detail,
-        ]
+        var bytes = Self.encode(["coffer audit v1", String(seq)])
+        bytes += Self.encodeTail(
+            at: at, Record(
+                actor: actor, action: action, realm: realm, subject: subject, device: device, purpose: purpose,
+                version: version, detail: detail))
+        return bytes
+    }
+
+    /// The encoding of every field after `seq`: what an entry's hash covers
+    /// but its place in the chain. (PostgreSQL's append links the entries
+    /// it is handed: it adds the label and the number, and hashes.)
+    static func encodeTail(at: Int64, _ record: Record) -> [UInt8] {
+        encode([
+            String(at), record.actor, record.action, record.realm, record.subject, record.device, record.purpose,
+            String(record.version), record.detail,
+        ])
+    }
+
+    private static func encode(_ fields: [String]) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.utf8.count })
         for field in fields {
@@ -186,7 +209,7 @@ struct ReleaseRequest: Sendable {
 /// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
 /// for the transaction that holds its audit entry, so no key leaves
 /// unaudited, and no DPoP proof is used twice). On PostgreSQL a batch
-/// costs a few round trips and one hold of the audit lock, instead of
+/// costs two statements and one hold of the audit lock, instead of
 /// several each; on SQLite one write transaction instead of one each.
 actor Batcher<Item: Sendable, Answer: Sendable> {
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]

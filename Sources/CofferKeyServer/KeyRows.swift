@@ -9,10 +9,11 @@ import HTTPTypes
 protocol KeyRows: Sendable {
     /// For each request, in order: the version to release (nil when the
     /// key has none) or the problem its DPoP proof (a replay), its
-    /// subject's shred state or its minimum version raises. One
-    /// transaction records the proofs (``KeySnapshot/spend(_:recorded:)``) and
-    /// appends the released versions to the audit chain (a `release` to
-    /// the subject).
+    /// subject's shred state or its minimum version raises. The proofs
+    /// are recorded (``KeySnapshot/spend(_:recorded:)``) and the released
+    /// versions appended to the audit chain (a `release` to the subject)
+    /// before it returns: in one transaction on SQLite, in two statements
+    /// that each commit on PostgreSQL.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>]
     /// Version 1 of `name` unless a version exists; then the latest. One
     /// transaction, refused by the subject's shred state; audited as a

@@ -88,6 +88,15 @@ final class PostgresDatabase: Sendable {
         }
     }
 
+    /// `body` on one connection outside any transaction: each of its
+    /// statements commits on its own (for work whose statements each
+    /// stand alone, at one round trip apiece).
+    func session<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await bounded {
+            try await self.client.withConnection { connection in try await body(connection) }
+        }
+    }
+
     static func lostRace(_ error: PSQLError) -> Bool {
         guard let state = error.serverInfo?[.sqlState] else { return false }
         return state == "23505" || state == "40001" || state == "40P01"
@@ -203,6 +212,7 @@ final class PostgresDatabase: Sendable {
             "CREATE INDEX dpop_proofs_expires ON dpop_proofs (expires)",
             "CREATE INDEX rate_counts_window ON rate_counts (window_end)",
         ],
+        [PostgresKeyRows.auditFunction, PostgresKeyRows.releaseFunction],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

@@ -1,40 +1,77 @@
 import Foundation
 import PostgresNIO
 
-// The audit chain on PostgreSQL: appends from every replica take one
-// advisory lock in turn, and read the chain's head only once they hold
-// it (READ COMMITTED: that statement sees every append committed before),
-// so the chain never forks.
+// The audit chain on PostgreSQL. An append is one call of a function the
+// schema holds (`coffer_audit_append`): it takes one advisory lock, reads
+// the chain's head only once it holds it (READ COMMITTED: that statement
+// sees every append committed before), links and inserts the entries,
+// and the lock is let go when the transaction commits. So the chain never
+// forks, and no replica holds the lock across a round trip to it: called
+// as a statement of its own, the lock is held for the function and its
+// commit only, all inside the database.
 extension PostgresKeyRows {
     static let auditLock: Int64 = 7_365_487_310_561_385
 
+    /// The audit function of schema version 5. `tails` are the entries'
+    /// encodings after their number (``AuditEntry/encodeTail(at:_:)``);
+    /// the function adds the label and the number it gives each entry and
+    /// hashes as ``AuditEntry/chained(after:)`` does, so `audit verify`,
+    /// which checks every link in Swift from the stored fields, also
+    /// checks that the tails matched them.
+    static let auditFunction = """
+        CREATE FUNCTION coffer_audit_append(entry_at bigint, actors text[], actions text[], realms text[],
+          subjects text[], devices text[], purposes text[], versions bigint[], details text[], tails bytea[])
+        RETURNS bigint LANGUAGE plpgsql AS $$
+        DECLARE
+          head_seq bigint;
+          head_hash bytea;
+          number text;
+          seqs bigint[] := '{}';
+          hashes bytea[] := '{}';
+          n integer := coalesce(cardinality(tails), 0);
+          label constant bytea := int4send(15) || convert_to('coffer audit v1', 'UTF8');
+        BEGIN
+          IF n = 0 THEN RETURN 0; END IF;
+          IF coalesce(cardinality(actors), 0) <> n OR coalesce(cardinality(actions), 0) <> n
+            OR coalesce(cardinality(realms), 0) <> n OR coalesce(cardinality(subjects), 0) <> n
+            OR coalesce(cardinality(devices), 0) <> n OR coalesce(cardinality(purposes), 0) <> n
+            OR coalesce(cardinality(versions), 0) <> n OR coalesce(cardinality(details), 0) <> n THEN
+            RAISE EXCEPTION 'coffer_audit_append: arrays of different lengths';
+          END IF;
+          PERFORM pg_advisory_xact_lock(\(auditLock));
+          SELECT a.seq, a.hash INTO head_seq, head_hash FROM audit a ORDER BY a.seq DESC LIMIT 1;
+          IF NOT FOUND THEN
+            head_seq := 0;
+            head_hash := decode(repeat('00', 32), 'hex');
+          END IF;
+          FOR i IN 1 .. n LOOP
+            head_seq := head_seq + 1;
+            number := head_seq::text;
+            head_hash := sha256(head_hash || label || int4send(octet_length(number)) || convert_to(number, 'UTF8')
+              || tails[i]);
+            seqs[i] := head_seq;
+            hashes[i] := head_hash;
+          END LOOP;
+          INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
+          SELECT u.seq, entry_at, u.actor, u.action, u.realm, u.subject, u.device, u.purpose, u.version, u.detail,
+            u.hash
+          FROM unnest(seqs, actors, actions, realms, subjects, devices, purposes, versions, details, hashes)
+            AS u (seq, actor, action, realm, subject, device, purpose, version, detail, hash);
+          RETURN head_seq;
+        END $$
+        """
+
+    /// Appends `records` at `now`, in `db`'s transaction (or, outside one,
+    /// as a transaction of its own), in one round trip.
     static func append(_ db: PostgresConnection, _ records: [AuditEntry.Record], now: Int64) async throws {
         guard !records.isEmpty else { return }
-        try await db.run("SELECT pg_advisory_xact_lock(\(auditLock))")
-        var (seq, previous) = (Int64(0), AuditEntry.genesis)
-        for try await (last, hash) in try await db.run("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-            .decode((Int64, Data).self)
-        {
-            (seq, previous) = (last, hash)
-        }
-        var entries: [AuditEntry] = []
-        entries.reserveCapacity(records.count)
-        for record in records {
-            seq += 1
-            let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous)
-            entries.append(entry)
-            previous = entry.hash
-        }
-        // The whole batch in one statement (one round trip, one plan),
-        // column by column.
+        let tails = records.map { ByteBuffer(bytes: AuditEntry.encodeTail(at: now, $0)) }
         try await db.run(
             """
-            INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
-            SELECT * FROM unnest(\(entries.map(\.seq))::bigint[], \(entries.map(\.at))::bigint[],
-              \(entries.map(\.actor))::text[], \(entries.map(\.action))::text[], \(entries.map(\.realm))::text[],
-              \(entries.map(\.subject))::text[], \(entries.map(\.device))::text[], \(entries.map(\.purpose))::text[],
-              \(entries.map(\.version))::bigint[], \(entries.map(\.detail))::text[],
-              \(entries.map { ByteBuffer(bytes: $0.hash) })::bytea[])
+            SELECT coffer_audit_append(\(now), \(records.map(\.actor))::text[], \(records.map(\.action))::text[],
+              \(records.map(\.realm))::text[], \(records.map(\.subject))::text[], \(records.map(\.device))::text[],
+              \(records.map(\.purpose))::text[], \(records.map(\.version))::bigint[], \(records.map(\.detail))::text[],
+              \(tails)::bytea[])
             """)
     }
 

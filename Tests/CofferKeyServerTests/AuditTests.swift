@@ -112,6 +112,36 @@ import Testing
         #expect(gap.broken?.seq == 6 && gap.broken?.reason.contains("missing") == true)
     }
 
+    /// Non-ASCII, empty and long fields chain alike on both backends
+    /// (PostgreSQL links its entries in SQL, from the encoding the server
+    /// hands it: `coffer_audit_append`). There, arrays of different lengths
+    /// are refused, and an encoding that does not match the entry's fields
+    /// breaks the chain at that entry.
+    @Test(arguments: Backend.allCases) func unusualFieldsChainAlikeAndAMismatchedEncodingIsCaught(
+        _ backend: Backend
+    ) async throws {
+        let server = try await TestServer(issuer: try Issuer(), backend: backend)
+        let actor = "zoë 🎁 " + String(repeating: "ж", count: 3000)
+        _ = try await server.store.addOperator(name: "n1", scopes: [.rotate], by: actor)
+        #expect(try await server.store.removeOperator(name: "n1", by: ""))
+        let intact = try await server.store.verifyAudit()
+        #expect(intact.broken == nil && intact.checked == 2)
+        #expect(try await server.store.auditHistory(realm: "", subject: "").map(\.actor) == [actor, ""])
+        guard backend == .postgres else { return }
+        let ragged = "SELECT coffer_audit_append(1, ARRAY['a'], ARRAY['b', 'c'], ARRAY[''], ARRAY[''], ARRAY[''],"
+        #expect(throws: CofferError.self) {
+            try server.execute(ragged + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00']::bytea[])")
+        }
+        // The right length, but the encoding of other fields than the row's.
+        try server.execute(
+            """
+            SELECT coffer_audit_append(1, ARRAY['a'], ARRAY['b'], ARRAY[''], ARRAY[''], ARRAY[''], ARRAY[''],
+              ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00000001']::bytea[])
+            """)
+        let broken = try await server.store.verifyAudit()
+        #expect(broken.broken?.seq == 3 && broken.checked == 2)
+    }
+
     static func restore(_ column: String, _ saved: String) -> String {
         switch column {
         case "at", "version": return "CAST(\(saved) AS bigint)"
