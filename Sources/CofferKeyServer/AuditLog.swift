@@ -102,7 +102,8 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     var encoding: [UInt8] {
         var bytes = Self.encode(["coffer audit v1", String(seq)])
         bytes += Self.encodeTail(
-            at: at, Record(
+            at: at,
+            Record(
                 actor: actor, action: action, realm: realm, subject: subject, device: device, purpose: purpose,
                 version: version, detail: detail))
         return bytes
