@@ -113,10 +113,14 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// but its place in the chain. (PostgreSQL's append links the entries
     /// it is handed: it adds the label and the number, and hashes.)
     static func encodeTail(at: Int64, _ record: Record) -> [UInt8] {
-        encode([
-            String(at), record.actor, record.action, record.realm, record.subject, record.device, record.purpose,
-            String(record.version), record.detail,
-        ])
+        encodeNaming(at: at, record) + encode([String(record.version), record.detail])
+    }
+
+    /// The encoding of the fields after `seq` that come before `version`:
+    /// when, who, what, and the key's name. (PostgreSQL's release adds
+    /// the version it found and the empty detail: ``PostgresKeyRows``.)
+    static func encodeNaming(at: Int64, _ record: Record) -> [UInt8] {
+        encode([String(at), record.actor, record.action, record.realm, record.subject, record.device, record.purpose])
     }
 
     private static func encode(_ fields: [String]) -> [UInt8] {
@@ -210,7 +214,7 @@ struct ReleaseRequest: Sendable {
 /// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
 /// for the transaction that holds its audit entry, so no key leaves
 /// unaudited, and no DPoP proof is used twice). On PostgreSQL a batch
-/// costs two statements and one hold of the audit lock, instead of
+/// costs one statement and one hold of the audit lock, instead of
 /// several each; on SQLite one write transaction instead of one each.
 actor Batcher<Item: Sendable, Answer: Sendable> {
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]

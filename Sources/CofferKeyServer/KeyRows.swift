@@ -12,8 +12,7 @@ protocol KeyRows: Sendable {
     /// subject's shred state or its minimum version raises. The proofs
     /// are recorded (``KeySnapshot/spend(_:recorded:)``) and the released
     /// versions appended to the audit chain (a `release` to the subject)
-    /// before it returns: in one transaction on SQLite, in two statements
-    /// that each commit on PostgreSQL.
+    /// in one transaction before it returns (on PostgreSQL, one statement).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>]
     /// Version 1 of `name` unless a version exists; then the latest. One
     /// transaction, refused by the subject's shred state; audited as a

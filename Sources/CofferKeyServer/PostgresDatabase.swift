@@ -88,15 +88,6 @@ final class PostgresDatabase: Sendable {
         }
     }
 
-    /// `body` on one connection outside any transaction: each of its
-    /// statements commits on its own (for work whose statements each
-    /// stand alone, at one round trip apiece).
-    func session<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await bounded {
-            try await self.client.withConnection { connection in try await body(connection) }
-        }
-    }
-
     static func lostRace(_ error: PSQLError) -> Bool {
         guard let state = error.serverInfo?[.sqlState] else { return false }
         return state == "23505" || state == "40001" || state == "40P01"

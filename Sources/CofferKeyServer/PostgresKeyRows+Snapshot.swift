@@ -3,89 +3,131 @@ import HTTPTypes
 import PostgresNIO
 
 extension PostgresKeyRows {
-    /// A batch of releases in two statements however many it holds, each
-    /// committing on its own: the first records the batch's DPoP proofs
-    /// and reads every key of the batch; the second appends the released
-    /// ones to the audit chain (``append(_:_:now:)``), and only once it has
-    /// committed are the keys answered. A proof recorded by a batch whose
-    /// append then fails stays spent: its request fails, and a client's
-    /// next request carries a new proof.
+    /// A batch of releases in one statement, and so one transaction,
+    /// however many it holds: `coffer_release` records the batch's DPoP
+    /// proofs, reads every key, decides which requests release a version
+    /// and appends those releases to the audit chain, all inside the
+    /// database. The rules it applies are ``KeySnapshot``'s; the server
+    /// applies them again to what the statement read, and answers a key
+    /// only where the database says it audited that release (a request the
+    /// two disagree on fails: nothing leaves unaudited).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
-        try await database.session { db in
-            let (recorded, snapshots) = try await Self.snapshots(db, requests)
-            let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
-            let (results, audit) = KeySnapshot.outcomes(Array(zip(requests, snapshots)), fresh: fresh, now: now)
-            try await Self.append(db, audit, now: now)
-            return results
+        let (snapshots, recorded, audited) = try await database.query(Self.releaseQuery(requests, now: now)) {
+            rows in try await Self.read(rows, count: requests.count)
+        }
+        let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
+        let (results, _) = KeySnapshot.outcomes(Array(zip(requests, snapshots)), fresh: fresh, now: now)
+        return zip(results, audited).map { result, audited in
+            if case .success(_?) = result, !audited {
+                return .failure(
+                    Problem(.internalServerError, "audit-failed", "the database did not audit this release"))
+            }
+            return result
         }
     }
 
-    /// The read of schema version 5, a function so that each connection
-    /// plans it once (PL/pgSQL keeps its statements' plans). Proofs are
-    /// empty for requests without one; version 0 is the latest.
+    static func releaseQuery(_ requests: [ReleaseRequest], now: Int64) -> PostgresQuery {
+        // Version 0: the latest. A version beyond int4 names no row.
+        let versions = requests.map { Int32(exactly: $0.version ?? 0) ?? -1 }
+        // No proof: an empty hash (a proof's is 32 bytes), never recorded.
+        let proofs = requests.map { ByteBuffer(bytes: $0.proof?.hash ?? Data()) }
+        let expiries = requests.map { $0.proof?.expires ?? 0 }
+        // Each release's audit encoding up to its version, which the
+        // database appends once it has read the version.
+        let naming = requests.map { request in
+            ByteBuffer(
+                bytes: AuditEntry.encodeNaming(
+                    at: now, .init(actor: request.actor, action: "release", request.name)))
+        }
+        return """
+            SELECT * FROM coffer_release(\(now), \(requests.map(\.name.realm))::text[],
+              \(requests.map(\.name.subject))::text[], \(requests.map(\.name.device))::text[],
+              \(requests.map(\.name.purpose))::text[], \(versions)::int4[], \(proofs)::bytea[], \(expiries)::bigint[],
+              \(naming)::bytea[])
+            """
+    }
+
+    @Sendable static func read(_ rows: PostgresRowSequence, count: Int) async throws
+        -> (snapshots: [KeySnapshot], recorded: Set<Data>, audited: [Bool])
+    {
+        var snapshots: [KeySnapshot] = []
+        var recorded: Set<Data> = []
+        var audited: [Bool] = []
+        snapshots.reserveCapacity(count)
+        audited.reserveCapacity(count)
+        for try await (shredAt, shredded, minimum, version, wrapped, proof, released) in rows.decode(
+            (Int64?, Bool?, Int?, Int?, Data?, Data?, Bool).self)
+        {
+            guard snapshots.count < count else { break }
+            if let proof { recorded.insert(proof) }
+            snapshots.append(
+                KeySnapshot(
+                    shredAt: shredAt, shredded: shredded ?? false, minimum: minimum ?? 1,
+                    stored: version.flatMap { version in wrapped.map { StoredVersion(version: version, wrapped: $0) } }
+                ))
+            audited.append(released)
+        }
+        guard snapshots.count == count else {
+            throw Problem(.internalServerError, "database-error", "the database answered the wrong number of rows")
+        }
+        return (snapshots, recorded, audited)
+    }
+
+    /// The release of schema version 5, a PL/pgSQL function (so each
+    /// connection plans it once). Per request, in order: the subject's
+    /// shred state, the key's minimum version, the version found (0 asks
+    /// for the latest), the proof when this statement recorded it, and
+    /// whether it released (and audited) that version: its proof is
+    /// fresh (recorded now, and its first copy in the batch), its subject
+    /// has no shred, the version asked for is not retired, and a version
+    /// was found, as ``KeySnapshot/outcomes(_:fresh:now:)`` decides.
     static let releaseFunction = """
-        CREATE FUNCTION coffer_release_read(realms text[], subjects text[], devices text[], purposes text[],
-          versions int4[], proofs bytea[], expiries bigint[])
+        CREATE FUNCTION coffer_release(entry_at bigint, realms text[], subjects text[], devices text[],
+          purposes text[], versions int4[], proofs bytea[], expiries bigint[], naming bytea[])
         RETURNS TABLE (key_shred_at bigint, key_shredded boolean, key_minimum integer, key_version integer,
-          key_wrapped bytea, proof_recorded boolean)
+          key_wrapped bytea, proof_recorded bytea, released boolean)
         LANGUAGE plpgsql AS $$
         BEGIN
           RETURN QUERY
           WITH recorded AS (
             INSERT INTO dpop_proofs (hash, expires)
             SELECT p.hash, p.expires FROM unnest(proofs, expiries) AS p (hash, expires) WHERE length(p.hash) > 0
-            ON CONFLICT DO NOTHING RETURNING dpop_proofs.hash)
-          SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped,
-            length(r.proof) > 0 AND EXISTS (SELECT 1 FROM recorded WHERE recorded.hash = r.proof)
-          FROM unnest(realms, subjects, devices, purposes, versions, proofs)
-            WITH ORDINALITY AS r (realm, subject, device, purpose, version, proof, position)
-          LEFT JOIN subjects s ON s.realm = r.realm AND s.subject = r.subject
-          LEFT JOIN key_floors f ON f.realm = r.realm AND f.subject = r.subject AND f.device = r.device
-            AND f.purpose = r.purpose
-          LEFT JOIN LATERAL (SELECT keys.version, keys.wrapped FROM keys WHERE keys.realm = r.realm
-            AND keys.subject = r.subject AND keys.device = r.device AND keys.purpose = r.purpose
-            AND (r.version = 0 OR keys.version = r.version)
-            ORDER BY keys.version DESC LIMIT 1) k ON true
-          ORDER BY r.position;
+            ON CONFLICT DO NOTHING RETURNING dpop_proofs.hash),
+          found AS (
+            SELECT r.position, r.realm, r.subject, r.device, r.purpose, r.version AS asked, r.proof, r.naming,
+              s.shred_at, s.shredded, f.minimum, k.version, k.wrapped,
+              (SELECT recorded.hash FROM recorded WHERE recorded.hash = r.proof) AS spent,
+              row_number() OVER (PARTITION BY r.proof ORDER BY r.position) = 1 AS first_copy
+            FROM unnest(realms, subjects, devices, purposes, versions, proofs, naming)
+              WITH ORDINALITY AS r (realm, subject, device, purpose, version, proof, naming, position)
+            LEFT JOIN subjects s ON s.realm = r.realm AND s.subject = r.subject
+            LEFT JOIN key_floors f ON f.realm = r.realm AND f.subject = r.subject AND f.device = r.device
+              AND f.purpose = r.purpose
+            LEFT JOIN LATERAL (SELECT keys.version, keys.wrapped FROM keys WHERE keys.realm = r.realm
+              AND keys.subject = r.subject AND keys.device = r.device AND keys.purpose = r.purpose
+              AND (r.version = 0 OR keys.version = r.version)
+              ORDER BY keys.version DESC LIMIT 1) k ON true),
+          decided AS (
+            SELECT found.*, (length(found.proof) = 0 OR (found.spent IS NOT NULL AND found.first_copy))
+              AND found.shred_at IS NULL AND (found.asked = 0 OR found.asked >= coalesce(found.minimum, 1))
+              AND found.version IS NOT NULL AS releases
+            FROM found),
+          appended AS (
+            SELECT coffer_audit_append(entry_at,
+              array_agg('subject:' || d.subject ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg('release'::text ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.realm ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.subject ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.device ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.purpose ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.version::bigint ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(''::text ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(d.naming || int4send(octet_length(d.version::text)) || convert_to(d.version::text, 'UTF8')
+                || int4send(0) ORDER BY d.position) FILTER (WHERE d.releases)) AS head
+            FROM decided d)
+          SELECT d.shred_at, d.shredded, d.minimum, d.version, d.wrapped, d.spent, d.releases
+          FROM decided d CROSS JOIN appended
+          ORDER BY d.position;
         END $$
         """
-
-    /// Records the requests' proofs and reads each request's key, in the
-    /// requests' order, in one statement (so in one snapshot); answers
-    /// which proofs this statement recorded. The proofs' primary key
-    /// settles a race: of two replicas seeing one proof at once, one
-    /// inserts it and the other waits for that commit, then finds the row.
-    static func snapshots(_ db: PostgresConnection, _ requests: [ReleaseRequest]) async throws
-        -> (recorded: Set<Data>, snapshots: [KeySnapshot])
-    {
-        // Version 0: the latest. A version beyond int4 names no row.
-        let versions = requests.map { Int32(exactly: $0.version ?? 0) ?? -1 }
-        // No proof: an empty hash (a proof's is 32 bytes), never recorded.
-        let proofs = requests.map { ByteBuffer(bytes: $0.proof?.hash ?? Data()) }
-        let expiries = requests.map { $0.proof?.expires ?? 0 }
-        let rows = try await db.run(
-            """
-            SELECT * FROM coffer_release_read(\(requests.map(\.name.realm))::text[],
-              \(requests.map(\.name.subject))::text[], \(requests.map(\.name.device))::text[],
-              \(requests.map(\.name.purpose))::text[], \(versions)::int4[], \(proofs)::bytea[], \(expiries)::bigint[])
-            """)
-        var snapshots: [KeySnapshot] = []
-        var recorded: Set<Data> = []
-        snapshots.reserveCapacity(requests.count)
-        for try await (shredAt, shredded, minimum, version, wrapped, isRecorded) in rows.decode(
-            (Int64?, Bool?, Int?, Int?, Data?, Bool).self)
-        {
-            guard snapshots.count < requests.count else { break }
-            if isRecorded, let proof = requests[snapshots.count].proof { recorded.insert(proof.hash) }
-            snapshots.append(
-                KeySnapshot(
-                    shredAt: shredAt, shredded: shredded ?? false, minimum: minimum ?? 1,
-                    stored: version.flatMap { version in wrapped.map { StoredVersion(version: version, wrapped: $0) } }
-                ))
-        }
-        guard snapshots.count == requests.count else {
-            throw Problem(.internalServerError, "database-error", "the database answered the wrong number of rows")
-        }
-        return (recorded, snapshots)
-    }
 }

@@ -38,6 +38,14 @@ import Testing
         let name = try KeyName(realm: "default", subject: "ana", device: "jkt:abc", purpose: "notes")
         let made = try await store.current(name)
         let never = try KeyName(realm: "default", subject: "ana", device: "jkt:abc", purpose: "never-made")
+        // A key whose version 1 is retired, and a subject whose shred is pending.
+        let old = try KeyName(realm: "default", subject: "cy", purpose: "old")
+        _ = try await store.current(old)
+        _ = try await store.rotate(old)
+        try await store.retire(old, below: 2)
+        let gone = try KeyName(realm: "default", subject: "dee", purpose: "notes")
+        _ = try await store.current(gone)
+        _ = try await store.shred(realm: "default", subject: "dee", after: 600)
         let now = store.now()
         let (first, second) = (
             ProofUse(hash: Data(repeating: 1, count: 32), expires: now + 120),
@@ -49,9 +57,15 @@ import Testing
             ReleaseRequest(name: never, version: nil, proof: second),
             ReleaseRequest(name: name, version: 1, proof: nil),
             ReleaseRequest(name: name, version: 2, proof: nil),
+            ReleaseRequest(name: old, version: 1, proof: nil),
+            ReleaseRequest(name: old, version: nil, proof: nil),
+            ReleaseRequest(name: gone, version: nil, proof: nil),
         ]
-        let results = try await store.rows.release(batch, now: now)
-        #expect(results.map(Self.code) == [nil, "dpop-proof-replayed", nil, nil, nil])
+        let all = try await store.rows.release(batch, now: now)
+        #expect(
+            all.map(Self.code) == [nil, "dpop-proof-replayed", nil, nil, nil, "key-retired", nil, "shred-pending"])
+        #expect(try all[6].get()?.version == 2)
+        let results = Array(all.prefix(5))
         let versions = results.map { result in
             switch result {
             case .success(let row): row.map { "v\($0.version)" } ?? "none"
@@ -75,6 +89,13 @@ import Testing
         let history = try await store.auditHistory(realm: "default", subject: "ana")
         #expect(history.map(\.action) == ["create", "release", "release", "release"])
         #expect(history.suffix(2).map(\.version) == [1, 1])
+        // The retired version and the pending shred released nothing.
+        let cy = try await store.auditHistory(realm: "default", subject: "cy")
+        #expect(cy.map(\.action) == ["create", "release", "rotate", "retire", "release"])
+        #expect(cy.last?.version == 2)
+        let dee = try await store.auditHistory(realm: "default", subject: "dee")
+        #expect(dee.map(\.action) == ["create", "release", "shred"])
+        #expect(try await store.verifyAudit().broken == nil)
         await store.close()
     }
 
