@@ -93,8 +93,14 @@ struct FileBenchmark {
                 var theirs = Figure()
                 for _ in 0..<runs {
                     for (figure, command) in [(0, [coffer] + cofferArgs), (1, [age] + ageArgs)] {
-                        // A file sink starts absent, as a user's new output would.
-                        if output != "/dev/null" { try? FileManager.default.removeItem(atPath: output) }
+                        // A file sink starts absent, as a user's new output would,
+                        // and no run pays for the one before it: its dirty pages
+                        // written back, and (as root) the page cache it filled let
+                        // go, so that neither tool's run reclaims the other's.
+                        if output != "/dev/null" {
+                            try? FileManager.default.removeItem(atPath: output)
+                            Self.settle()
+                        }
                         let result = Benchmark.spawn(command, stdout: output)
                         if figure == 0 {
                             ours.seconds.append(result.seconds)
@@ -116,6 +122,18 @@ struct FileBenchmark {
             }
         }
         print("\(sizeMiB) MiB: coffer peak RSS \(peakRSS / 1024) MiB")
+    }
+}
+
+extension FileBenchmark {
+    /// Writes every dirty page back, then (when allowed: root) drops the
+    /// clean page cache. Files in tmpfs are not page cache and stay.
+    static func settle() {
+        sync()
+        let drop = open("/proc/sys/vm/drop_caches", O_WRONLY)
+        guard drop >= 0 else { return }
+        _ = write(drop, "1\n", 2)
+        close(drop)
     }
 }
 
