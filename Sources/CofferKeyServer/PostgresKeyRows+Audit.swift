@@ -6,9 +6,11 @@ import PostgresNIO
 // the chain's head only once it holds it (READ COMMITTED: that statement
 // sees every append committed before), links and inserts the entries,
 // and the lock is let go when the transaction commits. So the chain never
-// forks, and no replica holds the lock across a round trip to it: called
-// as a statement of its own, the lock is held for the function and its
-// commit only, all inside the database.
+// forks. Releases call it inside `coffer_release`, one statement that is
+// its own transaction, so the lock is held for the append and its commit
+// only, all inside the database. Other changes (rarer: first uses,
+// rotations, shreds, operators) call it inside their own transaction,
+// which holds the lock until it commits.
 extension PostgresKeyRows {
     static let auditLock: Int64 = 7_365_487_310_561_385
 
