@@ -145,7 +145,12 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
             try ring.open(sealed + [0], context: Array("a".utf8))
         }
         let text = SealedValue.text(sealed)
-        for bad in [text + "=", "cs1.", "cs1.A", text.replacingOccurrences(of: "cs1.", with: "cs1.*"), text + "A"] {
+        // One line ending may follow the text form; nothing else may.
+        for good in [text + "\n", text + "\r\n"] { #expect(try SealedValue.binary(Array(good.utf8)) == sealed) }
+        for bad in [
+            text + "=", "cs1.", "cs1.A", text.replacingOccurrences(of: "cs1.", with: "cs1.*"), text + "A",
+            text + "\r", text + " \n", text + "\n\n", text + "\t", "cs1. " + text.dropFirst(4), text + "\u{A0}",
+        ] {
             #expect(throws: CofferError.self) {
                 try ring.open(try SealedValue.binary(Array(bad.utf8)), context: Array("a".utf8))
             }

@@ -125,12 +125,17 @@ public enum SealedValue {
         textPrefix + Base64URL.encode(Array(sealed))
     }
 
-    /// Binary from either form: text is recognised by its prefix.
+    /// Binary from either form: text is recognised by its prefix, and may
+    /// end with one line ending (`\n` or `\r\n`, as a file or `echo`
+    /// gives it); any other byte around it is refused.
     public static func binary(_ input: some DataProtocol) throws -> Data {
-        let bytes = Data(input)
+        var bytes = Data(input)
         guard bytes.starts(with: Array(textPrefix.utf8)) else { return bytes }
-        let body = String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self).trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        if bytes.last == 0x0A {
+            bytes.removeLast()
+            if bytes.last == 0x0D { bytes.removeLast() }
+        }
+        let body = String(decoding: bytes.dropFirst(textPrefix.utf8.count), as: UTF8.self)
         guard !body.isEmpty, body.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
         else {
             throw CofferError(.malformed, "a text sealed value is \(textPrefix) followed by unpadded base64url")
