@@ -58,7 +58,8 @@ extension PostgresKeyRows {
         for try await (shredAt, shredded, minimum, version, wrapped, proof, released) in rows.decode(
             (Int64?, Bool?, Int?, Int?, Data?, Data?, Bool).self)
         {
-            guard snapshots.count < count else { break }
+            // More rows than requests is as wrong as fewer.
+            guard snapshots.count < count else { throw wrongRowCount }
             if let proof { recorded.insert(proof) }
             snapshots.append(
                 KeySnapshot(
@@ -67,11 +68,12 @@ extension PostgresKeyRows {
                 ))
             audited.append(released)
         }
-        guard snapshots.count == count else {
-            throw Problem(.internalServerError, "database-error", "the database answered the wrong number of rows")
-        }
+        guard snapshots.count == count else { throw wrongRowCount }
         return (snapshots, recorded, audited)
     }
+
+    static let wrongRowCount = Problem(
+        .internalServerError, "database-error", "the database answered the wrong number of rows")
 
     /// The release of schema version 5, a PL/pgSQL function (so each
     /// connection plans it once). Per request, in order: the subject's
