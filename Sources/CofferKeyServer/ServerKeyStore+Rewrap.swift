@@ -44,11 +44,10 @@ extension ServerKeyStore {
 
     /// Reads the KEK ring again (the server does every 30 seconds, so that
     /// after a rotation by another process it seals new keys under the new
-    /// primary).
+    /// primary), and forgets which KEK key ids earlier readings lacked.
     public func reloadKEK() throws {
         guard let reload else { return }
-        let fresh = try reload()
-        ring.withLock { $0 = fresh }
+        replaceRing(with: try reload())
     }
 
     static func keyIDBytes(_ id: UInt32) -> Data { withUnsafeBytes(of: id.bigEndian) { Data($0) } }

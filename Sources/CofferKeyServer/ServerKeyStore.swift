@@ -15,6 +15,14 @@ public final class ServerKeyStore: Sendable {
     /// process rotated the KEK: ``ServerKeyStore/rewrap(batchSize:progress:)``).
     let ring: Locked<KeyRing>
     let reload: (@Sendable () throws -> KeyRing)?
+    /// KEK key ids a reading of the ring lacked, with when it was read: a
+    /// row naming one fails at once for ``absentFor`` seconds, or until
+    /// the ring is read again for another reason, instead of reading the
+    /// ring (scrypt, for a passphrase) on every request.
+    let absent = Locked<[UInt32: Int64]>([:])
+    /// How long a KEK key id a reading lacked is not looked for again: as
+    /// long as the server waits between its own readings of the ring.
+    static let absentFor: Int64 = 30
     var kek: KeyRing { ring.withLock { $0 } }
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
@@ -142,16 +150,37 @@ public final class ServerKeyStore: Sendable {
     }
 
     /// Opens a sealed key; a KEK key the ring lacks makes it read the
-    /// ring again once.
+    /// ring again once, unless a reading in the last ``absentFor``
+    /// seconds lacked that key too (a replica whose KEK is not the
+    /// database's would otherwise read its ring on every request).
     func openWrapped(_ wrapped: Data, context: SealingContext) throws -> Data {
         do {
             return try kek.open(wrapped, context: context)
         } catch let error as CofferError where error.code == .keyNotFound {
-            guard let reload else { throw error }
-            let fresh = try reload()
-            ring.withLock { $0 = fresh }
+            guard let reload, let id = try? SealedValue.keyID(of: wrapped) else { throw error }
+            let time = now()
+            if let read = absent.withLock({ $0[id] }), time >= read, time - read < Self.absentFor { throw error }
+            let fresh: KeyRing
+            do {
+                fresh = try reload()
+            } catch {
+                absent.withLock { $0[id] = time }
+                throw error
+            }
+            replaceRing(with: fresh)
             opened.clear()
-            return try fresh.open(wrapped, context: context)
+            do {
+                return try fresh.open(wrapped, context: context)
+            } catch let again as CofferError where again.code == .keyNotFound {
+                absent.withLock { $0[id] = time }
+                throw again
+            }
         }
+    }
+
+    /// Puts a ring just read in place, forgetting the ids the old one lacked.
+    func replaceRing(with fresh: KeyRing) {
+        ring.withLock { $0 = fresh }
+        absent.withLock { $0.removeAll() }
     }
 }
