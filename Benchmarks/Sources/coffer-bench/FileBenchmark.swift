@@ -84,6 +84,7 @@ struct FileBenchmark {
         let bytes = Double(sizeMiB << 20)
         func rate(_ seconds: Double) -> String { String(format: "%6.0f MiB/s", bytes / seconds / 1_048_576) }
         var peakRSS = 0
+        var primed: Figure? = tmpfs(work) ? Figure() : nil
         for (label, output) in [("stdout", "/dev/null"), ("file", "\(work)/out")] {
             for (job, cofferArgs, ageArgs) in [
                 ("encrypt", ["encrypt", "-r", recipient, plain], ["-r", recipient, plain]),
@@ -100,6 +101,7 @@ struct FileBenchmark {
                         if output != "/dev/null" {
                             try? FileManager.default.removeItem(atPath: output)
                             Self.settle()
+                            if primed != nil { primed?.seconds.append(try Self.prime(bytes: sizeMiB << 20, in: work)) }
                         }
                         let result = Benchmark.spawn(command, stdout: output)
                         if figure == 0 {
@@ -122,10 +124,62 @@ struct FileBenchmark {
             }
         }
         print("\(sizeMiB) MiB: coffer peak RSS \(peakRSS / 1024) MiB")
+        if let primed, let slowest = primed.seconds.max(), let fastest = primed.seconds.min() {
+            print(
+                String(
+                    format:
+                        "%5d MiB new file: written with 1 MiB writes just before each run to a file, then removed (both tools then write into memory the host has just backed): %.2f–%.2f s, %@–%@, the floor for one thread writing this file",
+                    sizeMiB, fastest, slowest, rate(slowest), rate(fastest)))
+        }
     }
 }
 
 extension FileBenchmark {
+    /// Whether `path` is in tmpfs, where a new file's pages are fresh
+    /// memory: on a virtual machine whose host takes back the memory the
+    /// guest frees (this CI machine's virtio balloon reports free pages),
+    /// writing a new file costs anywhere from 0.4 to 2.6 seconds per GiB,
+    /// depending on how long the memory has been free (README, "Benchmark").
+    func tmpfs(_ path: String) -> Bool {
+        guard let real = realpath(path, nil) else { return false }
+        defer { free(real) }
+        let folder = String(cString: real)
+        let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
+        // The deepest mount point holding the folder decides.
+        var deepest = (point: "", type: "")
+        for line in mounts.split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count > 2, fields[1].count > deepest.point.count else { continue }
+            let inside = fields[1] == "/" || folder == fields[1] || folder.hasPrefix(fields[1] + "/")
+            if inside { deepest = (fields[1], fields[2]) }
+        }
+        return deepest.type == "tmpfs"
+    }
+
+    /// Writes `bytes` of zeros to a new file in `folder` with 1 MiB writes
+    /// and removes it: its pages go back to the kernel's free lists, where
+    /// the next file's allocation takes them before the host can take them
+    /// back. Returns the seconds it took.
+    static func prime(bytes: Int, in folder: String) throws -> Double {
+        let path = folder + "/prime"
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw CofferError(.io, "cannot create \(path)") }
+        let block = [UInt8](repeating: 0, count: 1 << 20)
+        let start = DispatchTime.now().uptimeNanoseconds
+        var left = bytes
+        while left > 0 {
+            let written = block.withUnsafeBytes { write(descriptor, $0.baseAddress, min(left, $0.count)) }
+            guard written > 0 else {
+                close(descriptor)
+                throw CofferError(.io, "cannot write \(path)")
+            }
+            left -= written
+        }
+        close(descriptor)
+        unlink(path)
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
     /// Writes every dirty page back, then (when allowed: root) drops the
     /// clean page cache. Files in tmpfs are not page cache and stay.
     static func settle() {
