@@ -36,8 +36,8 @@ enum StorePostgresBenchmark {
         try plain.execute("CREATE TABLE plain_people (id BIGINT PRIMARY KEY, city TEXT, note TEXT, email TEXT)")
         try plain.execute("CREATE INDEX plain_people_email ON plain_people (email)")
         defer {
-            try? plain.execute("DROP TABLE IF EXISTS plain_people")
-            try? plain.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE")
+            _ = try? plain.execute("DROP TABLE IF EXISTS plain_people")
+            _ = try? plain.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE")
         }
         // The rows in the order people sign up, as in the SQLite benchmark.
         let arrival = StoreBenchmark.arrival(rows: rows)
