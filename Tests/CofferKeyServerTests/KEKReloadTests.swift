@@ -45,11 +45,16 @@ import Testing
 
     static func bytes(_ key: SymmetricKey) -> Data { key.withUnsafeBytes { Data($0) } }
 
-    @Test func aKEKKeyAReadingLackedIsLookedForAgainOnlyAfterAWhileOrANewReading() async throws {
+    /// A new folder, which the caller removes, and the path of a database in it.
+    static func database() throws -> (folder: URL, path: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reload-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return (folder, folder.appendingPathComponent("keys.sqlite").path)
+    }
+
+    @Test func aKEKKeyAReadingLackedIsLookedForAgainOnlyAfterAWhileOrANewReading() async throws {
+        let (folder, path) = try Self.database()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("keys.sqlite").path
         let databases = try KeyRing()
         let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
         let made = try await ServerKeyStore(path: path, kek: databases).current(name)
@@ -80,10 +85,8 @@ import Testing
     /// A second KEK rotation right after a first: a row under a KEK key no
     /// reading has lacked yet is looked for at once, whatever else is absent.
     @Test func aNewKEKKeyIsLookedForAtOnce() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reload-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (folder, path) = try Self.database()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("keys.sqlite").path
         let (first, second) = (try KeyRing(), try KeyRing())
         let lost = try KeyName(realm: "default", subject: "ana", purpose: "notes")
         _ = try await ServerKeyStore(path: path, kek: first).current(lost)

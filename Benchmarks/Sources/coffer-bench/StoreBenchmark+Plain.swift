@@ -36,10 +36,7 @@ extension StoreBenchmark {
             return Data(bytes)
         }
         let overhead = try sealedOverhead
-        defer {
-            try? pool.close()
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        defer { remove(pool, at: path) }
         return try insert(
             rows: rows, into: pool, "INSERT INTO people (city, note, email, email_exact) VALUES (?, ?, ?, ?)"
         ) {
@@ -49,6 +46,13 @@ extension StoreBenchmark {
                 random(record["email"]!.text!.utf8.count + overhead), random(6),
             ]
         }
+    }
+
+    /// Closes `pool` and removes its database at `path`, with its WAL and
+    /// shared-memory files, so that the next run starts from free space.
+    static func remove(_ pool: DatabasePool, at path: String) {
+        try? pool.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     /// The plain table: the same columns in the clear, an SQL index on email.

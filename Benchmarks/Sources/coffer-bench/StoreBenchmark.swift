@@ -32,8 +32,9 @@ enum StoreBenchmark {
         let plain = try plainTable(path: plainPath)
         let plainInsert = try insert(rows: rows, into: plain, order: arrival)
         let sortedPath = folder + "/plain-in-order.sqlite"
-        let sortedInsert = try insert(rows: rows, into: try plainTable(path: sortedPath), order: { $0 })
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sortedPath + suffix) }
+        let sorted = try plainTable(path: sortedPath)
+        let sortedInsert = try insert(rows: rows, into: sorted, order: { $0 })
+        remove(sorted, at: sortedPath)
 
         let shapedInsert = try shapedFloor(rows: rows, path: folder + "/shaped.sqlite")
 
