@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Coffer
@@ -74,6 +75,22 @@ import Testing
             #expect(written == output.count)
             #expect(String(decoding: output, as: UTF8.self) == Data(bytes).base64EncodedString())
         }
+    }
+
+    /// Empty input from many threads at once. An empty array built with
+    /// `Array(unsafeUninitializedCapacity: 0)` is the runtime's shared empty
+    /// storage, and setting its count writes to that one global: under
+    /// ThreadSanitizer, two stanzas with empty bodies decoded at once were a
+    /// data race (CI, stop 28). The encoder must not take that path.
+    /// The threads share only a relaxed atomic, which orders nothing, so a
+    /// race between any two encodes stays visible to TSan.
+    @Test func base64EncodesEmptyInputFromManyThreads() {
+        let nonEmpty = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 256) { _ in
+            let encoded = Base64.encode([UInt8](), padded: true) + Base64.encode([UInt8](), padded: false)
+            if !encoded.isEmpty { nonEmpty.add(1, ordering: .relaxed) }
+        }
+        #expect(nonEmpty.load(ordering: .relaxed) == 0)
     }
 
     /// The armor's line decoder agrees with the general strict decoder on

@@ -22,6 +22,12 @@ package enum Base64 {
 
     static func encode(_ bytes: some Collection<UInt8>, padded: Bool, alphabet: [UInt8]) -> [UInt8] {
         let input = Array(bytes)
+        // Not through `unsafeUninitializedCapacity` when empty: with a
+        // capacity of 0 the standard library (Swift 6.3) writes the count
+        // into the runtime's one shared empty array, a data race between
+        // threads that ThreadSanitizer reports (as swiftlang/swift#27808
+        // once mended for other array paths).
+        guard !input.isEmpty else { return [] }
         let room = (input.count + 2) / 3 * 4
         return [UInt8](unsafeUninitializedCapacity: room) { output, count in
             count = input.withUnsafeBytes { input in
