@@ -77,8 +77,13 @@ struct DataOptions: ParsableArguments {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let ring = try kekRing(settings)
-        let file = FileManager.default.fileExists(atPath: ring.path) ? try await ring.read() : try await ring.create()
-        let reload: @Sendable () throws -> KeyRing = { try ring.read().keyRing }
+        // Read again every 30 seconds and when a row names a KEK the ring
+        // lacks; unlocked again only when the file has changed.
+        let reader = KeyRingReader(ring)
+        let file =
+            FileManager.default.fileExists(atPath: ring.path)
+            ? try await BlockingWork.run { try reader.read() } : try await ring.create()
+        let reload: @Sendable () throws -> KeyRing = { try reader.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
         let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
         guard PostgresURL.names(database) else {

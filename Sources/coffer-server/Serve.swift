@@ -135,7 +135,9 @@ struct Serve: AsyncParsableCommand {
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(30))
                     _ = try? await store.sweep()
-                    try? store.reloadKEK()
+                    // Off the threads that serve requests: when the ring
+                    // has changed, this is an unlock (scrypt).
+                    try? await BlockingWork.run { try store.reloadKEK() }
                 }
             }
             try await group.next()

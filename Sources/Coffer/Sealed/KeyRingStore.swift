@@ -60,14 +60,17 @@ public struct KeyRingStore: Sendable {
 
     /// Reads and unlocks the file; `rolledBack` when it is older than a
     /// generation already written.
-    public func read() throws -> KeyRingFile {
-        let bytes = try readBytes()
+    public func read() throws -> KeyRingFile { try read(bytes: readBytes(), unlocked: nil) }
+
+    /// `bytes` unlocked (or, when they are the bytes `unlocked` came from,
+    /// not again) and checked against the rollback mark.
+    func read(bytes: [UInt8], unlocked: KeyRingFile?) throws -> KeyRingFile {
         // The mark is read before the file's generation is trusted, and
         // marks are raised only after a commit: no false alarm in a race.
         let marks = try KeyRingFile.peekGeneration(bytes).flatMap { peek in
             try rollbackGuard?.highWaterMark(for: Self.guardKey(peek.ringID))
         }
-        let file = try KeyRingFile(contents: bytes, secret: secret)
+        let file = try unlocked ?? KeyRingFile(contents: bytes, secret: secret)
         if let mark = marks, file.generation < mark {
             throw CofferError(
                 .rolledBack,
@@ -113,7 +116,7 @@ public struct KeyRingStore: Sendable {
         }
     }
 
-    private func readBytes() throws -> [UInt8] {
+    func readBytes() throws -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw CofferError(.io, "cannot open the key ring \(path): \(String(cString: strerror(errno)))")

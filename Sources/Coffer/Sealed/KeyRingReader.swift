@@ -1,0 +1,35 @@
+import Crypto
+
+/// A key ring file read again and again by a long-running process (a key
+/// server picking up a `kek rotate` made by another process): each
+/// ``read()`` reads the file and checks its rollback mark, as
+/// ``KeyRingStore/read()`` does, but unlocks it (scrypt, or a keychain's
+/// key) only when its bytes differ from the last bytes it unlocked. Those
+/// same bytes decrypt to the same ring, and an unlock is the one costly
+/// step: scrypt at ``PasswordKDF/defaultScrypt`` fills 128 MiB and takes
+/// about 0.4 s of one core, which a server rereading its ring every 30
+/// seconds used to spend on one of the threads serving requests.
+package final class KeyRingReader: Sendable {
+    package let store: KeyRingStore
+    private let last = Locked<(digest: SHA256.Digest, file: KeyRingFile)?>(nil)
+    private let unlockCount = Locked(0)
+
+    package init(_ store: KeyRingStore) { self.store = store }
+
+    /// The file as it is now; `rolledBack` when it is older than a
+    /// generation already written, whether or not it was unlocked again.
+    package func read() throws -> KeyRingFile {
+        let bytes = try store.readBytes()
+        let digest = SHA256.hash(data: bytes)
+        let cached = last.withLock { $0 }.flatMap { $0.digest == digest ? $0.file : nil }
+        let file = try store.read(bytes: bytes, unlocked: cached)
+        if cached == nil {
+            unlockCount.withLock { $0 += 1 }
+            last.withLock { $0 = (digest, file) }
+        }
+        return file
+    }
+
+    /// How many reads unlocked the file.
+    package var unlocks: Int { unlockCount.withLock { $0 } }
+}
