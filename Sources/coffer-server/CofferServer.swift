@@ -80,9 +80,9 @@ struct DataOptions: ParsableArguments {
         // Read again every 30 seconds and when a row names a KEK the ring
         // lacks; unlocked again only when the file has changed.
         let reader = KeyRingReader(ring)
-        let file =
-            FileManager.default.fileExists(atPath: ring.path)
-            ? try await BlockingWork.run { try reader.read() } : try await ring.create()
+        let file = try await BlockingWork.run {
+            FileManager.default.fileExists(atPath: ring.path) ? try reader.read() : try reader.create()
+        }
         let reload: @Sendable () throws -> KeyRing = { try reader.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
         let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")

@@ -30,6 +30,18 @@ import Glibc
         #expect(reader.unlocks == 2)
     }
 
+    /// A ring the reader created is not unlocked by its next read.
+    @Test func aRingItCreatedIsNotUnlockedAgain() throws {
+        let folder = try ScratchFolder()
+        let store = KeyRingStore(
+            path: folder.path + "/ring.ckr", secret: .key(SymmetricKey(size: .bits256)), rollbackGuard: nil)
+        let reader = KeyRingReader(store)
+        let created = try reader.create()
+        #expect(try reader.read().keyRing.primaryID == created.keyRing.primaryID)
+        #expect(reader.unlocks == 0)
+        #expect(throws: CofferError(.refused, "")) { try reader.create() }
+    }
+
     /// An older copy put back byte for byte, the very bytes the reader
     /// last unlocked, is refused although it is not unlocked again.
     @Test func refusesAnOlderCopyWithoutUnlockingIt() throws {

@@ -30,6 +30,20 @@ package final class KeyRingReader: Sendable {
         return file
     }
 
+    /// ``KeyRingStore/create(_:kdf:)``, after which ``read()`` need not
+    /// unlock the file it wrote (unless it has changed since).
+    @discardableResult
+    package func create() throws -> KeyRingFile {
+        let file = try store.create()
+        let bytes = try store.readBytes()
+        if let peek = KeyRingFile.peekGeneration(bytes), peek.ringID == file.ringID,
+            peek.generation == file.generation
+        {
+            last.withLock { $0 = (SHA256.hash(data: bytes), file) }
+        }
+        return file
+    }
+
     /// How many reads unlocked the file.
     package var unlocks: Int { unlockCount.withLock { $0 } }
 }
