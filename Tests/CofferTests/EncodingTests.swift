@@ -81,7 +81,9 @@ import Testing
     /// `Array(unsafeUninitializedCapacity: 0)` is the runtime's shared empty
     /// storage, and setting its count writes to that one global: under
     /// ThreadSanitizer, two stanzas with empty bodies decoded at once were a
-    /// data race (CI, stop 28). The encoder must not take that path.
+    /// data race (a CI run stopped on it). The encoder must not take that
+    /// path.
+    ///
     /// The threads share only a relaxed atomic, which orders nothing, so a
     /// race between any two encodes stays visible to TSan.
     @Test func base64EncodesEmptyInputFromManyThreads() {
