@@ -11,8 +11,9 @@ import Crypto
 /// seconds used to spend on one of the threads serving requests.
 package final class KeyRingReader: Sendable {
     package let store: KeyRingStore
-    private let last = Locked<(digest: SHA256.Digest, file: KeyRingFile)?>(nil)
-    private let unlockCount = Locked(0)
+    /// The last bytes unlocked (their digest) and what they held, and how
+    /// many reads unlocked the file.
+    private let state = Locked<(last: (digest: SHA256.Digest, file: KeyRingFile)?, unlocks: Int)>((nil, 0))
 
     package init(_ store: KeyRingStore) { self.store = store }
 
@@ -21,12 +22,9 @@ package final class KeyRingReader: Sendable {
     package func read() throws -> KeyRingFile {
         let bytes = try store.readBytes()
         let digest = SHA256.hash(data: bytes)
-        let cached = last.withLock { $0 }.flatMap { $0.digest == digest ? $0.file : nil }
+        let cached = state.withLock { $0.last }.flatMap { $0.digest == digest ? $0.file : nil }
         let file = try store.read(bytes: bytes, unlocked: cached)
-        if cached == nil {
-            unlockCount.withLock { $0 += 1 }
-            last.withLock { $0 = (digest, file) }
-        }
+        if cached == nil { state.withLock { $0 = ((digest, file), $0.unlocks + 1) } }
         return file
     }
 
@@ -39,11 +37,11 @@ package final class KeyRingReader: Sendable {
         if let peek = KeyRingFile.peekGeneration(bytes), peek.ringID == file.ringID,
             peek.generation == file.generation
         {
-            last.withLock { $0 = (SHA256.hash(data: bytes), file) }
+            state.withLock { $0.last = (SHA256.hash(data: bytes), file) }
         }
         return file
     }
 
     /// How many reads unlocked the file.
-    package var unlocks: Int { unlockCount.withLock { $0 } }
+    package var unlocks: Int { state.withLock { $0.unlocks } }
 }
