@@ -4,7 +4,8 @@ import HTTPTypes
 
 /// The rows in one SQLite file through GRDB, in WAL mode, so several
 /// processes on one machine may serve it; every change is one transaction
-/// on GRDB's writer, and `secure_delete` overwrites what a shred deletes.
+/// on GRDB's writer, synced to disk before it returns, and `secure_delete`
+/// overwrites what a shred deletes.
 final class SQLiteKeyRows: KeyRows {
     let pool: DatabasePool
     let checkpointer: WALCheckpointer
@@ -19,6 +20,12 @@ final class SQLiteKeyRows: KeyRows {
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB puts a WAL database at `synchronous = NORMAL`, after
+        // `prepareDatabase` has run: a commit then reaches the disk only at
+        // the next checkpoint, so an OS crash or a power cut could take back
+        // a key, a rotation or a shred the server had already answered. At
+        // FULL every commit syncs the WAL before it returns.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
         checkpointer = WALCheckpointer(path: path)
     }
