@@ -36,7 +36,13 @@ final class PostgresDatabase: Sendable {
             database: parsed.database, tls: .disable)
         configuration.options.maximumConnections = connections
         configuration.options.connectTimeout = deadline
-        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        // Every commit waits for its WAL flush before the key it holds is
+        // answered, whatever the database or role was set to (`off` could
+        // lose the last commits in a crash of PostgreSQL; a stronger
+        // `remote_apply` only made standbys' reads current, and the server
+        // reads from the primary alone).
+        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
+        if let schema { configuration.options.additionalStartupParameters.append(("search_path", schema)) }
         logger = Self.quiet
         client = PostgresClient(configuration: configuration, backgroundLogger: Self.quiet)
         self.deadline = deadline
