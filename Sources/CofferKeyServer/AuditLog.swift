@@ -221,6 +221,8 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
     private let run: Run
     private var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
     private var running = false
+    /// Batches run and the items they carried, so far (`/metrics`).
+    private(set) var counts: (batches: Int, items: Int) = (0, 0)
 
     init(_ run: @escaping Run) { self.run = run }
 
@@ -238,6 +240,7 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
         while !pending.isEmpty {
             let batch = pending.prefix(1000)
             pending.removeFirst(batch.count)
+            counts = (counts.batches + 1, counts.items + batch.count)
             do {
                 let answers = try await run(batch.map(\.0))
                 // One answer per request, or none waits for ever.

@@ -5,7 +5,9 @@ import Synchronization
 
 /// What `GET /metrics` reports, in Prometheus's text format: requests by
 /// route, method and status; their latency by route; the verified-token
-/// cache's hits and misses; and how many stored keys still wait to be
+/// cache's hits and misses; the batches of key releases run (one database
+/// transaction each) and the releases they carried, whose ratio says how
+/// many releases share one commit; and how many stored keys still wait to be
 /// rewrapped under the KEK's primary (the progress of a KEK rotation, by
 /// whichever process runs it). No label holds a subject, a purpose, a
 /// device or a token, so nothing private reaches a metrics system and the
@@ -78,6 +80,16 @@ public final class KeyServerMetrics: Sendable {
             # TYPE coffer_token_cache_total counter
             coffer_token_cache_total{result="hit"} \(cache.hits)
             coffer_token_cache_total{result="miss"} \(cache.misses)
+
+            """
+        let releases = await server.store.releases.counts
+        text += """
+            # HELP coffer_release_batches_total Batches of key releases run, one database transaction each.
+            # TYPE coffer_release_batches_total counter
+            coffer_release_batches_total \(releases.batches)
+            # HELP coffer_release_requests_total Key releases those batches carried.
+            # TYPE coffer_release_requests_total counter
+            coffer_release_requests_total \(releases.items)
 
             """
         // Left out while the database does not answer (readiness says so).

@@ -70,6 +70,9 @@ import Testing
                 #"coffer_http_request_duration_seconds_count{route="/v1/keys/{purpose}"} 4"#,
                 #"coffer_token_cache_total{result="hit"} 2"#,
                 #"coffer_token_cache_total{result="miss"} 1"#,
+                // One after the other, each of the three fetches is a batch of its own.
+                #"coffer_release_batches_total{} 3"#,
+                #"coffer_release_requests_total{} 3"#,
                 #"coffer_keys_awaiting_rewrap{} 0"#,
             ] {
                 #expect(samples.contains(sample), "\(sample) not in\n\(samples.sorted().joined(separator: "\n"))")

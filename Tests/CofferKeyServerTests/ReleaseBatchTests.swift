@@ -151,3 +151,33 @@ import Testing
         await store.close()
     }
 }
+
+/// What arrives while a batch runs waits and shares the next batch; the
+/// batcher's counts (served at `/metrics`) say so.
+@Suite struct BatcherTests {
+    @Test func requestsArrivingWhileABatchRunsShareTheNext() async throws {
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let batcher = Batcher<Int, Int> { items in
+            // The first batch runs until the test lets it go.
+            if items == [0] { for await _ in gate { break } }
+            return items.map { .success($0 * 2) }
+        }
+        async let first = batcher.submit(0)
+        while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        let rest = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for item in 1...9 { group.addTask { try await batcher.submit(item) } }
+                return try await group.reduce(into: []) { $0.append($1) }.sorted()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        // None of the nine started a batch while the first ran.
+        #expect(await batcher.counts.batches == 1)
+        open.yield()
+        #expect(try await first == 0)
+        #expect(try await rest.value == (1...9).map { $0 * 2 })
+        let counts = await batcher.counts
+        #expect(counts.batches == 2)
+        #expect(counts.items == 10)
+    }
+}
