@@ -13,16 +13,17 @@ import Testing
     /// the configuration's own statements have run. At NORMAL a commit
     /// is synced only by the next checkpoint; the server's writer must be
     /// at FULL (2), which syncs the WAL in every commit.
-    @Test func theSQLiteWriterSyncsEveryCommit() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sync-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    @Test func theSQLiteWriterSyncsEveryCommit() async throws {
+        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let rows = try SQLiteKeyRows(path: folder.appendingPathComponent("keys.sqlite").path)
-        let level = try rows.pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        let rows = try #require(store.rows as? SQLiteKeyRows)
+        let read = { (db: Database) in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        let level = try await rows.pool.writeWithoutTransaction(read)
         #expect(level == 2)
         // A write transaction runs on the same connection, at the same level.
-        let inTransaction = try rows.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        let inTransaction = try await rows.pool.write(read)
         #expect(inTransaction == 2)
+        await store.close()
     }
 
     /// A database whose owner set `synchronous_commit = off` for every
