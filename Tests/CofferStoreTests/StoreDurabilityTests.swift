@@ -10,10 +10,8 @@ import Testing
     /// `synchronous = NORMAL` (1) on the writer: a commit survives any
     /// process's crash and is synced by the next checkpoint.
     @Test func theWriterSyncsAtCheckpoints() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let backend = try SQLiteBackend(path: folder.appendingPathComponent("store.sqlite").path)
+        let folder = try RecordStoreTests.Folder()
+        let backend = try SQLiteBackend(path: folder.database)
         let level = try backend.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
         #expect(level == 1)
         let mode = try backend.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
