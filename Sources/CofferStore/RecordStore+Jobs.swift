@@ -110,7 +110,7 @@ extension RecordStore {
         make: (any StoreConnection, inout StoreState) throws -> StoreJob
     ) throws -> (StoreJob, resumed: Bool) {
         try change { db, state in
-            if let pending = try StoreJob.fetch(db) {
+            if let pending = try StoreJob.fetch(db, keys: state.keys, where: path) {
                 guard pending.kind == kind, same(pending) else {
                     throw CofferError(
                         .refused,
@@ -166,7 +166,8 @@ extension RecordStore {
                 batch = JobBatch(job: last, state: expected.state, rows: expected.rows, changes: expected.changes)
             } else {
                 batch = try read { db, state -> JobBatch? in
-                    guard let job = try StoreJob.fetch(db), job.kind == started.kind else { return nil }
+                    guard let job = try StoreJob.fetch(db, keys: state.keys, where: path), job.kind == started.kind
+                    else { return nil }
                     guard let name = job.tables.first else { return JobBatch(job: job, state: state) }
                     let rows = try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize)
                     return JobBatch(job: job, state: state, rows: rows)
@@ -178,7 +179,7 @@ extension RecordStore {
             last = job
             if job.tables.isEmpty {
                 try change { db, state in
-                    guard try StoreJob.fetch(db) == job else { return }
+                    guard try StoreJob.fetch(db, keys: state.keys, where: path) == job else { return }
                     try finish(&state)
                     state.job = nil
                 }
@@ -203,10 +204,11 @@ extension RecordStore {
                 predicted.after = nil
             }
             try write { db, current in
-                guard try StoreJob.fetch(db) == job, current.epoch == state.epoch else { return }
+                guard try StoreJob.fetch(db, keys: current.keys, where: path) == job, current.epoch == state.epoch
+                else { return }
                 var next = predicted
                 next.changed += try store(batch.changes, rows: rows, table: table, state: state, db)
-                try next.store(db)
+                try next.store(db, keys: current.keys)
                 last = next
             }
             if !rows.isEmpty { try progress(StoreProgress(done: last.rowsDone, total: max(total, last.rowsDone))) }

@@ -38,6 +38,7 @@ extension RecordStore {
     /// the tables, in one transaction, no row touched.
     package static func adopt(
         _ backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user,
         check: (StoreSchema.Table, any StoreConnection) throws -> Void
     ) throws -> RecordStore {
         try schema.validate()
@@ -56,7 +57,8 @@ extension RecordStore {
             for table in schema.tables { try check(table, db) }
             return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
-        return RecordStore(state: state, backend: backend)
+        try rollbackGuard?.reset(guardKey(state.keys.storeID), to: state.epoch)
+        return RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
     }
 
     /// Seals the clear field `fieldName` of `tableName` in place, with
@@ -74,7 +76,8 @@ extension RecordStore {
         batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }
     ) throws -> StoreJobReport {
         if let done = try read({ db, state -> StoreSchema.Field? in
-            try StoreJob.fetch(db) == nil ? state.schema.table(tableName).field(fieldName) : nil
+            try StoreJob.fetch(db, keys: state.keys, where: path) == nil
+                ? state.schema.table(tableName).field(fieldName) : nil
         }), done.sealed {
             // Run again after it ended (say, killed before it could report):
             // nothing to do when it was sealed the way asked.

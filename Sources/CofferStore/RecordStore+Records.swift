@@ -81,15 +81,38 @@ extension StoreState {
                         if case .integer(let number) = record[table.primaryKey] { return number }
                         return nil
                     }.max() ?? 0
-                guard max(stored, given) < Int64.max else {
+                let used = try Self.highestKeyEverUsed(table, db) ?? 0
+                guard max(stored, given, used) < Int64.max else {
                     throw CofferError(.refused, "\(table.name) has used every integer primary key")
                 }
-                next = max(stored, given) + 1
+                next = max(stored, given, used) + 1
             }
             keys.append(.integer(next!))
             next! += 1
         }
+        if let last = next, db.dialect == .postgres {
+            // PostgreSQL's identity does not move for keys given in the
+            // INSERT: it is set to the last one here (SQLite's
+            // AUTOINCREMENT follows every insert by itself).
+            _ = try db.rows(
+                "SELECT setval(seq, ?) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
+                [(last - 1).databaseValue, StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
+        }
         return keys
+    }
+
+    /// The highest integer key the table ever held, deleted rows' too, when
+    /// it keeps one (a table the store made; an adopted one may not).
+    static func highestKeyEverUsed(_ table: StoreSchema.Table, _ db: any StoreConnection) throws -> Int64? {
+        switch db.dialect {
+        case .sqlite:
+            guard try db.tableExists("sqlite_sequence") else { return nil }
+            return try db.integer("SELECT seq FROM sqlite_sequence WHERE name = ?", [table.name.databaseValue])
+        case .postgres:
+            return try db.integer(
+                "SELECT pg_sequence_last_value(seq::regclass) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
+                [StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
+        }
     }
 
     /// Seals the sealed fields and computes the index values of the row `key`.

@@ -7,7 +7,7 @@ extension RecordStore {
     /// first when another process or job moved the epoch). SQLite's errors
     /// become Coffer errors: a duplicate primary key is `refused`.
     func write<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
-        try backend.write(exclusive: false) { db in try body(db, try refreshed(db)) }
+        try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
     }
 
     /// A read with the store's state as of its snapshot. On a backend with
@@ -27,25 +27,46 @@ extension RecordStore {
     /// same transaction as whatever else `body` writes.
     @discardableResult
     func change<T>(_ body: (any StoreConnection, inout StoreState) throws -> T) throws -> T {
-        try backend.write(exclusive: true) { db in
-            let old = try refreshed(db)
+        let (result, epoch) = try backend.write(exclusive: true) { db in
+            let old = try refreshed(db, writing: true)
+            if let mark = try rollbackGuard?.highWaterMark(for: Self.guardKey(old.keys.storeID)), old.epoch < mark {
+                throw Self.rolledBack(path, epoch: old.epoch, mark: mark)
+            }
             var new = old
             let result = try body(db, &new)
             try new.save(db, over: old)
             state.withLock { $0 = new }
-            return result
+            return (result, new.epoch)
         }
+        // Raised only once the new state committed: a crash before this
+        // leaves the mark behind the database, never ahead of it.
+        highestEpoch.withLock { $0 = max($0, epoch) }
+        try rollbackGuard?.raise(Self.guardKey(state.withLock { $0.keys.storeID }), to: epoch)
+        return result
     }
 
     /// The state at the epoch `db` holds. A newer key ring is read with the
     /// data key already held (no KDF); if its secret was changed, the store
-    /// must be opened again.
-    func refreshed(_ db: any StoreConnection) throws -> StoreState {
+    /// must be opened again. A write transaction sees the newest state, so
+    /// one that finds an epoch older than this process already saw, or than
+    /// the rollback guard's mark, is refused (`rolledBack`); a read may see
+    /// an older snapshot honestly, and then keeps its state to itself.
+    func refreshed(_ db: any StoreConnection, writing: Bool = false) throws -> StoreState {
         let epoch = try StoreState.epoch(db)
+        if writing {
+            let highest = highestEpoch.withLock { $0 }
+            if epoch < highest { throw Self.rolledBack(path, epoch: epoch, mark: highest) }
+        }
         let current = state.withLock { $0 }
         guard epoch != current.epoch else { return current }
         let fresh = try StoreState.load(try StoreState.meta(db), where: path) { try current.ringFile.reopened($0) }
-        state.withLock { $0 = fresh }
+        if writing {
+            if let mark = try rollbackGuard?.highWaterMark(for: Self.guardKey(fresh.keys.storeID)), fresh.epoch < mark {
+                throw Self.rolledBack(path, epoch: fresh.epoch, mark: mark)
+            }
+            highestEpoch.withLock { $0 = max($0, fresh.epoch) }
+        }
+        state.withLock { if fresh.epoch > $0.epoch { $0 = fresh } }
         return fresh
     }
 }

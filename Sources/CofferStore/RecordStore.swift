@@ -3,6 +3,22 @@ import Crypto
 import Foundation
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Creates `path` empty and 0600, refusing one that exists (`refused`).
+func createPrivateFile(_ path: String) throws {
+    let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else {
+        if errno == EEXIST { throw CofferError(.refused, "\(path) already exists; a new store needs a new file") }
+        throw CofferError(.io, "cannot create the store \(path): \(String(cString: strerror(errno)))")
+    }
+    close(descriptor)
+}
+
 /// A record store in one SQLite file (WAL, several processes writing at
 /// once), whose sealed fields are sealed and whose clear fields are plain
 /// columns (docs/store.md).
@@ -21,6 +37,12 @@ public final class RecordStore: Sendable {
     let state: Locked<StoreState>
     let backend: any StoreBackend
     var path: String { backend.location }
+    /// Where the highest epoch written to this store is kept outside its
+    /// database (docs/store.md, "The store's state"); nil for none.
+    let rollbackGuard: (any RollbackGuard)?
+    /// The highest epoch this process opened, loaded in a write or wrote:
+    /// a write transaction that finds an older one was rolled back.
+    let highestEpoch: Locked<UInt64>
 
     static let format = "coffer store v1"
 
@@ -29,28 +51,46 @@ public final class RecordStore: Sendable {
     public var schema: StoreSchema { state.withLock { $0.schema } }
 
     /// The job begun and not finished (rotate, reindex or migrate), if any.
-    public func pendingJob() throws -> StoreJob? { try read { db, _ in try StoreJob.fetch(db) } }
-
-    init(state: StoreState, backend: any StoreBackend) {
-        self.state = Locked(state)
-        self.backend = backend
+    public func pendingJob() throws -> StoreJob? {
+        try read { db, state in try StoreJob.fetch(db, keys: state.keys, where: path) }
     }
 
+    init(state: StoreState, backend: any StoreBackend, rollbackGuard: (any RollbackGuard)?) {
+        self.state = Locked(state)
+        self.backend = backend
+        self.rollbackGuard = rollbackGuard
+        highestEpoch = Locked(state.epoch)
+    }
+
+    static func guardKey(_ storeID: [UInt8]) -> String { "store:" + Hex.encode(storeID) }
+
     /// Makes a new store at `path` (which must not exist): its tables, a
-    /// new key ring sealed under `secret`, and index root version 1.
+    /// new key ring sealed under `secret`, and index root version 1. The
+    /// file is made 0600 (its WAL and shared memory take its mode).
+    /// `rollbackGuard` keeps the store's highest epoch outside the file,
+    /// so that an older copy of its state put back is refused
+    /// (`rolledBack`): the per-user state file by default, nil for none.
     public static func create(
-        sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
+        sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> RecordStore {
         try schema.validate()
-        guard !FileManager.default.fileExists(atPath: path) else {
-            throw CofferError(.refused, "\(path) already exists; a new store needs a new file")
+        try createPrivateFile(path)
+        do {
+            return try create(
+                in: try SQLiteBackend(path: path), schema: schema, secret: secret, kdf: kdf,
+                rollbackGuard: rollbackGuard)
+        } catch {
+            // Nothing was committed: leave no empty file behind.
+            for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+            throw error
         }
-        return try create(in: try SQLiteBackend(path: path), schema: schema, secret: secret, kdf: kdf)
     }
 
     /// Makes the tables and the metadata of a new store in `backend`'s database.
     package static func create(
-        in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF
+        in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     )
         throws -> RecordStore
     {
@@ -64,7 +104,8 @@ public final class RecordStore: Sendable {
             }
             return try initialise(db, schema: schema, secret: secret, kdf: kdf)
         }
-        return RecordStore(state: state, backend: backend)
+        try rollbackGuard?.reset(guardKey(state.keys.storeID), to: state.epoch)
+        return RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
     }
 
     /// Writes the metadata of a new store into `db`: store id, key ring,
@@ -88,26 +129,72 @@ public final class RecordStore: Sendable {
     }
 
     /// Opens an existing store with `secret`. A wrong secret is
-    /// `wrongPassword`; a file that is not a store is `malformed`.
-    public static func open(sqlite path: String, secret: UnlockSecret) throws -> RecordStore {
+    /// `wrongPassword`; a file that is not a store is `malformed`; a state
+    /// changed without the store's keys is `stateAuthenticationFailed`; an
+    /// older state than one `rollbackGuard` saw written is `rolledBack`
+    /// (``acceptCurrentState(sqlite:secret:rollbackGuard:)`` takes it when
+    /// a backup was put back on purpose).
+    public static func open(
+        sqlite path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.io, "there is no store at \(path)")
         }
-        return try open(try SQLiteBackend(path: path), secret: secret)
+        return try open(try SQLiteBackend(path: path), secret: secret, rollbackGuard: rollbackGuard)
     }
 
-    package static func open(_ backend: any StoreBackend, secret: UnlockSecret) throws -> RecordStore {
-        let meta: [String: [UInt8]] = try backend.read { db in
+    /// Accepts the state the store at `path` holds now, though older than
+    /// one already written (a backup restored on purpose): it must still
+    /// verify under the store's keys; the guard's mark becomes its epoch.
+    /// Returns that epoch.
+    @discardableResult
+    public static func acceptCurrentState(
+        sqlite path: String, secret: UnlockSecret, rollbackGuard: any RollbackGuard = StateFileRollbackGuard.user
+    ) throws -> UInt64 {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CofferError(.io, "there is no store at \(path)")
+        }
+        return try acceptCurrentState(try SQLiteBackend(path: path), secret: secret, rollbackGuard: rollbackGuard)
+    }
+
+    package static func acceptCurrentState(
+        _ backend: any StoreBackend, secret: UnlockSecret, rollbackGuard: any RollbackGuard
+    ) throws -> UInt64 {
+        let store = try open(backend, secret: secret, rollbackGuard: nil)
+        let state = store.state.withLock { $0 }
+        try rollbackGuard.reset(guardKey(state.keys.storeID), to: state.epoch)
+        return state.epoch
+    }
+
+    package static func open(
+        _ backend: any StoreBackend, secret: UnlockSecret,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
+        func meta(_ db: any StoreConnection) throws -> [String: [UInt8]] {
             guard try db.tableExists(StoreSQL.metaTable) else {
                 throw CofferError(
                     .malformed, "\(backend.location) is not a Coffer store (no \(StoreSQL.metaTable) table)")
             }
             return try StoreState.meta(db)
         }
-        let state = try StoreState.load(meta, where: backend.location) {
+        // The mark is read before the state it is checked against (marks are
+        // raised only after a commit), so a writer racing this open never
+        // makes a false alarm. The store id, which never changes, names it.
+        let mark = try rollbackGuard.flatMap { guardian in
+            try backend.read { try meta($0) }["store_id"].flatMap { try guardian.highWaterMark(for: guardKey($0)) }
+        }
+        let state = try StoreState.load(try backend.read { try meta($0) }, where: backend.location) {
             try KeyRingFile(contents: $0, secret: secret)
         }
-        return RecordStore(state: state, backend: backend)
+        if let mark, state.epoch < mark { throw rolledBack(backend.location, epoch: state.epoch, mark: mark) }
+        return RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
+    }
+
+    static func rolledBack(_ location: String, epoch: UInt64, mark: UInt64) -> CofferError {
+        CofferError(
+            .rolledBack,
+            "the state of the store at \(location) is epoch \(epoch), but epoch \(mark) was already written: an older copy of it was put back"
+        )
     }
 
     static func rootContext(_ version: UInt16, keys: StoreKeys) throws -> SealingContext {

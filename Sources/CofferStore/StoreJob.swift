@@ -54,8 +54,12 @@ public struct StoreJob: Codable, Sendable, Equatable, CustomStringConvertible {
 
     func json() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
 
-    static func fetch(_ db: any StoreConnection) throws -> StoreJob? {
-        try db.data("SELECT value FROM \(StoreSQL.metaTable) WHERE name = 'job'").map { try StoreJob(json: Array($0)) }
+    /// The job the store's state names in `db`, once the state verified
+    /// under `keys` (a job row changed or removed without them is refused).
+    static func fetch(_ db: any StoreConnection, keys: StoreKeys, where path: String) throws -> StoreJob? {
+        let meta = try StoreState.meta(db)
+        try StoreState.verify(meta, storeID: keys.storeID, keyRing: keys.keyRing, where: path)
+        return try meta["job"].map { try StoreJob(json: $0) }
     }
 
     /// The same job at the same place (what a batch read ahead assumed).
@@ -64,10 +68,12 @@ public struct StoreJob: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Moves the cursor without touching the epoch: only where the job is
-    /// changed, not what the store's keys or schema are.
-    func store(_ db: any StoreConnection) throws {
+    /// changed, not what the store's keys or schema are. The state is
+    /// sealed again in the same transaction.
+    func store(_ db: any StoreConnection, keys: StoreKeys) throws {
         try db.execute(
             "UPDATE \(StoreSQL.metaTable) SET value = ? WHERE name = 'job'", [Data(try json()).databaseValue])
+        try StoreState.reseal(db, keys: keys)
     }
 }
 

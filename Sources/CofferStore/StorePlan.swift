@@ -120,6 +120,11 @@ public struct StorePlan: Sendable, CustomStringConvertible {
             refusal = nil
             recommendedBits = band.last?.bits
         }
+        if let recommendedBits, recommendedBits > StoreSchema.quietIndexBits {
+            warnings.append(
+                "\(recommendedBits) bits is more than \(StoreSchema.quietIndexBits): init and migrate refuse such an index unless the schema says why in \"acceptLeakage\""
+            )
+        }
         if let top = topShares.first, top > 0.25 {
             warnings.append(
                 String(
@@ -158,6 +163,12 @@ extension RecordStore {
         }
         var counts: [[String]: Int] = [:]
         for case let text? in texts { counts[text, default: 0] += 1 }
-        return StorePlan(counts: Array(counts.values), sampled: sample.count, rows: rows)
+        var plan = StorePlan(counts: Array(counts.values), sampled: sample.count, rows: rows)
+        if !field.indexes.isEmpty {
+            plan.warnings.append(
+                "\(tableName).\(fieldName) has an index already (\(field.indexes.map(\.name).joined(separator: ", "))): a second one would leak jointly with it, and init and migrate refuse one unless the schema says why in \"acceptLeakage\""
+            )
+        }
+        return plan
     }
 }

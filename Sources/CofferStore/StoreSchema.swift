@@ -76,19 +76,25 @@ public struct StoreSchema: Codable, Sendable {
         public var with: [String]
         /// How a token index splits the value; nil for an index of the whole value.
         public var tokens: IndexTokens?
+        /// Why this index may leak more than the store allows by default:
+        /// required, in writing, for an index of more than
+        /// ``StoreSchema/quietIndexBits`` bits and for every index of a
+        /// field after its first (docs/store.md, "What blind indexes leak").
+        public var acceptLeakage: String?
 
         public init(
             name: String, transforms: [IndexTransform] = [], bits: Int, with: [String] = [],
-            tokens: IndexTokens? = nil
+            tokens: IndexTokens? = nil, acceptLeakage: String? = nil
         ) {
             self.name = name
             self.transforms = transforms
             self.bits = bits
             self.with = with
             self.tokens = tokens
+            self.acceptLeakage = acceptLeakage
         }
 
-        enum CodingKeys: String, CodingKey { case name, transforms, bits, with, tokens }
+        enum CodingKeys: String, CodingKey { case name, transforms, bits, with, tokens, acceptLeakage }
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decode(String.self, forKey: .name)
@@ -98,6 +104,7 @@ public struct StoreSchema: Codable, Sendable {
             bits = try container.decode(Int.self, forKey: .bits)
             with = try container.decodeIfPresent([String].self, forKey: .with) ?? []
             tokens = try container.decodeIfPresent(String.self, forKey: .tokens).map { try IndexTokens(parsing: $0) }
+            acceptLeakage = try container.decodeIfPresent(String.self, forKey: .acceptLeakage)
         }
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -106,12 +113,18 @@ public struct StoreSchema: Codable, Sendable {
             try container.encode(bits, forKey: .bits)
             if !with.isEmpty { try container.encode(with, forKey: .with) }
             if let tokens { try container.encode(tokens.description, forKey: .tokens) }
+            if let acceptLeakage { try container.encode(acceptLeakage, forKey: .acceptLeakage) }
         }
     }
 
     /// Bits a blind index may keep: few enough that values collide (the
     /// point of a blind index), enough to find candidates quickly.
     public static let indexBits = 1...64
+
+    /// The widest index the store takes without a written `acceptLeakage`:
+    /// past 32 bits, buckets of any real table hold one value each, and the
+    /// index is an equality oracle on the field.
+    public static let quietIndexBits = 32
 
     /// A schema, checked (``validate()``).
     public init(tables: [Table]) throws {
@@ -140,7 +153,8 @@ public struct StoreSchema: Codable, Sendable {
     /// with a digit or `coffer_`, at most 63), unique where they must be;
     /// the primary key and bound fields are clear fields of the table;
     /// indexes sit on sealed fields, have 1 to 64 bits, and their names
-    /// differ from every field's.
+    /// differ from every field's; an index wider than 32 bits, or a second
+    /// index on one field, says why in `acceptLeakage`.
     public func validate() throws {
         func bad(_ text: String) -> CofferError { CofferError(.invalidArgument, "schema: \(text)") }
         guard !tables.isEmpty else { throw bad("no tables") }
@@ -165,13 +179,24 @@ public struct StoreSchema: Codable, Sendable {
                         throw bad("\(table.name).\(field.name) binds \(name), which is not a clear field of the table")
                     }
                 }
-                for index in field.indexes {
+                for (position, index) in field.indexes.enumerated() {
                     try Self.checkName(index.name, what: "index")
-                    guard field.sealed else {
-                        throw bad("\(table.name).\(field.name) is clear: search it directly, it needs no blind index")
-                    }
                     guard Self.indexBits.contains(index.bits) else {
                         throw bad("index \(index.name) keeps \(index.bits) bits; 1 to 64 are allowed")
+                    }
+                    let acknowledged = !(index.acceptLeakage ?? "").trimmingCharacters(in: .whitespaces).isEmpty
+                    if index.bits > Self.quietIndexBits && !acknowledged {
+                        throw bad(
+                            "index \(index.name) keeps \(index.bits) bits, more than \(Self.quietIndexBits): it would show which rows share a value; use fewer bits (coffer store plan), or say why in \"acceptLeakage\": \"reason\""
+                        )
+                    }
+                    if position > 0 && !acknowledged {
+                        throw bad(
+                            "index \(index.name) is a second index on \(table.name).\(field.name): indexes of one field leak together more than each alone; drop it, or say why in \"acceptLeakage\": \"reason\""
+                        )
+                    }
+                    guard field.sealed else {
+                        throw bad("\(table.name).\(field.name) is clear: search it directly, it needs no blind index")
                     }
                     guard columns.insert(index.name).inserted else {
                         throw bad("index \(index.name) has the name of another field or index of \(table.name)")

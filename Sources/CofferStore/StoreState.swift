@@ -17,16 +17,75 @@ struct StoreState: Sendable {
     var job: StoreJob?
 
     static let epochName = "epoch"
+    /// The row that authenticates all the others (docs/store.md, "The store's state").
+    static let sealName = "state_seal"
 
-    /// The metadata rows by name.
+    /// The metadata rows by name. A row that is not a name and bytes was
+    /// not written by a store: it is refused, not skipped.
     static func meta(_ db: any StoreConnection) throws -> [String: [UInt8]] {
         var meta: [String: [UInt8]] = [:]
         for row in try db.rows("SELECT name, value FROM \(StoreSQL.metaTable)") {
             guard case .string(let name) = row["name"]?.storage, case .blob(let value) = row["value"]?.storage
-            else { continue }
+            else {
+                throw CofferError(
+                    .stateAuthenticationFailed, "the store's state holds a row that is not a name and bytes")
+            }
             meta[name] = Array(value)
         }
         return meta
+    }
+
+    /// SHA-256 over every metadata row but the seal, in the order of their
+    /// names' bytes, each name and value prefixed with its length.
+    static func digest(_ meta: [String: [UInt8]]) throws -> [UInt8] {
+        var hash = SHA256()
+        for (name, value) in meta.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) })
+        where name != sealName {
+            for part in [Array(name.utf8), value] {
+                withUnsafeBytes(of: UInt32(part.count).bigEndian) { hash.update(bufferPointer: $0) }
+                hash.update(data: part)
+            }
+        }
+        return Array(hash.finalize())
+    }
+
+    static func sealContext(storeID: [UInt8]) throws -> SealingContext {
+        try SealingContext(parts: [Array("coffer store v1 state".utf8), storeID])
+    }
+
+    /// Seals the digest of the metadata rows as they stand in `db` (in the
+    /// transaction that wrote them) under the key ring's primary key.
+    static func reseal(_ db: any StoreConnection, keys: StoreKeys) throws {
+        let sealed = try keys.keyRing.seal(
+            try digest(try meta(db)), context: try sealContext(storeID: keys.storeID))
+        try db.execute(
+            "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            [sealName.databaseValue, Data(sealed).databaseValue])
+    }
+
+    /// Refuses metadata whose seal is missing, does not open under
+    /// `keyRing`, or was made over other rows: someone without the keys
+    /// changed, added or removed a row, or mixed rows of two states.
+    static func verify(_ meta: [String: [UInt8]], storeID: [UInt8], keyRing: KeyRing, where path: String) throws {
+        let refused = CofferError(
+            .stateAuthenticationFailed,
+            "the state of the store at \(path) (its schema, keys or job) was changed without the store's keys")
+        guard let sealed = meta[sealName] else { throw refused }
+        let opened: Data
+        do { opened = try keyRing.open(sealed, context: try sealContext(storeID: storeID)) } catch { throw refused }
+        guard opened.count == 32,
+            try digest(meta).withUnsafeBytes({ expected in
+                opened.withUnsafeBytes { safeCompare($0, expected) }
+            })
+        else { throw refused }
+    }
+
+    /// Equal contents, in time that depends on the length only.
+    private static func safeCompare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<a.count { difference |= a[i] ^ b[i] }
+        return difference == 0
     }
 
     static func epoch(_ db: any StoreConnection) throws -> UInt64 {
@@ -49,6 +108,8 @@ struct StoreState: Sendable {
             throw CofferError(.malformed, "\(path) is not a Coffer store of format \"\(RecordStore.format)\"")
         }
         let ringFile = try unlock(ring)
+        // Nothing else in the rows is read before they are known to be the store's own.
+        try verify(meta, storeID: storeID, keyRing: ringFile.keyRing, where: path)
         let current = UInt16(versionBytes[0]) << 8 | UInt16(versionBytes[1])
         let unsealing = try StoreKeys(
             storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [0: SymmetricKey(size: .bits256)], current: 0)
@@ -95,6 +156,7 @@ struct StoreState: Sendable {
         }
         epoch = (old?.epoch ?? 0) + 1
         try put(Self.epochName, withUnsafeBytes(of: epoch.bigEndian, Array.init))
+        try Self.reseal(db, keys: keys)
     }
 
     /// The clear value of a cell of `field` while it is being migrated and

@@ -23,7 +23,7 @@ import Glibc
         """
 
     /// A store under a KEK file (no scrypt per process).
-    static func setUp() throws -> TemporaryDirectory {
+    static func setUp(schema: String = schema) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         try directory.write("kek", (0..<32).map { UInt8($0 * 7 & 0xff) })
         try directory.write("schema.json", Array(schema.utf8))

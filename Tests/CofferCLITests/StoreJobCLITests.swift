@@ -118,6 +118,9 @@ import Glibc
             try files.copyItem(
                 at: directory.url.appendingPathComponent("plain.sqlite"),
                 to: directory.url.appendingPathComponent("s.sqlite"))
+            // The copy is an older state of the store adopted once: put
+            // back on purpose, so it is accepted as a user would.
+            StoreCLITests.ok(try StoreCLITests.store(["accept-rollback"], directory), "accept-rollback")
         }
         // A clear field is found by its exact value, a sealed one by its
         // lowercase: the probes are the values as stored, found either way.

@@ -133,14 +133,16 @@ import Testing
         try store.reindex(batchSize: 50)
         try check("after reindex")
         let queue = try DatabaseQueue(path: folder.database)
+        let words = StoreSQL.tokenTableName("notes", "body_words")
+        let tags = StoreSQL.tokenTableName("notes", "tag_set")
         let (versions, orphans) = try queue.read { db in
             (
                 try Set(
-                    Data.fetchAll(db, sql: "SELECT entry FROM coffer_tokens_notes_body_words").map {
+                    Data.fetchAll(db, sql: "SELECT entry FROM \(words)").map {
                         Int($0[0]) << 8 | Int($0[1])
                     }),
                 try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM coffer_tokens_notes_tag_set WHERE key NOT IN (SELECT id FROM notes)")!
+                    db, sql: "SELECT count(*) FROM \(tags) WHERE key NOT IN (SELECT id FROM notes)")!
             )
         }
         #expect(versions == [2] && orphans == 0)
@@ -148,7 +150,7 @@ import Testing
         try queue.write { db in
             try db.execute(
                 sql:
-                    "DELETE FROM coffer_tokens_notes_tag_set WHERE (entry, key) = (SELECT entry, key FROM coffer_tokens_notes_tag_set LIMIT 1)"
+                    "DELETE FROM \(tags) WHERE (entry, key) = (SELECT entry, key FROM \(tags) LIMIT 1)"
             )
         }
         #expect(try store.verify().problemCount == 1)

@@ -67,6 +67,23 @@ import Testing
                         + ", {\"name\": \"a\", \"type\": \"text\", \"sealed\": true, \"indexes\": [{\"name\": \"i\", \"bits\": 8, \"transforms\": [\"upper\"]}]}"
                 ), "unknown index transform"
             ),
+            (
+                schema(
+                    id + #", {"name": "a", "type": "text", "sealed": true, "indexes": [{"name": "i", "bits": 33}]}"#),
+                "acceptLeakage"
+            ),
+            (
+                schema(
+                    id
+                        + #", {"name": "a", "type": "text", "sealed": true, "indexes": [{"name": "i", "bits": 40, "acceptLeakage": "  "}]}"#
+                ), "acceptLeakage"
+            ),
+            (
+                schema(
+                    id
+                        + #", {"name": "a", "type": "text", "sealed": true, "indexes": [{"name": "i", "bits": 8}, {"name": "j", "bits": 4}]}"#
+                ), "second index"
+            ),
             (schema(id, table: "drop table"), "plain identifier"),
             (schema(id, table: "coffer_meta"), "plain identifier"),
             (schema(id + ", {\"name\": \"a\", \"type\": \"float\"}"), "documented JSON shape"),

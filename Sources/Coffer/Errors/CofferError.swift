@@ -53,6 +53,10 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, CustomDebug
         /// A key ring or keychain file is older than one this user has
         /// already seen at that place: someone put back an earlier copy.
         public static let rolledBack = Code("rolledBack")
+        /// A record store's own state (its schema, keys, index roots,
+        /// epoch or job) does not verify under the store's keys: someone
+        /// without them changed, added or removed a row of it.
+        public static let stateAuthenticationFailed = Code("stateAuthenticationFailed")
         /// The operation would lose data and the caller did not confirm it.
         public static let refused = Code("refused")
     }

@@ -49,7 +49,9 @@ enum ExitStatus {
     static func of(_ error: CofferError) -> Int32 {
         switch error.code {
         case .noIdentityMatched, .wrongPassword, .keyNotFound: 2
-        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload, .rolledBack: 3
+        case .headerAuthenticationFailed, .payloadAuthenticationFailed, .malformedPayload, .rolledBack,
+            .stateAuthenticationFailed:
+            3
         case .malformedHeader, .malformedArmor, .malformed: 4
         case .unsupported: 5
         case .keyDisabled, .insecurePermissions, .refused: 6
@@ -75,7 +77,9 @@ enum ExitStatus {
         case .wrongPassword:
             "check the passphrase (--passphrase-file FILE) or the --kek-file"
         case .rolledBack:
-            "restore the newest copy; if this older copy was restored on purpose, run 'coffer keyring accept-rollback' (or 'coffer keychain accept-rollback')"
+            "restore the newest copy; if this older copy was restored on purpose, run 'coffer keyring accept-rollback' (or 'coffer keychain accept-rollback', 'coffer store accept-rollback')"
+        case .stateAuthenticationFailed:
+            "someone without the store's keys changed its schema, keys or job; restore the database from a backup"
         case .insecurePermissions:
             "files holding keys must be yours and closed to others: chmod 600 FILE"
         case .keyDisabled:

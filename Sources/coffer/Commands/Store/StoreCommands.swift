@@ -18,6 +18,7 @@ struct StoreCommand: ParsableCommand {
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
             StoreVerify.self, StorePlanCommand.self, StoreRotate.self, StoreReindex.self, StoreMigrate.self,
+            StoreAcceptRollback.self,
         ]
     )
 }
@@ -102,6 +103,28 @@ struct StoreOptions: ParsableArguments {
                 postgres: database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
         }
         return try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf)
+    }
+}
+
+struct StoreAcceptRollback: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept-rollback",
+        abstract:
+            "Accept the store's state as it is now, although older than one already written (a backup restored on purpose).",
+        discussion: """
+            The state must still verify under the store's keys; only its age is accepted. Records written after \
+            the backup was taken are not brought back.
+            """)
+    @OptionGroup var store: StoreOptions
+
+    func run() throws {
+        let secret = try store.secret(confirm: false)
+        let epoch =
+            store.isPostgres
+            ? try RecordStore.acceptCurrentState(
+                postgres: store.database, password: try store.databasePassword(), secret: secret)
+            : try RecordStore.acceptCurrentState(sqlite: store.database, secret: secret)
+        StandardError.write("Accepted the store \(store.database) at epoch \(epoch)\n")
     }
 }
 
