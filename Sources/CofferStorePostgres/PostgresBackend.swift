@@ -29,15 +29,16 @@ final class PostgresBackend: SnapshotReads {
     /// not the connection's default: several stores in one database.
     private let namespace: String?
 
-    /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`; the
-    /// password comes apart (from PGPASSWORD or a file), never inside the URL.
+    /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME][&sslmode=MODE][&sslrootcert=FILE]`
+    /// (``PostgresTLS``); the password comes apart (from PGPASSWORD or a
+    /// file), never inside the URL.
     init(url: String, password: String?, connections: Int = 4) throws {
         let parsed = try PostgresURL(url, what: "a PostgreSQL store")
         if let namespace = parsed.schema { try StoreSchema.checkName(namespace, what: "PostgreSQL schema") }
         namespace = parsed.schema
         configuration = PostgresConnection.Configuration(
             host: parsed.host, port: parsed.port, username: parsed.user, password: password,
-            database: parsed.database, tls: .disable)
+            database: parsed.database, tls: try PostgresTLS.connectionTLS(for: parsed))
         location = parsed.location
         slots = DispatchSemaphore(value: max(1, connections))
         var logger = Logger(label: "coffer.store.postgres")
@@ -145,7 +146,9 @@ final class PostgresBackend: SnapshotReads {
                 ).wait()
             } catch {
                 throw CofferError(
-                    .io, "cannot connect to the store at \(location): \(PostgresStoreConnection.reason(error))")
+                    .io,
+                    "cannot connect to the store at \(location): \(PostgresTLS.reason(error) ?? PostgresStoreConnection.reason(error))"
+                )
             }
             if let namespace {
                 try PostgresStoreConnection(connection: connection, logger: logger).execute(
@@ -165,11 +168,11 @@ extension RecordStore {
     /// metadata are byte for byte those of a SQLite store.
     public static func create(
         postgres url: String, password: String?, schema: StoreSchema, secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> RecordStore {
         let backend = try PostgresBackend(url: url, password: password)
         try backend.write(exclusive: false) { try backend.createNamespace($0) }
-        return try create(in: backend, schema: schema, secret: secret, kdf: kdf)
+        return try create(in: backend, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
     }
 
     /// Makes the plain tables of the PostgreSQL database at `url` a store
@@ -183,10 +186,11 @@ extension RecordStore {
     /// `GENERATED ALWAYS AS IDENTITY` refuses them.
     public static func adopt(
         postgres url: String, password: String?, schema: StoreSchema, secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) throws -> RecordStore {
         let backend = try PostgresBackend(url: url, password: password)
-        return try adopt(backend, schema: schema, secret: secret, kdf: kdf) { table, db in
+        return try adopt(backend, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard) {
+            table, db in
             try checkAdoptable(table, db, location: backend.location)
         }
     }
@@ -231,8 +235,25 @@ extension RecordStore {
         }
     }
 
-    /// Opens the store in the PostgreSQL database at `url` with `secret`.
-    public static func open(postgres url: String, password: String?, secret: UnlockSecret) throws -> RecordStore {
-        try open(try PostgresBackend(url: url, password: password), secret: secret)
+    /// Opens the store in the PostgreSQL database at `url` with `secret`;
+    /// its state is checked as a SQLite store's is (docs/store.md, "The
+    /// store's state").
+    public static func open(
+        postgres url: String, password: String?, secret: UnlockSecret,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
+        try open(try PostgresBackend(url: url, password: password), secret: secret, rollbackGuard: rollbackGuard)
+    }
+
+    /// Accepts the state the PostgreSQL store holds now, though older than
+    /// one already written (a database restored on purpose): it must still
+    /// verify under the store's keys. Returns its epoch.
+    @discardableResult
+    public static func acceptCurrentState(
+        postgres url: String, password: String?, secret: UnlockSecret,
+        rollbackGuard: any RollbackGuard = StateFileRollbackGuard.user
+    ) throws -> UInt64 {
+        try acceptCurrentState(
+            try PostgresBackend(url: url, password: password), secret: secret, rollbackGuard: rollbackGuard)
     }
 }

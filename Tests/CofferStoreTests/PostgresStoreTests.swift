@@ -12,13 +12,21 @@ import Testing
         let password: String
     }
 
+    /// The test cluster as the suite reaches it: by the name its
+    /// certificate holds, over TLS verified against the CA made for it.
     static let server: Server? = {
         let environment = ProcessInfo.processInfo.environment
         guard let url = environment["COFFER_TEST_POSTGRES_URL"],
             let file = environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"],
             let password = try? String(contentsOfFile: file, encoding: .utf8)
         else { return nil }
-        return Server(url: url, password: password)
+        guard let ca = environment["COFFER_TEST_POSTGRES_CA"], let port = environment["COFFER_TEST_POSTGRES_PORT"]
+        else {
+            return Server(url: url + "?", password: password)
+        }
+        return Server(
+            url: "postgres://coffer@localhost:\(port)/coffer?sslmode=verify-full&sslrootcert=\(ca)&",
+            password: password)
     }()
 
     static var available: Bool {
@@ -29,7 +37,7 @@ import Testing
     }
 
     /// A store in a schema of its own, so tests do not meet.
-    static func url(_ namespace: String) throws -> String { try #require(server).url + "?schema=" + namespace }
+    static func url(_ namespace: String) throws -> String { try #require(server).url + "schema=" + namespace }
 
     static func store(_ schema: StoreSchema, in namespace: String) throws -> RecordStore {
         try RecordStore.create(
