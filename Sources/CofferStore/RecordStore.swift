@@ -181,7 +181,11 @@ public final class RecordStore: Sendable {
         // raised only after a commit), so a writer racing this open never
         // makes a false alarm. The store id, which never changes, names it.
         let mark = try rollbackGuard.flatMap { guardian in
-            try backend.read { try meta($0) }["store_id"].flatMap { try guardian.highWaterMark(for: guardKey($0)) }
+            let storeID = try backend.read { db in
+                try db.tableExists(StoreSQL.metaTable)
+                    ? db.data("SELECT value FROM \(StoreSQL.metaTable) WHERE name = 'store_id'") : nil
+            }
+            return try storeID.flatMap { try guardian.highWaterMark(for: guardKey(Array($0))) }
         }
         let state = try StoreState.load(try backend.read { try meta($0) }, where: backend.location) {
             try KeyRingFile(contents: $0, secret: secret)

@@ -181,6 +181,9 @@ public struct StoreSchema: Codable, Sendable {
                 }
                 for (position, index) in field.indexes.enumerated() {
                     try Self.checkName(index.name, what: "index")
+                    guard field.sealed else {
+                        throw bad("\(table.name).\(field.name) is clear: search it directly, it needs no blind index")
+                    }
                     guard Self.indexBits.contains(index.bits) else {
                         throw bad("index \(index.name) keeps \(index.bits) bits; 1 to 64 are allowed")
                     }
@@ -194,9 +197,6 @@ public struct StoreSchema: Codable, Sendable {
                         throw bad(
                             "index \(index.name) is a second index on \(table.name).\(field.name): indexes of one field leak together more than each alone; drop it, or say why in \"acceptLeakage\": \"reason\""
                         )
-                    }
-                    guard field.sealed else {
-                        throw bad("\(table.name).\(field.name) is clear: search it directly, it needs no blind index")
                     }
                     guard columns.insert(index.name).inserted else {
                         throw bad("index \(index.name) has the name of another field or index of \(table.name)")

@@ -73,19 +73,7 @@ struct StoreState: Sendable {
         guard let sealed = meta[sealName] else { throw refused }
         let opened: Data
         do { opened = try keyRing.open(sealed, context: try sealContext(storeID: storeID)) } catch { throw refused }
-        guard opened.count == 32,
-            try digest(meta).withUnsafeBytes({ expected in
-                opened.withUnsafeBytes { safeCompare($0, expected) }
-            })
-        else { throw refused }
-    }
-
-    /// Equal contents, in time that depends on the length only.
-    private static func safeCompare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in 0..<a.count { difference |= a[i] ^ b[i] }
-        return difference == 0
+        guard ConstantTime.equal(opened, try digest(meta)) else { throw refused }
     }
 
     static func epoch(_ db: any StoreConnection) throws -> UInt64 {

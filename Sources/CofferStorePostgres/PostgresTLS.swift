@@ -94,7 +94,6 @@ package enum PostgresTLS {
             return
                 "the server's certificate was refused: it does not name this host (verify-full checks the name; postgres-nio passes no IP address to check, so reach the server by a DNS name, or use verify-ca)"
         }
-        if "\(type(of: underlying))".contains("NIOSSL") { return "TLS failed: \(underlying)" }
         return nil
     }
 }
