@@ -11,7 +11,7 @@ enum STREAM {
     /// Chunks sealed or opened together, spread over the cores. Buffers
     /// are sized once from this, so memory stays constant whatever the
     /// file size: `batchesInFlight` × 16 × 64 KiB in and out (1 MiB per
-    /// batch fits a core's L2; 16, 32 and 64 were measured, README).
+    /// batch fits a core's L2; 16, 32 and 64 were measured, docs/performance.md).
     static let batchChunks = 16
     /// Batches in flight: one being written while the workers finish a
     /// second and have a third queued.

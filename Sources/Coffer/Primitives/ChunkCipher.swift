@@ -47,7 +47,7 @@ package enum ChunkCipher: String, Sendable, CaseIterable {
     /// Payloads smaller than this are sealed and opened by swift-crypto
     /// unless a provider was asked for: loading libcrypto and its
     /// self-test cost about 2.5 ms, which it wins back only after about
-    /// 30 MiB on two cores (README, "Benchmark").
+    /// 30 MiB on two cores (docs/performance.md).
     package static let smallPayload: Int64 = 8 << 20
 
     /// `current()`, for a payload of `bytes` (nil: not known ahead, a
