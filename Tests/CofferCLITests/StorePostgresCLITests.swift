@@ -222,16 +222,7 @@ import Glibc
         let url = URLComponents(string: Self.environment["COFFER_TEST_POSTGRES_URL"]!)!
         let password = try String(
             contentsOfFile: Self.environment["COFFER_TEST_POSTGRES_PASSWORD_FILE"]!, encoding: .utf8)
-        func psql(_ sql: String) throws -> CLI.Result {
-            try CLI.run(
-                bin + "/psql",
-                [
-                    "-h", url.host!, "-p", "\(url.port!)", "-U", url.user!, "-v", "ON_ERROR_STOP=1", "-c", sql,
-                    String(url.path.dropFirst()),
-                ],
-                environment: ["PGPASSWORD": password])
-        }
-        let made = try psql(
+        let made = try Self.psql(
             "CREATE SCHEMA adopted; CREATE TABLE adopted.users (id bigint PRIMARY KEY, name text, email varchar(100)); INSERT INTO adopted.users SELECT n, 'n', 'Person' || (n % 50) || '@Mail.org' FROM generate_series(1, 300) n"
         )
         #expect(made.status == 0, "\(made.stderr)")
@@ -276,7 +267,8 @@ import Glibc
                 ],
             in: directory.url)
         #expect(wrong.status != 0 && wrong.stderr.contains("no table users"), "\(wrong.stderr)")
-        #expect(try psql("CREATE SCHEMA misfit; CREATE TABLE misfit.other (id text PRIMARY KEY, n text)").status == 0)
+        #expect(
+            try Self.psql("CREATE SCHEMA misfit; CREATE TABLE misfit.other (id text PRIMARY KEY, n text)").status == 0)
         let misfit = [
             "--db", Self.environment["COFFER_TEST_POSTGRES_URL"]! + "?schema=misfit", "--db-password-file", "dbpass",
             "--kek-file", "kek",

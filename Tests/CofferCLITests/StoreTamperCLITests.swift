@@ -199,4 +199,40 @@ import Glibc
         #expect(tables.split(separator: "\n").count == 2)
         #expect(tables.split(separator: "\n").allSatisfy { $0.utf8.count <= 63 })
     }
+
+    /// The same on PostgreSQL, edited with psql: a sealed field marked
+    /// clear, then the state put back from before a rotation, and a
+    /// deleted record's key.
+    @Test(.enabled(if: StorePostgresCLITests.available)) func onPostgresWithPsql() throws {
+        let (directory, options) = try StorePostgresCLITests.setUp("cli_tamper", schema: Self.schema)
+        func put(_ line: String) throws -> CLI.Result {
+            try StorePostgresCLITests.run(["put", "--table", "people"], options, directory, stdin: Array(line.utf8))
+        }
+        func psql(_ sql: String) throws -> String {
+            let result = try StorePostgresCLITests.psql("SET search_path TO cli_tamper; " + sql)
+            #expect(result.status == 0, "psql failed: \(result.stderr)")
+            return result.stdoutText
+        }
+        StoreCLITests.ok(try put(#"{"name": "Ann", "email": "ann@example.com", "ssn": "111"}"#), "put")
+        StoreCLITests.ok(try put(#"{"name": "Bob", "email": "bob@example.com", "ssn": "222"}"#), "put")
+        _ = try psql("CREATE TABLE saved AS SELECT * FROM coffer_meta")
+        let schema = "convert_from(value, 'UTF8')::jsonb"
+        _ = try psql(
+            "UPDATE coffer_meta SET value = convert_to(jsonb_set(\(schema), '{tables,0,fields,3,sealed}', 'false')::text, 'UTF8') WHERE name = 'schema'"
+        )
+        let unsealed = try put(#"{"name": "Cat", "email": "cat@example.com", "ssn": "333"}"#)
+        #expect(unsealed.status == 3, "put after the tamper: \(unsealed.status) \(unsealed.stderr)")
+        #expect(try psql("SELECT count(*) FROM people") == "2\n")
+        _ = try psql("DELETE FROM coffer_meta; INSERT INTO coffer_meta SELECT * FROM saved")
+        StoreCLITests.ok(try StorePostgresCLITests.run(["rotate"], options, directory), "rotate")
+        _ = try psql("DELETE FROM coffer_meta; INSERT INTO coffer_meta SELECT * FROM saved")
+        let rolledBack = try put(#"{"name": "Cat", "email": "cat@example.com", "ssn": "333"}"#)
+        #expect(rolledBack.status == 3 && rolledBack.stderr.contains("an older copy of it was put back"))
+        StoreCLITests.ok(try StorePostgresCLITests.run(["accept-rollback"], options, directory), "accept-rollback")
+        StoreCLITests.ok(
+            try StorePostgresCLITests.run(["delete", "--table", "people", "--id", "2"], options, directory), "delete")
+        let next = try put(#"{"name": "Dan", "email": "dan@example.com", "ssn": "444"}"#)
+        StoreCLITests.ok(next, "put after the delete")
+        #expect(next.stdoutText == "{\"id\":3}\n")
+    }
 }
