@@ -40,6 +40,18 @@ extension RecordStore {
         try await BlockingWork.run { try self.find(tableName, where: fieldName, hasToken: token) }
     }
 
+    public func fetchAll(_ query: StoreQuery) async throws -> [StoreRecord] {
+        try await BlockingWork.run { try self.fetchAll(query) }
+    }
+
+    public func fetchCount(_ query: StoreQuery) async throws -> Int {
+        try await BlockingWork.run { try self.fetchCount(query) }
+    }
+
+    public func fetchOne(_ query: StoreQuery) async throws -> StoreRecord? {
+        try await BlockingWork.run { try self.fetchOne(query) }
+    }
+
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) async throws
         -> StoreRecord?
@@ -125,5 +137,65 @@ extension RecordStore {
         } onCancel: {
             cancelled.withLock { $0 = true }
         }
+    }
+}
+
+/// The typed calls (``SealedRecord``), for async code.
+extension RecordStore {
+    @discardableResult
+    public func put<R: SealedRecord>(_ record: R) async throws -> R {
+        try await BlockingWork.run { try self.put(record) }
+    }
+
+    @discardableResult
+    public func put<R: SealedRecord>(contentsOf records: [R]) async throws -> [R] {
+        try await BlockingWork.run { try self.put(contentsOf: records) }
+    }
+
+    public func get<R: SealedRecord>(_ type: R.Type, id key: StoreValue) async throws -> R? {
+        try await BlockingWork.run { try self.get(type, id: key) }
+    }
+
+    public func fetchAll<R: SealedRecord>(_ type: R.Type, _ query: StoreQuery? = nil) async throws -> [R] {
+        try await BlockingWork.run { try self.fetchAll(type, query) }
+    }
+
+    public func fetchOne<R: SealedRecord>(_ type: R.Type, _ query: StoreQuery? = nil) async throws -> R? {
+        try await BlockingWork.run { try self.fetchOne(type, query) }
+    }
+
+    public func fetchCount<R: SealedRecord>(_ type: R.Type, _ query: StoreQuery? = nil) async throws -> Int {
+        try await BlockingWork.run { try self.fetchCount(type, query) }
+    }
+
+    @discardableResult
+    public func update<R: SealedRecord>(_ record: R) async throws -> Bool {
+        try await BlockingWork.run { try self.update(record) }
+    }
+
+    @discardableResult
+    public func delete<R: SealedRecord>(_ type: R.Type, id key: StoreValue) async throws -> Bool {
+        try await BlockingWork.run { try self.delete(type, id: key) }
+    }
+
+    /// ``create(sqlite:schema:secret:kdf:rollbackGuard:)`` on a Dispatch
+    /// thread: the key derivation never runs on the caller's (an app's
+    /// main thread, or the cooperative pool).
+    public static func create(
+        sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) async throws -> RecordStore {
+        try await BlockingWork.run {
+            try RecordStore.create(
+                sqlite: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+        }
+    }
+
+    /// ``open(sqlite:secret:rollbackGuard:)`` on a Dispatch thread: the
+    /// key derivation never runs on the caller's.
+    public static func open(
+        sqlite path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) async throws -> RecordStore {
+        try await BlockingWork.run { try RecordStore.open(sqlite: path, secret: secret, rollbackGuard: rollbackGuard) }
     }
 }

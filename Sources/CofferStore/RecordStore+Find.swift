@@ -19,15 +19,27 @@ extension RecordStore {
     /// so index collisions never reach the caller. A sealed condition no
     /// index covers is refused rather than opening every row. While a field
     /// is being migrated, its rows not sealed yet are searched in the clear.
+    /// With no conditions, every record of the table (``fetchAll(_:)``
+    /// also orders, limits and counts).
     public func find(_ tableName: String, where conditions: StoreRecord) throws -> [StoreRecord] {
-        try read { db, state in try find(tableName, where: conditions, db, state) }
+        try fetchAll(StoreQuery(tableName).filter(conditions))
     }
 
     func find(_ tableName: String, where conditions: StoreRecord, _ db: any StoreConnection, _ state: StoreState)
         throws -> [StoreRecord]
     {
-        let table = try state.schema.table(tableName)
-        guard !conditions.isEmpty else { throw CofferError(.invalidArgument, "a find needs a condition") }
+        try fetch(StoreQuery(tableName).filter(conditions), counting: false, db, state).records
+    }
+
+    /// The records `query` asks for, or with `counting` only their number.
+    /// Clear conditions, the order, the limit and the offset are the
+    /// database's; with a sealed condition, the candidates its index picks
+    /// are opened and checked here, then counted, skipped and limited.
+    func fetch(_ query: StoreQuery, counting: Bool, _ db: any StoreConnection, _ state: StoreState) throws
+        -> (records: [StoreRecord], count: Int)
+    {
+        let (table, order) = try query.checked(state, db.dialect)
+        let conditions = query.conditions
         var clear: [(StoreSchema.Field, StoreValue)] = []
         var sealed: [String] = []
         for (name, value) in conditions.sorted(by: { $0.key < $1.key }) {
@@ -39,9 +51,18 @@ extension RecordStore {
         var filters = clear.map { "\(StoreSQL.quoted($0.0.name)) IS ?" }
         var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
         guard !sealed.isEmpty else {
-            return try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments).map {
+            let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
+            if counting {
+                let count =
+                    try db.integer(
+                        "SELECT count(*) FROM (SELECT 1 FROM \(StoreSQL.quoted(table.name))\(filter)\(query.limitSQL(db.dialect))) q",
+                        arguments) ?? 0
+                return ([], Int(count))
+            }
+            let records = try db.rows("\(select(table))\(filter)\(order)\(query.limitSQL(db.dialect))", arguments).map {
                 try state.record(from: $0, table: table)
             }
+            return (records, records.count)
         }
         let usable = table.fields.filter(\.sealed).flatMap { field in
             field.indexes.filter { $0.tokens == nil }.map {
@@ -75,7 +96,8 @@ extension RecordStore {
             candidates.append("\(column) IS NULL")
         }
         var rows = try db.rows(
-            "\(select(table)) WHERE \(candidates.joined(separator: " AND "))", candidateArguments)
+            "\(select(table)) WHERE \(candidates.joined(separator: " AND "))\(order)", candidateArguments)
+        var resort = false
         if let migrating = state.migrating(table.name), chosen.parts.contains(migrating) {
             // The rows not sealed yet: on SQLite a text or an integer, on
             // PostgreSQL an encoded value (state.unsealed).
@@ -94,18 +116,24 @@ extension RecordStore {
                         : Data(value.encoded).databaseValue)
             }
             rows += try db.rows("\(select(table)) WHERE \(filters.joined(separator: " AND "))", arguments)
+            resort = true
         }
         var seen = Set<DatabaseValue>()
         rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
-        return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
+        var records = try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
             sealed.allSatisfy { name in
                 let stored = candidate[name] ?? .null
                 let value = conditions[name]!
                 guard chosen.parts.contains(name),
-                    let query = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
+                    let asked = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
                 else { return stored == value }
-                return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == query
+                return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == asked
             }
         }
+        if resort {
+            records.sort { query.precedes($0, $1, primaryKey: table.primaryKey) }
+        }
+        records = Array(records.dropFirst(query.offset).prefix(query.limit ?? Int.max))
+        return (counting ? [] : records, records.count)
     }
 }

@@ -35,6 +35,9 @@ public final class StoreTransaction {
         self.writable = writable
     }
 
+    /// The schema as of this transaction.
+    var schema: StoreSchema { state.schema }
+
     private func checked(writing: Bool) throws -> (any StoreConnection, StoreState) {
         guard open else { throw CofferError(.refused, "a store transaction is used only inside its closure") }
         guard writable || !writing else { throw CofferError(.refused, "a read transaction does not write") }
@@ -69,6 +72,16 @@ public final class StoreTransaction {
     public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
         let (db, state) = try checked(writing: false)
         return try store.find(tableName, where: fieldName, hasToken: token, db, state)
+    }
+
+    public func fetchAll(_ query: StoreQuery) throws -> [StoreRecord] {
+        let (db, state) = try checked(writing: false)
+        return try store.fetch(query, counting: false, db, state).records
+    }
+
+    public func fetchCount(_ query: StoreQuery) throws -> Int {
+        let (db, state) = try checked(writing: false)
+        return try store.fetch(query, counting: true, db, state).count
     }
 
     @discardableResult

@@ -64,3 +64,43 @@ public enum StoreValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+/// Literals, so that records and conditions read as data:
+/// `["toWhom": "Grandma", "year": 2026]`.
+extension StoreValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+}
+
+extension StoreValue {
+    /// The text, or nil for another kind.
+    public var textValue: String? {
+        if case .text(let text) = self { return text }
+        return nil
+    }
+
+    /// The integer, or nil for another kind.
+    public var integerValue: Int64? {
+        if case .integer(let number) = self { return number }
+        return nil
+    }
+
+    /// The bytes, or nil for another kind.
+    public var bytesValue: [UInt8]? {
+        if case .bytes(let bytes) = self { return bytes }
+        return nil
+    }
+
+    public var isNull: Bool { self == .null }
+
+    /// `value` as a typed record's field holds it (``SealedRecord``): a
+    /// string as text, integers and booleans as integers, a date as
+    /// milliseconds since 1970, a double as text, data as bytes, nil as
+    /// null. For conditions on typed fields:
+    /// `query.filter("due", equals: try StoreValue(encoding: date))`.
+    public init(encoding value: some Encodable) throws {
+        self = try FieldEncoder.value(of: value, field: "value")
+    }
+}
+
+extension StoreValue: ExpressibleByStringInterpolation {}

@@ -47,7 +47,7 @@ import Testing
                 name: "notes", primaryKey: "id",
                 fields: [.init(name: "id", type: .integer), .init(name: "tag", type: .text)])
         ])
-        let store = try RecordStore.create(
+        let store = try await RecordStore.create(
             sqlite: folder.database, schema: schema, secret: RecordStoreTests.passphrase, kdf: RecordStoreTests.fast)
         for index in 0..<30 { try await store.put(["tag": .text("t\(index % 3)")], into: "notes") }
         let steps = Locked<[Int]>([])

@@ -282,7 +282,7 @@ import Testing
 @Suite struct StoreAsyncTests {
     @Test func asyncTwinsFromManyTasks() async throws {
         let folder = try RecordStoreTests.Folder()
-        let store = try RecordStore.create(
+        let store = try await RecordStore.create(
             sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
             kdf: RecordStoreTests.fast)
         let ids = try await withThrowingTaskGroup(of: StoreValue.self) { group in

@@ -58,7 +58,7 @@ import Testing
 
     @Test func onSQLite() async throws {
         let folder = try RecordStoreTests.Folder()
-        let store = try RecordStore.create(
+        let store = try await RecordStore.create(
             sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
             kdf: RecordStoreTests.fast)
         try await Self.exercise(store)

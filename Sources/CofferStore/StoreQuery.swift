@@ -1,0 +1,168 @@
+import Coffer
+import Foundation
+
+/// A request for the records of one table: conditions, an order, a limit
+/// and an offset, built step by step as GRDB's query interface builds one,
+/// and run with ``RecordStore/fetchAll(_:)`` or ``RecordStore/fetchCount(_:)``.
+///
+/// ```swift
+/// let all = try store.fetchAll(StoreQuery("presents").order(by: "toWhom"))
+/// let grandma = try store.fetchAll(StoreQuery("presents").filter("toWhom", equals: "Grandma"))
+/// let page = try store.fetchAll(StoreQuery("presents").order(by: "id", descending: true).limit(20, offset: 40))
+/// let howMany = try store.fetchCount(StoreQuery("presents"))
+/// ```
+///
+/// Conditions are equalities, as ``RecordStore/find(_:where:)`` takes
+/// them: clear fields compared by the database, sealed ones through a
+/// blind index and checked once opened. Only clear fields can be ordered
+/// by: the database cannot sort what it cannot read. Text is ordered by its
+/// UTF-8 bytes and null comes first (last when descending), on SQLite and
+/// PostgreSQL alike; records equal on every ordering are in primary key
+/// order, so pages never overlap.
+public struct StoreQuery: Sendable, Hashable {
+    /// One field to order by.
+    public struct Ordering: Sendable, Hashable {
+        public var field: String
+        public var descending: Bool
+        public init(field: String, descending: Bool = false) {
+            self.field = field
+            self.descending = descending
+        }
+    }
+
+    public var table: String
+    /// Field → the value it must equal; empty for every record.
+    public var conditions: StoreRecord
+    public var ordering: [Ordering]
+    /// At most this many records; nil for all of them.
+    public var limit: Int?
+    /// Records skipped before the first one returned.
+    public var offset: Int
+
+    /// Every record of `table`, in primary key order.
+    public init(_ table: String) {
+        self.table = table
+        conditions = [:]
+        ordering = []
+        limit = nil
+        offset = 0
+    }
+
+    /// Only the records whose `field` equals `value` (and every earlier condition).
+    public func filter(_ field: String, equals value: StoreValue) -> StoreQuery {
+        var query = self
+        query.conditions[field] = value
+        return query
+    }
+
+    /// Only the records whose fields equal every value of `conditions`.
+    public func filter(_ conditions: StoreRecord) -> StoreQuery {
+        var query = self
+        query.conditions.merge(conditions) { $1 }
+        return query
+    }
+
+    /// Ordered by `field` (a clear field), after any earlier ordering.
+    public func order(by field: String, descending: Bool = false) -> StoreQuery {
+        var query = self
+        query.ordering.append(Ordering(field: field, descending: descending))
+        return query
+    }
+
+    /// At most `limit` records, after skipping `offset`.
+    public func limit(_ limit: Int, offset: Int = 0) -> StoreQuery {
+        var query = self
+        query.limit = limit
+        query.offset = offset
+        return query
+    }
+}
+
+extension RecordStore {
+    /// The records `query` asks for, their sealed fields opened.
+    public func fetchAll(_ query: StoreQuery) throws -> [StoreRecord] {
+        try read { db, state in try fetch(query, counting: false, db, state).records }
+    }
+
+    /// How many records `query` matches (its limit and offset applied).
+    public func fetchCount(_ query: StoreQuery) throws -> Int {
+        try read { db, state in try fetch(query, counting: true, db, state).count }
+    }
+
+    /// The first record `query` asks for, or nil.
+    public func fetchOne(_ query: StoreQuery) throws -> StoreRecord? {
+        try fetchAll(query.limit(1, offset: query.offset)).first
+    }
+}
+
+extension StoreQuery {
+    /// The table, its ordering's SQL, and the query's fields checked.
+    func checked(_ state: StoreState, _ dialect: StoreDialect) throws -> (table: StoreSchema.Table, orderSQL: String)
+    {
+        let table = try state.schema.table(self.table)
+        for name in conditions.keys where table.field(name) == nil {
+            throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+        }
+        guard limit.map({ $0 >= 0 }) ?? true, offset >= 0 else {
+            throw CofferError(.invalidArgument, "a query's limit and offset are not negative")
+        }
+        var terms: [String] = []
+        for order in ordering + [Ordering(field: table.primaryKey)] {
+            guard let field = table.field(order.field) else {
+                throw CofferError(.invalidArgument, "\(table.name) has no field \(order.field) to order by")
+            }
+            guard !field.sealed else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table.name).\(field.name) is sealed: the database cannot order what it cannot read; order by a clear field, or sort the records once fetched"
+                )
+            }
+            terms.append(
+                StoreSQL.quoted(field.name) + (field.type == .text && dialect == .postgres ? " COLLATE \"C\"" : "")
+                    + (order.descending ? " DESC NULLS LAST" : " ASC NULLS FIRST"))
+        }
+        return (table, " ORDER BY " + terms.joined(separator: ", "))
+    }
+
+    /// SQL's LIMIT and OFFSET, or nothing.
+    func limitSQL(_ dialect: StoreDialect) -> String {
+        switch (limit, offset) {
+        case (nil, 0): ""
+        case (nil, let offset): dialect == .sqlite ? " LIMIT -1 OFFSET \(offset)" : " OFFSET \(offset)"
+        case (let limit?, let offset): " LIMIT \(limit) OFFSET \(offset)"
+        }
+    }
+
+    /// Whether `a` comes before `b` in this query's order (records already
+    /// fetched, sorted the way the database sorts).
+    func precedes(_ a: StoreRecord, _ b: StoreRecord, primaryKey: String) -> Bool {
+        for order in ordering + [Ordering(field: primaryKey)] {
+            let left = a[order.field] ?? .null
+            let right = b[order.field] ?? .null
+            if left == right { continue }
+            return Self.ascending(left, right) != order.descending
+        }
+        return false
+    }
+
+    /// Null, then integers, text by UTF-8 bytes, bytes.
+    static func ascending(_ a: StoreValue, _ b: StoreValue) -> Bool {
+        switch (a, b) {
+        case (.integer(let x), .integer(let y)): return x < y
+        case (.text(let x), .text(let y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
+        case (.bytes(let x), .bytes(let y)): return x.lexicographicallyPrecedes(y)
+        default: return a.rank < b.rank
+        }
+    }
+}
+
+extension StoreValue {
+    fileprivate var rank: Int {
+        switch self {
+        case .null: 0
+        case .integer: 1
+        case .text: 2
+        case .bytes: 3
+        }
+    }
+}
