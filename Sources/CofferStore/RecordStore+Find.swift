@@ -19,7 +19,7 @@ extension RecordStore {
     /// so index collisions never reach the caller. A sealed condition no
     /// index covers is refused rather than opening every row. While a field
     /// is being migrated, its rows not sealed yet are searched in the clear.
-    /// With no conditions, every record of the table (``fetchAll(_:)``
+    /// With no conditions, every record of the table (`fetchAll(_:)`
     /// also orders, limits and counts).
     public func find(_ tableName: String, where conditions: StoreRecord) throws -> [StoreRecord] {
         try fetchAll(StoreQuery(tableName).filter(conditions))

@@ -183,7 +183,9 @@ extension RecordStore {
     /// opening. The primary key does not change.
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
-        try write { db, state in try update(tableName, id: key, set: changes, db, state) }
+        let updated = try write { db, state in try update(tableName, id: key, set: changes, db, state) }
+        if updated != nil { clearResidue() }
+        return updated
     }
 
     func update(
@@ -221,7 +223,19 @@ extension RecordStore {
     /// Deletes the record `key`; false when there was none.
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
-        try write { db, state in try delete(tableName, id: key, db, state) }
+        let deleted = try write { db, state in try delete(tableName, id: key, db, state) }
+        if deleted { clearResidue() }
+        return deleted
+    }
+
+    /// After a delete or an update commits: the WAL still holds the page
+    /// images written before it, with the old cells, so it is copied into
+    /// the database (where `secure_delete` zeroed them) and emptied. When
+    /// readers keep the checkpoint from finishing, the next write tries again.
+    func clearResidue() {
+        residue.withLock { $0 = true }
+        guard (try? backend.checkpoint()) != nil else { return }
+        residue.withLock { $0 = false }
     }
 
     func delete(_ tableName: String, id key: StoreValue, _ db: any StoreConnection, _ state: StoreState) throws

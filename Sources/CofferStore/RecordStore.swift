@@ -43,6 +43,9 @@ public final class RecordStore: Sendable {
     /// The highest epoch this process opened, loaded in a write or wrote:
     /// a write transaction that finds an older one was rolled back.
     let highestEpoch: Locked<UInt64>
+    /// A delete or an update committed whose old cells may still be in the
+    /// WAL, because the checkpoint that would clear them could not run.
+    let residue = Locked(false)
 
     static let format = "coffer store v1"
 

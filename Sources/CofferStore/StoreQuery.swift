@@ -3,7 +3,7 @@ import Foundation
 
 /// A request for the records of one table: conditions, an order, a limit
 /// and an offset, built step by step as GRDB's query interface builds one,
-/// and run with ``RecordStore/fetchAll(_:)`` or ``RecordStore/fetchCount(_:)``.
+/// and run with `RecordStore.fetchAll(_:)` or `RecordStore.fetchCount(_:)`.
 ///
 /// ```swift
 /// let all = try store.fetchAll(StoreQuery("presents").order(by: "toWhom"))
@@ -12,7 +12,7 @@ import Foundation
 /// let howMany = try store.fetchCount(StoreQuery("presents"))
 /// ```
 ///
-/// Conditions are equalities, as ``RecordStore/find(_:where:)`` takes
+/// Conditions are equalities, as `RecordStore.find(_:where:)` takes
 /// them: clear fields compared by the database, sealed ones through a
 /// blind index and checked once opened. Only clear fields can be ordered
 /// by: the database cannot sort what it cannot read. Text is ordered by its
@@ -97,8 +97,7 @@ extension RecordStore {
 
 extension StoreQuery {
     /// The table, its ordering's SQL, and the query's fields checked.
-    func checked(_ state: StoreState, _ dialect: StoreDialect) throws -> (table: StoreSchema.Table, orderSQL: String)
-    {
+    func checked(_ state: StoreState, _ dialect: StoreDialect) throws -> (table: StoreSchema.Table, orderSQL: String) {
         let table = try state.schema.table(self.table)
         for name in conditions.keys where table.field(name) == nil {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")

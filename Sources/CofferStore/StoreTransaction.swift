@@ -27,6 +27,8 @@ public final class StoreTransaction {
     private let state: StoreState
     private let writable: Bool
     fileprivate var open = true
+    /// Whether a delete or an update left old cells behind in the WAL.
+    fileprivate var overwrote = false
 
     fileprivate init(store: RecordStore, db: any StoreConnection, state: StoreState, writable: Bool) {
         self.store = store
@@ -87,13 +89,17 @@ public final class StoreTransaction {
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
         let (db, state) = try checked(writing: true)
-        return try store.update(tableName, id: key, set: changes, db, state)
+        let updated = try store.update(tableName, id: key, set: changes, db, state)
+        overwrote = overwrote || updated != nil
+        return updated
     }
 
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
         let (db, state) = try checked(writing: true)
-        return try store.delete(tableName, id: key, db, state)
+        let deleted = try store.delete(tableName, id: key, db, state)
+        overwrote = overwrote || deleted
+        return deleted
     }
 }
 
@@ -101,11 +107,17 @@ extension RecordStore {
     /// Runs `body` in one write transaction: all its puts, updates and
     /// deletes are committed together, or none when it throws.
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        try write { db, state in
+        var overwrote = residue.withLock { $0 }
+        let result = try write { db, state in
             let transaction = StoreTransaction(store: self, db: db, state: state, writable: true)
-            defer { transaction.open = false }
+            defer {
+                transaction.open = false
+                overwrote = overwrote || transaction.overwrote
+            }
             return try body(transaction)
         }
+        if overwrote { clearResidue() }
+        return result
     }
 
     /// Runs `body` in one read transaction: every get and find in it sees

@@ -91,7 +91,8 @@ import Testing
         let store = try RecordStore.create(
             sqlite: folder.database, schema: try Self.schema(), secret: RecordStoreTests.passphrase,
             kdf: RecordStoreTests.fast, rollbackGuard: nil)
-        try store.put(["toWhom": "Sam", "description": "x", "due": 5, "price": "cheap", "bought": 1, "wrapping": "box"],
+        try store.put(
+            ["toWhom": "Sam", "description": "x", "due": 5, "price": "cheap", "bought": 1, "wrapping": "box"],
             into: "presents")
         func refused(_ words: String, _ body: () throws -> Void) {
             #expect {

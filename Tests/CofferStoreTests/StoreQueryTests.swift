@@ -32,7 +32,8 @@ import Testing
         let folder = try RecordStoreTests.Folder()
         let store = try Self.store(try RecordStoreTests.schema(bits: 1), on: backend, in: folder, name: "listing")
         for (index, name) in Self.names.enumerated() {
-            try store.put(["to": name, "description": .text("gift \(index)"), "email": "e\(index % 3)"], into: "presents")
+            try store.put(
+                ["to": name, "description": .text("gift \(index)"), "email": "e\(index % 3)"], into: "presents")
         }
         let all = try store.fetchAll(StoreQuery("presents"))
         #expect(all.map { $0["id"] } == (1...8).map { StoreValue.integer($0) })
