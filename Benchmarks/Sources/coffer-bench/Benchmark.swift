@@ -36,6 +36,22 @@ struct Benchmark {
             try StorePostgresBenchmark.run(rows: rows)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "store-import" {
+            var rows = [50_000, 1_000_000]
+            var directory = NSTemporaryDirectory()
+            var coffer = FileBenchmark.defaultCoffer
+            var arguments = CommandLine.arguments.dropFirst(2).makeIterator()
+            while let argument = arguments.next() {
+                switch argument {
+                case "--rows": rows = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
+                case "--dir": directory = arguments.next() ?? directory
+                case "--coffer": coffer = arguments.next() ?? coffer
+                default: fail("usage: coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH]")
+                }
+            }
+            try ImportBenchmark.run(rows: rows, directory: directory, coffer: coffer)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "store" {
             var rows = 1_000_000
             var directory = NSTemporaryDirectory()
@@ -69,7 +85,7 @@ struct Benchmark {
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
                 print(
-                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
                 )
                 exit(64)
             }

@@ -187,9 +187,12 @@ struct StorePut: ParsableCommand {
         let records = try StoreJSON.records(try Input.readAll(path: file, what: "the records"), table: table)
         for start in stride(from: 0, to: records.count, by: batch) {
             let part = Array(records[start..<min(records.count, start + batch)])
+            var keys = ""
             for key in try opened.put(contentsOf: part, into: table.name) {
-                print(StoreJSON.line([table.primaryKey: key], table: table.keyOnly))
+                keys += StoreJSON.line([table.primaryKey: key], table: table.keyOnly)
+                keys += "\n"
             }
+            print(keys, terminator: "")
             fflush(nil)  // the keys of a committed batch leave before the next begins
         }
     }

@@ -5,8 +5,13 @@ import Foundation
 
 struct StoreFind: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "find", abstract: "Print the records whose FIELD equals VALUE, as JSON lines (exact matches only)."
-    )
+        commandName: "find",
+        abstract:
+            "Print the records whose FIELD equals VALUE (every record without --where), as JSON lines (exact matches only).",
+        discussion: """
+            --order-by, --limit and --offset page through a table (ordered by clear fields; text by its UTF-8 bytes, \
+            null first); --count prints how many records match instead of the records.
+            """)
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
@@ -24,13 +29,27 @@ struct StoreFind: ParsableCommand {
     var token: String?
     @Option(name: .customLong("has-token-file"), help: "FIELD=PATH: --has-token with the token read from a file.")
     var tokenFile: String?
+    @Option(
+        name: .customLong("order-by"), help: "FIELD or FIELD:desc, a clear field to order by (repeat for ties).")
+    var ordering: [String] = []
+    @Option(name: .customLong("limit"), help: "At most N records.")
+    var limit: Int?
+    @Option(name: .customLong("offset"), help: "Skip the first N records.")
+    var offset = 0
+    @Flag(name: .customLong("count"), help: "Print only how many records match.")
+    var count = false
 
     func validate() throws {
         let tokens = [token, tokenFile].compactMap { $0 }.count
-        guard (conditions.isEmpty && conditionFiles.isEmpty) != (tokens == 0), tokens <= 1 else {
+        guard tokens == 0 || (conditions.isEmpty && conditionFiles.isEmpty && tokens == 1) else {
             throw ValidationError(
-                "give --where/--where-file FIELD=… (once or more), or one of --has-token/--has-token-file FIELD=…")
+                "give --where/--where-file FIELD=… (none, once or more), or one of --has-token/--has-token-file FIELD=…"
+            )
         }
+        guard tokens == 0 || (ordering.isEmpty && limit == nil && offset == 0 && !count) else {
+            throw ValidationError("--order-by, --limit, --offset and --count go with --where, not --has-token")
+        }
+        guard (limit ?? 0) >= 0, offset >= 0 else { throw ValidationError("--limit and --offset are not negative") }
     }
 
     /// FIELD and VALUE of FIELD=VALUE, the value read from the file PATH when `file`.
@@ -67,9 +86,24 @@ struct StoreFind: ParsableCommand {
             if !fromFile { Self.warnIfSealed(field, option: "--where") }
             wanted[name] = try StoreJSON.argument(value, field: field, table: table.name)
         }
-        for record in try opened.find(table.name, where: wanted) {
-            print(StoreJSON.line(record, table: table))
+        var query = StoreQuery(table.name).filter(wanted)
+        for order in ordering {
+            let descending = order.hasSuffix(":desc")
+            let name =
+                descending ? String(order.dropLast(5)) : order.hasSuffix(":asc") ? String(order.dropLast(4)) : order
+            query = query.order(by: name, descending: descending)
         }
+        if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
+        if count {
+            print(try opened.fetchCount(query))
+            return
+        }
+        var out = ""
+        for record in try opened.fetchAll(query) {
+            out += StoreJSON.line(record, table: table)
+            out += "\n"
+        }
+        print(out, terminator: "")
     }
 
     /// A sealed field's search value on the command line is visible to

@@ -6,26 +6,12 @@ import Foundation
 /// integers JSON integers, bytes base64 strings, null is null.
 enum StoreJSON {
     /// A JSON value as `coffer store` reads it: strings, integers and null;
-    /// anything else (true, 1.5, arrays, objects) is refused by the field.
-    enum Scalar: Decodable {
+    /// anything else (true, 1.5, arrays, objects) is refused by the field
+    /// (``JSONLines``).
+    enum Scalar {
         case string(String)
         case integer(Int64)
         case null
-        case other
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() {
-                self = .null
-            } else if (try? container.decode(Bool.self)) != nil {
-                self = .other
-            } else if let number = try? container.decode(Int64.self) {
-                self = .integer(number)
-            } else if let text = try? container.decode(String.self) {
-                self = .string(text)
-            } else {
-                self = .other
-            }
-        }
     }
 
     static func value(_ json: Scalar, field: StoreSchema.Field, table: String) throws -> StoreValue {
@@ -52,36 +38,97 @@ enum StoreJSON {
 
     /// One record from a JSON object.
     static func record(_ text: Substring, table: StoreSchema.Table) throws -> StoreRecord {
-        let fields: [String: Scalar]
-        do { fields = try JSONDecoder().decode([String: Scalar].self, from: Data(text.utf8)) } catch {
-            throw CofferError(.malformed, "a record is a JSON object of field names and values")
-        }
-        var record: StoreRecord = [:]
-        for (name, json) in fields {
+        var text = String(text)
+        return try text.withUTF8 { try record($0, table: table) }
+    }
+
+    /// One record from a JSON object's UTF-8 bytes (checked to be UTF-8).
+    static func record(_ bytes: UnsafeBufferPointer<UInt8>, table: StoreSchema.Table) throws -> StoreRecord {
+        switch try JSONLines.object(bytes) {
+        case .other(let name):
             guard let field = table.field(name) else {
                 throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
             }
-            record[name] = try value(json, field: field, table: table.name)
-        }
-        return record
-    }
-
-    /// The records of a file: one JSON object, or JSON lines (one object per line).
-    static func records(_ data: [UInt8], table: StoreSchema.Table) throws -> [StoreRecord] {
-        guard let text = String(validating: data, as: UTF8.self) else {
-            throw CofferError(.malformed, "the records are not UTF-8 JSON")
-        }
-        let lines = text.split(whereSeparator: \.isNewline).filter { !$0.allSatisfy(\.isWhitespace) }
-        if lines.count > 1, lines.allSatisfy({ $0.first == "{" && $0.last == "}" }),
-            (try? record(lines[0], table: table)) != nil
-        {
-            return try lines.enumerated().map { index, line in
-                do { return try record(line, table: table) } catch let error as CofferError {
-                    throw error.prefixed("line \(index + 1)")
+            throw mismatch(field, table.name)
+        case .fields(let fields):
+            var record = StoreRecord(minimumCapacity: fields.count)
+            for (name, json) in fields {
+                guard let field = table.field(name) else {
+                    throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
+                }
+                guard record.updateValue(try value(json, field: field, table: table.name), forKey: name) == nil else {
+                    throw CofferError(.invalidArgument, "\(table.name).\(name) is given twice")
                 }
             }
+            return record
         }
-        return [try record(Substring(text), table: table)]
+    }
+
+    /// The records of a file: one JSON object, or JSON lines (one object
+    /// per line, read on every core at once; the first bad line is named).
+    static func records(_ data: [UInt8], table: StoreSchema.Table) throws -> [StoreRecord] {
+        try data.withUnsafeBufferPointer { bytes in
+            guard String(validating: bytes, as: UTF8.self) != nil else {
+                throw CofferError(.malformed, "the records are not UTF-8 JSON")
+            }
+            let lines = Self.lines(bytes)
+            // JSON lines when the first line is a whole object (a
+            // pretty-printed object's first line is a lone brace).
+            if lines.count > 1, (try? JSONLines.object(UnsafeBufferPointer(rebasing: bytes[lines[0]]))) != nil {
+                return try parallel(lines, bytes, table: table)
+            }
+            return [try record(bytes, table: table)]
+        }
+    }
+
+    /// The non-blank lines of `bytes`, without the whitespace around them.
+    static func lines(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+        func space(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var lines: [Range<Int>] = []
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count && bytes[end] != 0x0A { end += 1 }
+            var (low, high) = (start, end)
+            while low < high && space(bytes[low]) { low += 1 }
+            while high > low && space(bytes[high - 1]) { high -= 1 }
+            if low < high { lines.append(low..<high) }
+            start = end + 1
+        }
+        return lines
+    }
+
+    /// Every line as a record, the lines shared among the cores.
+    static func parallel(_ lines: [Range<Int>], _ bytes: UnsafeBufferPointer<UInt8>, table: StoreSchema.Table) throws
+        -> [StoreRecord]
+    {
+        nonisolated(unsafe) let bytes = bytes
+        nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Result<StoreRecord, CofferError>>.allocate(
+            capacity: lines.count)
+        defer {
+            results.deinitialize()
+            results.deallocate()
+        }
+        let chunk = 4096
+        DispatchQueue.concurrentPerform(iterations: (lines.count + chunk - 1) / chunk) { part in
+            for index in part * chunk..<min(lines.count, (part + 1) * chunk) {
+                let result: Result<StoreRecord, CofferError>
+                do {
+                    result = .success(try record(UnsafeBufferPointer(rebasing: bytes[lines[index]]), table: table))
+                } catch let error as CofferError {
+                    result = .failure(error)
+                } catch {
+                    result = .failure(CofferError(.malformed, "\(error)"))
+                }
+                (results.baseAddress! + index).initialize(to: result)
+            }
+        }
+        return try results.enumerated().map { index, result in
+            switch result {
+            case .success(let record): return record
+            case .failure(let error): throw error.prefixed("line \(index + 1)")
+            }
+        }
     }
 
     /// A value given on the command line (`--id`, `--where F=V`), read as the field's type.
