@@ -78,6 +78,22 @@ import Testing
         #expect(record?["secret"] as? String == long && record?["number"] as? Int64 == Int64.min)
     }
 
+    /// A bad line stops the import before its batch: the batches before it
+    /// are stored and their keys printed, and the error names the line
+    /// (blank lines counted, as an editor counts them).
+    @Test func aBadLineStopsBeforeItsBatch() throws {
+        let directory = try StoreCLITests.setUp(schema: Self.schema)
+        var lines = (1...25_000).map { #"{"label": "l\#($0)", "number": \#($0)}"# }
+        lines[9] = "   "
+        lines[23_456] = #"{"label": 5}"#
+        let input = Array((lines.joined(separator: "\r\n") + "\n").utf8)
+        let result = try StoreCLITests.store(["put", "--table", "things", "--batch", "10000"], directory, stdin: input)
+        #expect(result.status != 0 && result.stderr.contains("line 23457:"), "\(result.stderr)")
+        let keys = result.stdoutText.split(separator: "\n")
+        #expect(keys.count == 20_000 && keys.last == #"{"id":20000}"#)
+        #expect(try StoreCLITests.store(["find", "--table", "things", "--count"], directory).stdoutText == "20000\n")
+    }
+
     @Test func findListsOrdersPagesAndCounts() throws {
         let directory = try StoreCLITests.setUp(schema: Self.schema)
         let lines = [5, 3, 9, 3, 1].map { #"{"label": "n\#($0)", "number": \#($0)}"# }.joined(separator: "\n")

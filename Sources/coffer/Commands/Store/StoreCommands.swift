@@ -165,15 +165,15 @@ struct StorePut: ParsableCommand {
         commandName: "put",
         abstract: "Add records (a JSON object, or JSON lines in one transaction per batch); prints each primary key.",
         discussion: """
-            Every line is read and checked before anything is written. Then each batch of --batch records is one \
-            transaction, and the primary keys of a batch are printed once it is committed: after a failure, the \
-            keys printed are exactly the records stored.
+            JSON lines of any length are read a few MiB at a time. Each batch of --batch records is checked whole, \
+            then written in one transaction, and its primary keys are printed once it is committed. A bad line \
+            stops the import before its batch, naming the line: the keys printed are exactly the records stored.
             """)
     @OptionGroup var store: StoreOptions
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
     @Option(name: .customLong("batch"), help: "Records per transaction.")
-    var batch = 1000
+    var batch = 10000
     @Argument(help: "The records file (standard input when absent).")
     var file: String = "-"
 
@@ -184,9 +184,9 @@ struct StorePut: ParsableCommand {
     func run() throws {
         let opened = try store.open()
         let table = try opened.schema.table(table)
-        let records = try StoreJSON.records(try Input.readAll(path: file, what: "the records"), table: table)
-        for start in stride(from: 0, to: records.count, by: batch) {
-            let part = Array(records[start..<min(records.count, start + batch)])
+        let input = try Input(path: file)
+        defer { input.finish() }
+        try RecordStream(table: table, batch: batch).forEachBatch(of: input) { part in
             var keys = ""
             for key in try opened.put(contentsOf: part, into: table.name) {
                 keys += StoreJSON.line([table.primaryKey: key], table: table.keyOnly)
