@@ -182,15 +182,18 @@ struct StorePut: ParsableCommand {
     }
 
     func run() throws {
-        let opened = try store.open()
-        let table = try opened.schema.table(table)
         let input = try Input(path: file)
         defer { input.finish() }
-        try RecordStream(table: table, batch: batch).forEachBatch(of: input) { part in
+        try RecordStream(batch: batch).run(input, tableName: table, open: store.open) { opened, table, part in
             var keys = ""
+            let keyOnly = table.keyOnly
+            let prefix = "{" + StoreJSON.quoted(table.primaryKey) + ":"
             for key in try opened.put(contentsOf: part, into: table.name) {
-                keys += StoreJSON.line([table.primaryKey: key], table: table.keyOnly)
-                keys += "\n"
+                if case .integer(let number) = key {
+                    keys += prefix + String(number) + "}\n"
+                } else {
+                    keys += StoreJSON.line([table.primaryKey: key], table: keyOnly) + "\n"
+                }
             }
             print(keys, terminator: "")
             fflush(nil)  // the keys of a committed batch leave before the next begins

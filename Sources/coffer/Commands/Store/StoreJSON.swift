@@ -44,7 +44,12 @@ enum StoreJSON {
 
     /// One record from a JSON object's UTF-8 bytes (checked to be UTF-8).
     static func record(_ bytes: UnsafeBufferPointer<UInt8>, table: StoreSchema.Table) throws -> StoreRecord {
-        switch try JSONLines.object(bytes) {
+        try record(try JSONLines.object(bytes), table: table)
+    }
+
+    /// A parsed object as one record of `table`.
+    static func record(_ parsed: JSONLines.Parsed, table: StoreSchema.Table) throws -> StoreRecord {
+        switch parsed {
         case .other(let name):
             guard let field = table.field(name) else {
                 throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
