@@ -81,7 +81,8 @@ cell_cases = [
     ("a sealed null", "presents", "description", ("integer", 7), [("to", ("null", None))], ("null", None)),
 ]
 for index, (title, table, column, pk, bound, plain) in enumerate(cell_cases):
-    parts = [b"coffer store v1", store_id, table.encode(), column.encode(), value(*pk)]
+    life = derived(f"coffer store v1 row life {index}", 16)
+    parts = [b"coffer store v1", store_id, table.encode(), column.encode(), value(*pk), life]
     for name, bound_value in bound:
         parts += [name.encode(), value(*bound_value)]
     ctx = context(parts)
@@ -89,6 +90,7 @@ for index, (title, table, column, pk, bound, plain) in enumerate(cell_cases):
     cells.append({
         "title": title, "table": table, "column": column,
         "primary_key": {"kind": pk[0], "value": pk[1]},
+        "life_hex": life.hex(),
         "bound": [{"name": n, "kind": v[0], "value": v[1]} for n, v in bound],
         "plaintext": {"kind": plain[0], "value": plain[1]},
         "context_hex": ctx.hex(),

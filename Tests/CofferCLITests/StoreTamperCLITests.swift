@@ -146,6 +146,28 @@ import Glibc
         #expect(get.status == 3, "the old record's cells opened in a new one: \(get.stdoutText)")
     }
 
+    /// G9 with a key the caller gives again: the new record's cells are
+    /// bound to a new life, so the deleted record's cells, written into it,
+    /// do not open; what is not detected is the old row put back whole
+    /// (its cells and its life), which reads as the old record.
+    @Test func aReusedKeyStartsANewLife() throws {
+        let directory = try Self.setUp()
+        let saved = try Self.sqlite(
+            "SELECT hex(email) || '|' || hex(ssn) || '|' || hex(coffer_life) FROM people WHERE id = 2", directory)
+        StoreCLITests.ok(try StoreCLITests.store(["delete", "--table", "people", "--id", "2"], directory), "delete")
+        let again = try StoreCLITests.store(
+            ["put", "--table", "people"], directory,
+            stdin: Array(#"{"id": 2, "name": "Bob", "email": "new@example.com", "ssn": "999-99-9999"}"#.utf8))
+        StoreCLITests.ok(again, "put with the same id")
+        let parts = saved.trimmingCharacters(in: .newlines).split(separator: "|")
+        try Self.sqlite("UPDATE people SET email = x'\(parts[0])', ssn = x'\(parts[1])' WHERE id = 2", directory)
+        let mixed = try StoreCLITests.store(["get", "--table", "people", "--id", "2"], directory)
+        #expect(mixed.status == 3 && !mixed.stdoutText.contains("222-22"), "old cells opened: \(mixed.stdoutText)")
+        try Self.sqlite("UPDATE people SET coffer_life = x'\(parts[2])' WHERE id = 2", directory)
+        let whole = try StoreCLITests.store(["get", "--table", "people", "--id", "2"], directory)
+        #expect(whole.stdoutText.contains("222-22-2222"), "the documented limit: a whole old row reads back")
+    }
+
     /// G13: an index wider than 32 bits, or a second index on one field,
     /// only with a written reason.
     @Test func leakyIndexesNeedAReason() throws {

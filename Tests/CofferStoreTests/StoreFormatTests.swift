@@ -47,6 +47,7 @@ import Testing
     struct Cell: Decodable {
         let title: String, table: String, column: String
         let primary_key: Value
+        let life_hex: String
         let bound: [Bound]
         let plaintext: Value
         let context_hex: String, sealed_hex: String
@@ -111,8 +112,9 @@ import Testing
         let (vectors, keys) = try Self.load()
         #expect(vectors.cells.count == 5)
         for cell in vectors.cells {
+            let life = Self.bytes(cell.life_hex)
             let context = try keys.context(
-                table: cell.table, column: cell.column, primaryKey: cell.primary_key.store,
+                table: cell.table, column: cell.column, primaryKey: cell.primary_key.store, life: life,
                 bound: cell.bound.map { ($0.name, $0.value.store) })
             #expect(context.bytes == Self.bytes(cell.context_hex), "\(cell.title)")
             let sealed = Self.bytes(cell.sealed_hex)
@@ -124,19 +126,23 @@ import Testing
                 key: SymmetricKey(data: Self.bytes(vectors.cell_key.key_hex)), context: context.bytes,
                 nonce: try AES.GCM._SIV.Nonce(data: sealed[5..<17]))
             #expect(Array(again) == sealed, "\(cell.title)")
-            // Another row, column or table, or a changed bound field: no opening.
+            // Another row, column or table, another life of the same key, or a
+            // changed bound field: no opening.
             let moved = [
                 try keys.context(
-                    table: cell.table, column: cell.column, primaryKey: .integer(999_999),
+                    table: cell.table, column: cell.column, primaryKey: .integer(999_999), life: life,
                     bound: cell.bound.map { ($0.name, $0.value.store) }),
                 try keys.context(
-                    table: cell.table, column: cell.column + "x", primaryKey: cell.primary_key.store,
+                    table: cell.table, column: cell.column + "x", primaryKey: cell.primary_key.store, life: life,
                     bound: cell.bound.map { ($0.name, $0.value.store) }),
                 try keys.context(
-                    table: cell.table + "x", column: cell.column, primaryKey: cell.primary_key.store,
+                    table: cell.table + "x", column: cell.column, primaryKey: cell.primary_key.store, life: life,
                     bound: cell.bound.map { ($0.name, $0.value.store) }),
                 try keys.context(
                     table: cell.table, column: cell.column, primaryKey: cell.primary_key.store,
+                    life: life.map { $0 ^ 1 }, bound: cell.bound.map { ($0.name, $0.value.store) }),
+                try keys.context(
+                    table: cell.table, column: cell.column, primaryKey: cell.primary_key.store, life: life,
                     bound: cell.bound.map { ($0.name, StoreValue.text("someone else")) } + [("extra", .null)]),
             ]
             for context in moved {
@@ -187,7 +193,11 @@ import Testing
         }
         #expect(!"\(StoreValue.text("secret words"))".contains("secret"))
         let (_, keys) = try Self.load()
-        let context = try keys.context(table: "t", column: "c", primaryKey: .integer(1), bound: [])
+        let context = try keys.context(
+            table: "t", column: "c", primaryKey: .integer(1), life: Array(repeating: 1, count: 16), bound: [])
+        #expect(throws: CofferError(.malformed, "")) {
+            try keys.context(table: "t", column: "c", primaryKey: .integer(1), life: [1], bound: [])
+        }
         for garbage: [UInt8] in [[], [1], Array(repeating: 7, count: 40)] {
             #expect(throws: CofferError.self) { try keys.openCell(garbage, context: context, table: "t", column: "c") }
         }

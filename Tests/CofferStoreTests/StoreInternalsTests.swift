@@ -47,24 +47,27 @@ import Testing
         let keys = try Self.keys()
         let table = Self.table
         let sealer = try RowSealer(keys: keys, table: table, fields: table.fields.filter(\.sealed), version: 2)
-        #expect(sealer.columns == ["note", "email", "email_exact", "email_city"])
+        #expect(sealer.columns == ["coffer_life", "note", "email", "email_exact", "email_city"])
         for (offset, (note, email)) in zip(Self.values, Self.values.reversed()).enumerated() {
             let city = Self.values[(offset + 3) % Self.values.count]
             let key = StoreValue.integer(Int64(offset) - 2)
             let record: StoreRecord = ["city": city, "note": note, "email": email]
-            let (values, tokens) = try sealer.seal(record, key: key)
-            for (column, field, bound) in [(0, "note", [("city", city)]), (1, "email", [])] {
+            let life = (0..<16).map { UInt8(offset * 16 + $0) }
+            let (values, tokens) = try sealer.seal(record, key: key, life: life)
+            #expect(values[0] == Data(life).databaseValue)
+            for (column, field, bound) in [(1, "note", [("city", city)]), (2, "email", [])] {
                 guard case .blob(let cell) = values[column].storage else {
                     Issue.record("\(field) is not a sealed cell")
                     continue
                 }
-                let context = try keys.context(table: "people", column: field, primaryKey: key, bound: bound)
+                let context = try keys.context(
+                    table: "people", column: field, primaryKey: key, life: life, bound: bound)
                 #expect(
                     try keys.openCell(Array(cell), context: context, table: "people", column: field) == record[field])
             }
             for (column, index, inputs, transforms, bits) in [
-                (2, "email_exact", [email], [IndexTransform.trim, .lowercase], 13),
-                (3, "email_city", [email, city], [.lowercase], 40),
+                (3, "email_exact", [email], [IndexTransform.trim, .lowercase], 13),
+                (4, "email_city", [email, city], [.lowercase], 40),
             ] {
                 let expected = try StoreKeys.indexInput(inputs, transforms: transforms).map {
                     Data(try keys.indexValue($0, table: "people", index: index, bits: bits, version: 2))
@@ -84,9 +87,11 @@ import Testing
         let sealer = try RowSealer(
             keys: keys, table: Self.table, fields: Self.table.fields.filter(\.sealed), version: 2)
         let huge = StoreValue.text(String(repeating: "a", count: 1 << 20))
-        #expect(throws: CofferError.self) { try sealer.seal(["city": huge], key: .integer(1)) }
-        #expect(throws: CofferError.self) { try sealer.seal(["email": huge], key: .integer(1)) }
-        #expect(throws: CofferError.self) { try sealer.seal([:], key: huge) }
+        let life = [UInt8](repeating: 9, count: 16)
+        #expect(throws: CofferError.self) { try sealer.seal(["city": huge], key: .integer(1), life: life) }
+        #expect(throws: CofferError.self) { try sealer.seal(["email": huge], key: .integer(1), life: life) }
+        #expect(throws: CofferError.self) { try sealer.seal([:], key: huge, life: life) }
+        #expect(throws: CofferError.self) { try sealer.seal([:], key: .integer(1), life: [1, 2]) }
     }
 
     /// The chunks reach the consumer in order, each whole, whatever the

@@ -132,8 +132,10 @@ import Testing
 
         let schema = try StoreSchema(json: schemaFileBytes)
         let keys = try StoreKeys(storeID: storeID, keyRing: ring, indexRoots: [1: root], current: 1)
+        let life = [UInt8](repeating: 7, count: StoreKeys.lifeSize)  // the row's, from its coffer_life column
         let context = try keys.context(
-            table: "presents", column: "description", primaryKey: .integer(42), bound: [("to", .text("Grandma"))])
+            table: "presents", column: "description", primaryKey: .integer(42), life: life,
+            bound: [("to", .text("Grandma"))])
         let sealed = try keys.sealCell(.text("a knitted scarf"), context: context)
         let opened = try keys.openCell(sealed, context: context, table: "presents", column: "description")
         let entry = try keys.indexValue(

@@ -115,10 +115,16 @@ extension StoreState {
         }
     }
 
-    /// Seals the sealed fields and computes the index values of the row `key`.
-    func writeSealed(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, _ db: any StoreConnection) throws
-    {
-        let sealed = try sealedRow(record, key: key, table: table, fields: table.fields.filter(\.sealed))
+    /// Seals the sealed fields and computes the index values of the row
+    /// `key`, stored as `row` (whose life they keep).
+    func writeSealed(
+        _ record: StoreRecord, key: StoreValue, row: [String: DatabaseValue], table: StoreSchema.Table,
+        _ db: any StoreConnection
+    ) throws {
+        guard StoreSQL.hasLife(table) else { return }
+        let life = try StoreKeys.life(of: row, table: table.name, orNew: true)
+        let sealed = try sealedRow(
+            record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed))
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
         guard !sealed.columns.isEmpty else { return }
         let names = sealed.columns.keys.sorted()
@@ -150,6 +156,7 @@ extension StoreState {
             }
             let context = try keys.context(
                 table: table.name, column: field.name, primaryKey: key,
+                life: try StoreKeys.life(of: columns, table: table.name),
                 bound: field.bind.map { ($0, record[$0] ?? .null) })
             record[field.name] = try keys.openCell(
                 Array(sealed), context: context, table: table.name, column: field.name)
@@ -216,7 +223,7 @@ extension RecordStore {
                 try clear.map { try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name) }
                     + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
         }
-        try state.writeSealed(record, key: key, table: table, db)
+        try state.writeSealed(record, key: key, row: row, table: table, db)
         return record
     }
 
@@ -255,7 +262,7 @@ extension RecordStore {
     }
 
     func select(_ table: StoreSchema.Table) -> String {
-        "SELECT \(table.fields.map { StoreSQL.quoted($0.name) }.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
+        "SELECT \(StoreSQL.rowColumns(table, indexes: false).map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
     }
 
     /// A row's columns by name (Sendable, unlike GRDB's `Row`).

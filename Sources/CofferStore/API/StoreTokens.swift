@@ -10,7 +10,10 @@ struct SealedRow: Sendable {
     var tokens: [String: [Data]] = [:]
 
     var isEmpty: Bool { columns.isEmpty && tokens.isEmpty }
-    var count: Int { columns.count + tokens.values.reduce(0) { $0 + $1.count } }
+    /// Cells and index entries (a row's life, written with its first cell, is neither).
+    var count: Int {
+        columns.count - (columns[StoreSQL.lifeColumn] == nil ? 0 : 1) + tokens.values.reduce(0) { $0 + $1.count }
+    }
 }
 
 extension StoreSchema.Table {
@@ -21,13 +24,14 @@ extension StoreSchema.Table {
 }
 
 extension StoreState {
-    /// The sealed cells of `fields` for `record` (row `key`), their index
-    /// values and token entries under the current version.
-    func sealedRow(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table, fields: [StoreSchema.Field])
-        throws -> SealedRow
-    {
+    /// The sealed cells of `fields` for `record` (row `key`, whose life is
+    /// `life`), their index values and token entries under the current
+    /// version; the life is among the columns, to write it when it is new.
+    func sealedRow(
+        _ record: StoreRecord, key: StoreValue, life: [UInt8], table: StoreSchema.Table, fields: [StoreSchema.Field]
+    ) throws -> SealedRow {
         let sealer = try RowSealer(keys: keys, table: table, fields: fields, version: keys.currentIndexVersion)
-        let (values, tokens) = try sealer.seal(record, key: key)
+        let (values, tokens) = try sealer.seal(record, key: key, life: life)
         return SealedRow(columns: Dictionary(uniqueKeysWithValues: zip(sealer.columns, values)), tokens: tokens)
     }
 

@@ -223,8 +223,7 @@ extension RecordStore {
     {
         let keyField = table.field(table.primaryKey)!
         let order = StoreSQL.quoted(table.primaryKey)
-        let columns = table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }.map(
-            StoreSQL.quoted)
+        let columns = StoreSQL.rowColumns(table, indexes: true).map(StoreSQL.quoted)
         let select = "SELECT \(columns.joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
         if let after {
             let key = try StoreSQL.databaseValue(StoreValue(encoded: after), for: keyField, table: table.name)
@@ -271,7 +270,7 @@ extension StoreState {
         }
         return try keys.context(
             table: table.name, column: field.name, primaryKey: try clear(table.primaryKey),
-            bound: try field.bind.map { ($0, try clear($0)) })
+            life: try StoreKeys.life(of: row, table: table.name), bound: try field.bind.map { ($0, try clear($0)) })
     }
 
     /// The stored value of `index` on `field` for `record` at `version`, null when the row has none.

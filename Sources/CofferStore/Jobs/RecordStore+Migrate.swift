@@ -122,7 +122,9 @@ extension RecordStore {
                 try state.unsealed(row[field.name] ?? .null, field: field, table: table) != nil
             else { return SealedRow() }
             let record = try state.record(from: row, table: table)
-            return try state.sealedRow(record, key: record[table.primaryKey] ?? .null, table: table, fields: [field])
+            return try state.sealedRow(
+                record, key: record[table.primaryKey] ?? .null,
+                life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field])
         } finish: { _ in
         }
     }
@@ -144,22 +146,29 @@ extension RecordStore {
             for statement in StoreSQL.tokenTable(table, index, db.dialect) { try db.execute(statement) }
         }
         let fresh = Set(newIndexes.filter { $0.tokens == nil }.map(\.name))
+        let hasLife =
+            try db.integer(
+                "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?",
+                [table.name.databaseValue, StoreSQL.lifeColumn.databaseValue]) == 1
         guard strict && !["ANY", "BLOB"].contains(type) else {
-            for name in fresh.sorted() {
+            for name in fresh.sorted() + (hasLife ? [] : [StoreSQL.lifeColumn]) {
                 try db.execute("ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(name)) BLOB")
             }
             for statement in StoreSQL.indexes(table, only: fresh) { try db.execute(statement) }
             return
         }
         let existing = Int(try db.integer("SELECT count(*) FROM pragma_table_info(?)", [table.name.databaseValue]) ?? 0)
-        let described = table.fields.reduce(0) { $0 + 1 + $1.indexes.filter { $0.tokens == nil }.count } - fresh.count
+        let described =
+            table.fields.reduce(0) { $0 + 1 + $1.indexes.filter { $0.tokens == nil }.count } - fresh.count
+            + (hasLife ? 1 : 0)
         guard existing == described else {
             throw CofferError(
                 .refused,
                 "\(table.name) is a STRICT table with columns the schema does not describe; its column \(field) cannot be made to hold sealed values in place"
             )
         }
-        let kept = table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }
+        let kept = (table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }
+            + (hasLife ? [StoreSQL.lifeColumn] : []))
             .filter { !fresh.contains($0) }
             .map(StoreSQL.quoted).joined(separator: ", ")
         let temporary = StoreSQL.quoted("coffer_rebuild_\(table.name)")
@@ -183,6 +192,8 @@ extension RecordStore {
         try db.execute(
             "ALTER TABLE \(StoreSQL.quoted(table.name)) ALTER COLUMN \(column) TYPE BYTEA USING CASE WHEN \(column) IS NULL THEN NULL ELSE \(encoded) END"
         )
+        try db.execute(
+            "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN IF NOT EXISTS \(StoreSQL.quoted(StoreSQL.lifeColumn)) BYTEA")
         let fresh = field.indexes.filter { $0.tokens == nil }.map(\.name)
         for index in fresh {
             try db.execute("ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(index)) BYTEA")

@@ -38,9 +38,7 @@ extension RecordStore {
             while true {
                 let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { db, state in
                     let order = StoreSQL.quoted(table.primaryKey)
-                    let columns = table.fields.flatMap { field in
-                        [field.name] + field.indexes.filter { $0.tokens == nil }.map(\.name)
-                    }
+                    let columns = StoreSQL.rowColumns(table, indexes: true)
                     let condition = after.isNull ? "" : " WHERE \(order) > ?"
                     var rows = try db.rows(
                         "SELECT \(columns.map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))\(condition) ORDER BY \(order) LIMIT \(batchSize)",

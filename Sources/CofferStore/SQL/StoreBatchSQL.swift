@@ -20,7 +20,7 @@ struct InsertRow: Sendable {
     )
         throws
     {
-        let sealed = try sealer.seal(record, key: key)
+        let sealed = try sealer.seal(record, key: key, life: StoreKeys.newLife())
         var given: [Bool]?
         var values: [DatabaseValue] = []
         values.reserveCapacity(clear.count + sealed.values.count)

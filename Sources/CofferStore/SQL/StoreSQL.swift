@@ -12,6 +12,22 @@ package enum StoreSQL {
     /// sealed index roots, the current index version and the schema.
     package static let metaTable = "coffer_meta"
 
+    /// The column holding each row's *life*: 16 random bytes chosen when
+    /// the row is inserted and bound into every cell of it, so that no cell
+    /// of a deleted record opens in a later record with the same primary
+    /// key. A table gets it with its first sealed field (docs/store.md).
+    package static let lifeColumn = "coffer_life"
+
+    /// Whether `table`'s rows have a life column: it has a sealed field.
+    static func hasLife(_ table: StoreSchema.Table) -> Bool { table.fields.contains(where: \.sealed) }
+
+    /// The columns the store reads of a row: its fields, with `indexes` the
+    /// index columns too, and its life when it has one.
+    static func rowColumns(_ table: StoreSchema.Table, indexes: Bool) -> [String] {
+        table.fields.flatMap { [$0.name] + (indexes ? $0.indexes.filter { $0.tokens == nil }.map(\.name) : []) }
+            + (hasLife(table) ? [lifeColumn] : [])
+    }
+
     static func createMeta(_ dialect: StoreDialect) -> String {
         "CREATE TABLE \(metaTable) (name TEXT PRIMARY KEY NOT NULL, value \(dialect.bytes) NOT NULL)\(dialect.strict)"
     }
@@ -81,6 +97,7 @@ package enum StoreSQL {
                 columns.append(quoted(index.name) + " " + dialect.bytes)
             }
         }
+        columns.append(quoted(lifeColumn) + " " + dialect.bytes)
         return columns.joined(separator: ", ")
     }
 

@@ -1,15 +1,17 @@
 import Coffer
 import Crypto
 import Foundation
+import GRDB
 
 /// The keys of one store and the two things they do (docs/store.md):
 ///
 /// - **Sealed cells** are Coffer sealed values under the key ring (its
 ///   primary seals; every value names its key id), with the context
 ///   `SealingContext("coffer store v1", store id, table, column, primary
-///   key, then each bound field's name and value)`. A cell copied to
-///   another row, column, table or store, or a bound clear field
-///   changed, no longer opens.
+///   key, the row's life, then each bound field's name and value)`. A
+///   cell copied to another row, column, table or store, or into a later
+///   record with the same primary key, or a bound clear field changed, no
+///   longer opens.
 /// - **Blind indexes** are HMAC-SHA-256 over the transformed value(s)
 ///   under a key derived per table and index from an *index root* — never
 ///   from a field key — truncated to the index's bits, and stored after
@@ -71,12 +73,36 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
 
     // MARK: Cells
 
-    /// The context a cell is sealed with.
+    /// The bytes of a row's life.
+    public static let lifeSize = 16
+
+    /// A new row's life: random bytes, never chosen by a caller.
+    static func newLife() -> [UInt8] { SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) } }
+
+    /// The life of a row read as columns: 16 bytes, or `malformed`; with
+    /// `orNew`, a new one for a row that has none yet (a row of an adopted
+    /// table whose first field is being sealed).
+    static func life(of row: [String: DatabaseValue], table: String, orNew: Bool = false) throws -> [UInt8] {
+        let stored = row[StoreSQL.lifeColumn] ?? .null
+        if orNew && stored.isNull { return newLife() }
+        guard case .blob(let bytes) = stored.storage, bytes.count == lifeSize else {
+            throw CofferError(.malformed, "a row of \(table) has sealed cells but no life (\(StoreSQL.lifeColumn))")
+        }
+        return Array(bytes)
+    }
+
+    /// The context a cell is sealed with: the store, table, column, the
+    /// row's primary key and life (16 bytes, docs/store.md), and the bound
+    /// fields' names and values.
     public func context(
-        table: String, column: String, primaryKey: StoreValue, bound: [(name: String, value: StoreValue)]
+        table: String, column: String, primaryKey: StoreValue, life: [UInt8],
+        bound: [(name: String, value: StoreValue)]
     ) throws -> SealingContext {
+        guard life.count == Self.lifeSize else {
+            throw CofferError(.malformed, "the life of a \(table) row is \(life.count) bytes, not \(Self.lifeSize)")
+        }
         var parts: [[UInt8]] = [
-            Array("coffer store v1".utf8), storeID, Array(table.utf8), Array(column.utf8), primaryKey.encoded,
+            Array("coffer store v1".utf8), storeID, Array(table.utf8), Array(column.utf8), primaryKey.encoded, life,
         ]
         for (name, value) in bound { parts += [Array(name.utf8), value.encoded] }
         return try SealingContext(parts: parts)

@@ -29,8 +29,9 @@ struct RowSealer: Sendable {
     let table: StoreSchema.Table
     let version: UInt16
     let cells: [Cell]
-    /// The names of ``seal(_:key:)``'s values, in order: each sealed
-    /// field, then its indexes that are columns (not token indexes).
+    /// The names of ``seal(_:key:life:)``'s values, in order: the row's
+    /// life, then each sealed field and its indexes that are columns (not
+    /// token indexes).
     let columns: [String]
 
     init(keys: StoreKeys, table: StoreSchema.Table, fields: [StoreSchema.Field], version: UInt16) throws {
@@ -38,7 +39,8 @@ struct RowSealer: Sendable {
         self.table = table
         self.version = version
         var cells: [Cell] = []
-        var columns: [String] = []
+        // A row with no sealed field has no cell to bind, and maybe no life column (an adopted table).
+        var columns = fields.isEmpty ? [] : [StoreSQL.lifeColumn]
         for field in fields {
             var prefix = Self.contextMagic
             for part in [Array("coffer store v1".utf8), keys.storeID, Array(table.name.utf8), Array(field.name.utf8)] {
@@ -62,11 +64,17 @@ struct RowSealer: Sendable {
         self.columns = columns
     }
 
-    /// The row's sealed cells and index values in ``columns``' order, and
-    /// its token entries by index.
-    func seal(_ record: StoreRecord, key: StoreValue) throws -> (values: [DatabaseValue], tokens: [String: [Data]]) {
+    /// The row's life, sealed cells and index values in ``columns``'
+    /// order, and its token entries by index.
+    func seal(_ record: StoreRecord, key: StoreValue, life: [UInt8]) throws -> (
+        values: [DatabaseValue], tokens: [String: [Data]]
+    ) {
+        guard life.count == StoreKeys.lifeSize else {
+            throw CofferError(.malformed, "the life of a \(table.name) row is \(life.count) bytes")
+        }
         var values: [DatabaseValue] = []
         values.reserveCapacity(columns.count)
+        if !cells.isEmpty { values.append(Data(life).databaseValue) }
         var tokens: [String: [Data]] = [:]
         var context: [UInt8] = []
         var plaintext: [UInt8] = []
@@ -74,6 +82,7 @@ struct RowSealer: Sendable {
             context.removeAll(keepingCapacity: true)
             context += cell.prefix
             try Self.append(encoded: key, to: &context)
+            try Self.append(part: life, to: &context)
             for (name, field) in cell.bound {
                 context += name
                 try Self.append(encoded: record[field] ?? .null, to: &context)
