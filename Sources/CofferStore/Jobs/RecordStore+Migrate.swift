@@ -167,7 +167,8 @@ extension RecordStore {
                 "\(table.name) is a STRICT table with columns the schema does not describe; its column \(field) cannot be made to hold sealed values in place"
             )
         }
-        let kept = (table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }
+        let kept =
+            (table.fields.flatMap { [$0.name] + $0.indexes.filter { $0.tokens == nil }.map(\.name) }
             + (hasLife ? [StoreSQL.lifeColumn] : []))
             .filter { !fresh.contains($0) }
             .map(StoreSQL.quoted).joined(separator: ", ")
@@ -193,7 +194,8 @@ extension RecordStore {
             "ALTER TABLE \(StoreSQL.quoted(table.name)) ALTER COLUMN \(column) TYPE BYTEA USING CASE WHEN \(column) IS NULL THEN NULL ELSE \(encoded) END"
         )
         try db.execute(
-            "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN IF NOT EXISTS \(StoreSQL.quoted(StoreSQL.lifeColumn)) BYTEA")
+            "ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN IF NOT EXISTS \(StoreSQL.quoted(StoreSQL.lifeColumn)) BYTEA"
+        )
         let fresh = field.indexes.filter { $0.tokens == nil }.map(\.name)
         for index in fresh {
             try db.execute("ALTER TABLE \(StoreSQL.quoted(table.name)) ADD COLUMN \(StoreSQL.quoted(index)) BYTEA")
