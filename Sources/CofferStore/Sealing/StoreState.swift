@@ -15,6 +15,8 @@ struct StoreState: Sendable {
     var keys: StoreKeys
     var ringFile: KeyRingFile
     var job: StoreJob?
+    /// The names of the schema migrations applied (``StoreMigrator``), in order.
+    var migrations: [String] = []
 
     static let epochName = "epoch"
     /// The row that authenticates all the others (docs/store.md, "The store's state").
@@ -108,10 +110,11 @@ struct StoreState: Sendable {
         }
         let epoch = meta[epochName].map { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0
         let job = try meta["job"].map { try StoreJob(json: $0) }
+        let migrations = try meta["migrations"].map { try JSONDecoder().decode([String].self, from: Data($0)) } ?? []
         return StoreState(
             epoch: epoch, schema: try StoreSchema(json: schemaJSON),
             keys: try StoreKeys(storeID: storeID, keyRing: ringFile.keyRing, indexRoots: roots, current: current),
-            ringFile: ringFile, job: job)
+            ringFile: ringFile, job: job, migrations: migrations)
     }
 
     /// Writes the rows that changed from `old` (all of them when nil) and
@@ -137,6 +140,7 @@ struct StoreState: Sendable {
             try put("index_version", withUnsafeBytes(of: keys.currentIndexVersion.bigEndian, Array.init))
         }
         try put("schema", Array(try JSONEncoder().encode(schema)))
+        if migrations != old?.migrations ?? [] { try put("migrations", Array(try JSONEncoder().encode(migrations))) }
         if let job {
             try put("job", try job.json())
         } else {
