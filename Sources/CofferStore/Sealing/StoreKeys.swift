@@ -169,14 +169,10 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
         guard StoreSchema.indexBits.contains(bits) else {
             throw CofferError(.invalidArgument, "an index keeps 1 to 64 bits, not \(bits)")
         }
-        let message = try SealingContext(parts: texts.map { StoreValue.text($0).encoded }).bytes
-        var hmac = try indexMAC(table: table, index: index, version: version)
-        hmac.update(data: message)
-        let mac = hmac.finalize()
-        var truncated = Array(Array(mac).prefix((bits + 7) / 8))
-        let spare = truncated.count * 8 - bits
-        if spare > 0 { truncated[truncated.count - 1] &= UInt8(0xFF) << spare }
-        return withUnsafeBytes(of: version.bigEndian, Array.init) + truncated
+        // The one encoding, shared with the bulk path (RowSealer).
+        return Array(
+            try RowSealer.indexValue(
+                texts, mac: try indexMAC(table: table, index: index, version: version), bits: bits, version: version))
     }
 
     /// The entries of a token index for `value`: the distinct index values

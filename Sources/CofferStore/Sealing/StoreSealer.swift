@@ -111,6 +111,14 @@ struct RowSealer: Sendable {
             let texts = StoreKeys.indexInput(
                 plan.inputs.map { record[$0] ?? .null }, transforms: plan.index.transforms)
         else { return .null }
+        return try Self.indexValue(texts, mac: plan.mac, bits: plan.index.bits, version: version).databaseValue
+    }
+
+    /// Version ‖ the first ⌈bits/8⌉ bytes of `mac` over the texts encoded
+    /// as a `SealingContext` of text values, the bits past `bits` cleared:
+    /// the one place an index value is made (``StoreKeys/indexValue(_:table:index:bits:version:)``
+    /// calls it too).
+    static func indexValue(_ texts: [String], mac: HMAC<SHA256>, bits: Int, version: UInt16) throws -> Data {
         var message = Self.contextMagic
         for text in texts {
             let utf8 = text.utf8
@@ -119,10 +127,9 @@ struct RowSealer: Sendable {
             message.append(UInt8(ascii: "t"))
             message += utf8
         }
-        var mac = plan.mac
+        var mac = mac
         // As one raw buffer, so HMAC hashes it in place.
         message.withUnsafeBytes { mac.update(data: $0) }
-        let bits = plan.index.bits
         let kept = (bits + 7) / 8
         let code = mac.finalize()
         // At most 10 bytes: Data keeps them inline, with no allocation.
@@ -134,7 +141,7 @@ struct RowSealer: Sendable {
             // The bits past `bits` are cleared.
             bytes[1 + kept] &= UInt8(0xFF) << (kept * 8 - bits)
         }
-        return stored.databaseValue
+        return stored
     }
 
     /// What every ``SealingContext`` encoding starts with.
