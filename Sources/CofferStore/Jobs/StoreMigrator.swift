@@ -94,7 +94,9 @@ public struct StoreSchemaChange: Sendable {
         case index(table: String, field: String, index: String)
     }
 
-    init(schema: StoreSchema) { self.schema = schema }
+    /// A change to `schema`, adding nothing yet (``StoreMigrator`` makes
+    /// one per migration; make one to see what ``add(missingFrom:)`` would add).
+    public init(schema: StoreSchema) { self.schema = schema }
 
     /// A new table, empty.
     public mutating func addTable(_ table: StoreSchema.Table) throws {
@@ -140,5 +142,68 @@ public struct StoreSchemaChange: Sendable {
             throw CofferError(.invalidArgument, "the store has no table \"\(table)\"")
         }
         return t
+    }
+}
+
+extension StoreSchemaChange {
+    /// Adds what `target` has and the schema lacks: its new tables, the new
+    /// fields of tables that exist (with their indexes), and new indexes on
+    /// fields that exist. Anything the schema has that `target` changes or
+    /// leaves out is `invalidArgument`, naming it: migrations only add.
+    public mutating func add(missingFrom target: StoreSchema) throws {
+        func same(_ a: some Encodable, _ b: some Encodable) throws -> Bool {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            return try encoder.encode(a) == encoder.encode(b)
+        }
+        func refuse(_ what: String) -> CofferError {
+            CofferError(.invalidArgument, "the new schema \(what): a migration only adds tables, fields and indexes")
+        }
+        for table in schema.tables {
+            guard let next = target.tables.first(where: { $0.name == table.name }) else {
+                throw refuse("has no table \(table.name)")
+            }
+            guard next.primaryKey == table.primaryKey else { throw refuse("changes the primary key of \(table.name)") }
+            for field in table.fields {
+                guard let wanted = next.field(field.name) else {
+                    throw refuse("has no field \(table.name).\(field.name)")
+                }
+                guard wanted.type == field.type, wanted.sealed == field.sealed, wanted.bind == field.bind else {
+                    throw refuse("changes \(table.name).\(field.name)")
+                }
+                for index in field.indexes {
+                    guard let kept = wanted.indexes.first(where: { $0.name == index.name }), try same(kept, index)
+                    else {
+                        throw refuse("changes or drops the index \(index.name) of \(table.name).\(field.name)")
+                    }
+                }
+            }
+        }
+        for next in target.tables {
+            guard let table = schema.tables.first(where: { $0.name == next.name }) else {
+                try addTable(next)
+                continue
+            }
+            for wanted in next.fields {
+                guard let field = table.field(wanted.name) else {
+                    try addField(wanted, to: next.name)
+                    continue
+                }
+                for index in wanted.indexes where !field.indexes.contains(where: { $0.name == index.name }) {
+                    try addIndex(index, on: wanted.name, of: next.name)
+                }
+            }
+        }
+    }
+
+    /// What this change adds, one line each (`table T`, `field T.F`, `index I on T.F`).
+    public var summary: [String] {
+        steps.map {
+            switch $0 {
+            case .table(let table): "table \(table)"
+            case .field(let table, let field): "field \(table).\(field)"
+            case .index(let table, let field, let index): "index \(index) on \(table).\(field)"
+            }
+        }
     }
 }
