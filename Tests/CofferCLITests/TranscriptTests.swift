@@ -17,7 +17,8 @@ import Testing
         "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
         "keychain decrypt-from", "keychain passwd", "keychain accept-rollback",
         "store", "store init", "store put", "store get", "store find", "store update", "store delete", "store verify",
-        "store plan", "store rotate", "store reindex", "store migrate", "store accept-rollback", "store alter", "server-key",
+        "store plan", "store rotate", "store reindex", "store migrate", "store accept-rollback", "store alter",
+        "server-key",
         "server-key get",
         "server-key rotate", "server-key retire", "server-key shred", "server-key undo-shred",
     ]
