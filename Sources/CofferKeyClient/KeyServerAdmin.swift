@@ -8,12 +8,17 @@ public struct KeyServerAdmin: Sendable {
     let requests: KeyServerRequest
     let token: String
 
+    /// An `http://` server off loopback is `invalidArgument` here, before
+    /// any connection: the operator token never crosses a network in the
+    /// clear.
+    ///
     /// - Parameters:
-    ///   - server: the key server's base URL.
+    ///   - server: the key server's base URL (`https://…`; `http://` only for loopback).
     ///   - operatorToken: `cofop_…`, with the scopes the calls need.
     ///   - http: the HTTP client.
     ///   - timeout: seconds a call may take.
-    public init(server: URL, operatorToken: String, http: HTTPClient = .shared, timeout: Int64 = 15) {
+    public init(server: URL, operatorToken: String, http: HTTPClient = .shared, timeout: Int64 = 15) throws {
+        try KeyServerRequest.checkTransport(server)
         requests = KeyServerRequest(server: server, http: http, timeout: timeout)
         token = operatorToken
     }

@@ -8,6 +8,17 @@ import NIOHTTP1
 /// One request to a key server: a bearer token, an optional JSON body; a
 /// 2xx answer's JSON object, or the problem document's code as the error.
 struct KeyServerRequest {
+    /// Refuses a server URL that is not https, but for http to a loopback
+    /// address written as one (`127.0.0.1`, `::1`, `localhost`): a token
+    /// never goes over the network in the clear. Checked before any
+    /// connection, by the user's client and the operator's alike.
+    static func checkTransport(_ server: URL) throws {
+        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(server.host ?? "")
+        guard server.scheme == "https" || (server.scheme == "http" && loopback) else {
+            throw KeyClientError(.invalidArgument, "the key server must be https (http only on loopback)")
+        }
+    }
+
     let server: URL
     let http: HTTPClient
     let timeout: Int64

@@ -67,10 +67,7 @@ public struct KeyServerClient: Sendable {
         timeout: Int64 = 15, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         dpop: DPoPKey? = nil
     ) throws {
-        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(server.host ?? "")
-        guard server.scheme == "https" || (server.scheme == "http" && loopback) else {
-            throw KeyClientError(.invalidArgument, "the key server must be https (http only on loopback)")
-        }
+        try KeyServerRequest.checkTransport(server)
         self.server = server
         self.account = account
         self.token = token

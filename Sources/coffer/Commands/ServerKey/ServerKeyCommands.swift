@@ -99,7 +99,7 @@ struct OperatorOptions: ParsableArguments {
     @Option(help: "The subject (user) whose keys change.") var subject: String
 
     func admin() throws -> KeyServerAdmin {
-        KeyServerAdmin(server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
+        try KeyServerAdmin(server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
     }
 }
 
