@@ -17,8 +17,11 @@ public struct DPoPPolicy: Sendable, Hashable {
     public var required: Bool
     /// The URL clients reach this server at, without a trailing slash
     /// (`https://keys.example.com`); a proof's `htu` must be it plus the
-    /// request's path. When nil, the request's `Host` is used, with either
-    /// scheme.
+    /// request's path. When nil, only a loopback URL is accepted
+    /// (`http://127.0.0.1`, `http://[::1]` or `http://localhost`, any port,
+    /// plus the path): a server for others needs its public URL, and the
+    /// request's `Host` is never taken for it (`coffer-server serve`
+    /// refuses `--require-dpop` without `--public-url` off loopback).
     public var publicURL: String?
     /// How far a proof's `iat` may be from the server's clock, in seconds.
     public var leeway: Int64
@@ -59,8 +62,8 @@ struct DPoPProof: Sendable {
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
     /// The nonce and the `jti` are checked by the caller.
     static func check(
-        _ proof: String, method: String, urls: [String], accessToken: Substring, now: Int64, leeway: Int64,
-        headers: DPoPHeaders
+        _ proof: String, method: String, accepts: (String) -> Bool, accessToken: Substring, now: Int64,
+        leeway: Int64, headers: DPoPHeaders
     ) throws -> (DPoPProof, nonce: String?) {
         guard proof.utf8.count <= DPoPPolicy.maxProofBytes else { throw refused("the DPoP proof is too long") }
         let bytes = Array(proof.utf8)
@@ -79,7 +82,7 @@ struct DPoPProof: Sendable {
         guard claims.htm == method else {
             throw refused("the DPoP proof is for another method")
         }
-        guard let htu = claims.htu, urls.contains(Self.withoutQuery(htu)) else {
+        guard let htu = claims.htu, accepts(Self.withoutQuery(htu)) else {
             throw refused("the DPoP proof is for another URL")
         }
         guard let seconds = claims.iat, seconds.isFinite, abs(seconds) < 1e15, abs(Int64(seconds) - now) <= leeway

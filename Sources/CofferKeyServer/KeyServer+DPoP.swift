@@ -77,12 +77,13 @@ extension KeyServer {
     func checkProof(_ proof: String, _ request: Request, token: Substring) async throws -> DPoPProof {
         let now = store.now()
         let path = request.uri.path
-        let urls =
-            dpop.publicURL.map { [$0 + path] }
-            ?? request.head.authority.map { ["https://\($0)\(path)", "http://\($0)\(path)"] } ?? []
+        // The URL the proof is for: the configured one, or without one a
+        // loopback URL; never a name the request itself gives (its Host).
+        let accepts: (String) -> Bool =
+            dpop.publicURL.map { base in { $0 == base + path } } ?? { Self.isLoopbackURL($0, path: path) }
         let (checked, nonce) = try DPoPProof.check(
-            proof, method: request.method.rawValue, urls: urls, accessToken: token, now: now, leeway: dpop.leeway,
-            headers: proofHeaders)
+            proof, method: request.method.rawValue, accepts: accepts, accessToken: token, now: now,
+            leeway: dpop.leeway, headers: proofHeaders)
         let nonces = try await store.dpopNonces()
         guard nonces.isValid(nonce, now: now) else {
             var problem = Problem(
@@ -92,6 +93,16 @@ extension KeyServer {
             throw problem
         }
         return checked
+    }
+
+    /// Whether `url` is `http://` to a loopback host, any port, with `path`
+    /// and nothing else.
+    static func isLoopbackURL(_ url: String, path: String) -> Bool {
+        guard let parts = URLComponents(string: url), parts.scheme == "http",
+            let host = parts.host, ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host),
+            parts.user == nil, parts.password == nil, parts.query == nil, parts.fragment == nil
+        else { return false }
+        return parts.percentEncodedPath == path
     }
 
     /// The scheme (lowercased: `bearer` or `dpop`) and the token.

@@ -63,7 +63,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Refuse key requests without a DPoP proof (RFC 9449): a bearer token alone obtains nothing.")
     var requireDpop = false
 
-    @Option(help: ArgumentHelp("The URL clients reach this server at; DPoP proofs must name it.", valueName: "URL"))
+    @Option(
+        help: ArgumentHelp(
+            "The URL clients reach this server at; DPoP proofs must name it (needed for DPoP off loopback).",
+            valueName: "URL"))
     var publicUrl: String?
 
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
@@ -83,6 +86,11 @@ struct Serve: AsyncParsableCommand {
         let dpop = DPoPPolicy(
             required: requireDpop || settings.value(nil, "require-dpop") == "true",
             publicURL: try Self.publicURL(settings.value(publicUrl, "public-url")))
+        guard !dpop.required || dpop.publicURL != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ValidationError(
+                "--require-dpop needs --public-url off loopback: a proof's URL is checked against it, never against the request's Host"
+            )
+        }
         guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ValidationError(
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"

@@ -11,7 +11,7 @@ import Testing
 
     static func check(_ proof: String, _ headers: DPoPHeaders, now: Int64) throws -> DPoPProof {
         try DPoPProof.check(
-            proof, method: "POST", urls: [url], accessToken: "token", now: now, leeway: 60, headers: headers
+            proof, method: "POST", accepts: { $0 == url }, accessToken: "token", now: now, leeway: 60, headers: headers
         ).0
     }
 
