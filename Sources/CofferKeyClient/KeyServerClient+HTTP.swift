@@ -13,8 +13,7 @@ struct KeyServerRequest {
     /// never goes over the network in the clear. Checked before any
     /// connection, by the user's client and the operator's alike.
     static func checkTransport(_ server: URL) throws {
-        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(server.host ?? "")
-        guard server.scheme == "https" || (server.scheme == "http" && loopback) else {
+        guard server.scheme == "https" || (server.scheme == "http" && Loopback.isHost(server.host)) else {
             throw KeyClientError(.invalidArgument, "the key server must be https (http only on loopback)")
         }
     }

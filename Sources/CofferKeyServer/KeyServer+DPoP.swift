@@ -99,7 +99,7 @@ extension KeyServer {
     /// and nothing else.
     static func isLoopbackURL(_ url: String, path: String) -> Bool {
         guard let parts = URLComponents(string: url), parts.scheme == "http",
-            let host = parts.host, ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host),
+            Loopback.isHost(parts.host),
             parts.user == nil, parts.password == nil, parts.query == nil, parts.fragment == nil
         else { return false }
         return parts.percentEncodedPath == path

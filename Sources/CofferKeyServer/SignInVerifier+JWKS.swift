@@ -59,8 +59,7 @@ extension SignInVerifier {
     /// Pass it as `jwks:`; the verifier calls it at start and, at most once
     /// per `refreshFloor`, when a token names a key it does not know.
     public static func issuerKeys(at url: URL, http: HTTPClient = .shared) throws -> @Sendable () async throws -> Data {
-        let loopback = ["127.0.0.1", "::1", "localhost"].contains(url.host ?? "")
-        guard url.scheme == "https" || (url.scheme == "http" && loopback) else {
+        guard url.scheme == "https" || (url.scheme == "http" && Loopback.isHost(url.host)) else {
             throw CofferError(.invalidArgument, "the JWKS URL must be https (http only on loopback)")
         }
         return {

@@ -86,12 +86,12 @@ struct Serve: AsyncParsableCommand {
         let dpop = DPoPPolicy(
             required: requireDpop || settings.value(nil, "require-dpop") == "true",
             publicURL: try Self.publicURL(settings.value(publicUrl, "public-url")))
-        guard !dpop.required || dpop.publicURL != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
+        guard !dpop.required || dpop.publicURL != nil || Loopback.isHost(host) else {
             throw ValidationError(
                 "--require-dpop needs --public-url off loopback: a proof's URL is checked against it, never against the request's Host"
             )
         }
-        guard tls != nil || ["127.0.0.1", "::1", "localhost"].contains(host) else {
+        guard tls != nil || Loopback.isHost(host) else {
             throw ValidationError(
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
             )
@@ -100,7 +100,7 @@ struct Serve: AsyncParsableCommand {
         let store = try await (dev ? try developmentData() : data).open(settings)
         let verifier: SignInVerifier
         if let devIssuer {
-            guard tls == nil, ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            guard tls == nil, Loopback.isHost(host) else {
                 throw ValidationError("--dev serves plain HTTP on loopback only")
             }
             let jwks = devIssuer.jwks

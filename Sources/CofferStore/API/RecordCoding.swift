@@ -28,7 +28,8 @@ enum RecordCoding {
         } catch DecodingError.keyNotFound(let key, _) {
             throw CofferError(.invalidArgument, "\(table) has no field \(key.stringValue) for \(R.self)")
         } catch {
-            throw CofferError(.invalidArgument, "a record of \(table) does not decode as \(R.self): \(error)")
+            // Not the error's description: it may quote a (maybe sealed) value.
+            throw CofferError(.invalidArgument, "a record of \(table) does not decode as \(R.self)")
         }
     }
 
@@ -84,7 +85,7 @@ final class FieldEncoder: Encoder {
         case let number as Float: return .text(number.description)
         case let number as any BinaryInteger:
             guard let whole = Int64(exactly: number) else {
-                throw CofferError(.invalidArgument, "\(field) is \(number), past a 64-bit integer")
+                throw CofferError(.invalidArgument, "\(field) holds an integer past 64 bits")
             }
             return .integer(whole)
         default: return nil
@@ -210,7 +211,13 @@ struct FieldDecoder: Decoder {
             guard case .integer(let number) = value, let fitted = integer.init(exactly: number) else { throw mismatch }
             return fitted as! T
         default:
-            return try T(from: FieldDecoder(record: [:], value: (field, value), table: table))
+            do {
+                return try T(from: FieldDecoder(record: [:], value: (field, value), table: table))
+            } catch is DecodingError {
+                // The type's own refusal (a raw value no case has) quotes the
+                // value, which may be sealed: name the field instead.
+                throw CofferError(.invalidArgument, "\(table).\(field) holds a value \(T.self) does not take")
+            }
         }
     }
 

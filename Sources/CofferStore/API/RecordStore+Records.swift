@@ -145,6 +145,7 @@ extension StoreState {
             record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
         }
         let key = record[table.primaryKey] ?? .null
+        var life: [UInt8]?  // read once, when a cell is opened
         for field in table.fields where field.sealed && only?.contains(field.name) != false {
             let stored = columns[field.name] ?? .null
             if let clear = try unsealed(stored, field: field, table: table) {
@@ -156,7 +157,11 @@ extension StoreState {
             }
             let context = try keys.context(
                 table: table.name, column: field.name, primaryKey: key,
-                life: try StoreKeys.life(of: columns, table: table.name),
+                life: try life
+                    ?? {
+                        life = try StoreKeys.life(of: columns, table: table.name)
+                        return life!
+                    }(),
                 bound: field.bind.map { ($0, record[$0] ?? .null) })
             record[field.name] = try keys.openCell(
                 Array(sealed), context: context, table: table.name, column: field.name)

@@ -135,13 +135,19 @@ extension StoreQuery {
     /// Whether `a` comes before `b` in this query's order (records already
     /// fetched, sorted the way the database sorts).
     func precedes(_ a: StoreRecord, _ b: StoreRecord, primaryKey: String) -> Bool {
-        for order in ordering + [Ordering(field: primaryKey)] {
-            let left = a[order.field] ?? .null
-            let right = b[order.field] ?? .null
-            if left == right { continue }
-            return Self.ascending(left, right) != order.descending
+        // No array built per comparison: the ordering, then the primary key.
+        for order in ordering {
+            if let before = Self.order(a, b, by: order) { return before }
         }
-        return false
+        return Self.order(a, b, by: Ordering(field: primaryKey)) ?? false
+    }
+
+    /// Whether `a` comes before `b` by `order`, or nil when they are equal there.
+    static func order(_ a: StoreRecord, _ b: StoreRecord, by order: Ordering) -> Bool? {
+        let left = a[order.field] ?? .null
+        let right = b[order.field] ?? .null
+        guard left != right else { return nil }
+        return ascending(left, right) != order.descending
     }
 
     /// Null, then integers, text by UTF-8 bytes, bytes.

@@ -44,7 +44,15 @@ extension RecordStream {
             }
             let (lines, last) = pending.withUnsafeBufferPointer { Self.lines($0[..<cut], firstNumber: linesBefore + 1) }
             linesBefore = last
-            let results = try pending.withUnsafeBufferPointer { try records(lines, $0) }
+            // One check of the piece's UTF-8 (it ends at a newline, so no
+            // character is cut); only a piece that fails is checked line by
+            // line, to name the line.
+            let results = try pending.withUnsafeBufferPointer {
+                try records(
+                    lines, $0,
+                    checkingEachLine: String(validating: UnsafeBufferPointer(rebasing: $0[..<cut]), as: UTF8.self)
+                        == nil)
+            }
             pending.removeFirst(cut)
             guard let results else { return }
             var piece = Piece(records: [], failure: nil)
@@ -60,16 +68,17 @@ extension RecordStream {
         }
     }
 
-    /// The lines as records: parsed at once when the table is known, else
+    /// The lines (UTF-8 checked already, unless `checkingEachLine`) as
+    /// records: parsed at once when the table is known, else
     /// parsed into fields while the store opens, then made records. Nil
     /// when the writer stopped first.
-    func records(_ lines: [(range: Range<Int>, number: Int)], _ bytes: UnsafeBufferPointer<UInt8>) throws
-        -> [Result<StoreRecord, CofferError>]?
-    {
+    func records(
+        _ lines: [(range: Range<Int>, number: Int)], _ bytes: UnsafeBufferPointer<UInt8>, checkingEachLine: Bool
+    ) throws -> [Result<StoreRecord, CofferError>]? {
         nonisolated(unsafe) let bytes = bytes
         func parse(_ index: Int) throws -> JSONLines.Parsed {
             let line = UnsafeBufferPointer(rebasing: bytes[lines[index].range])
-            guard String(validating: line, as: UTF8.self) != nil else {
+            guard !checkingEachLine || String(validating: line, as: UTF8.self) != nil else {
                 throw CofferError(.malformed, "the record is not UTF-8 JSON")
             }
             return try JSONLines.object(line)
