@@ -139,3 +139,31 @@ import Testing
         }
     }
 }
+
+/// Printing: clear fields and the primary key show their values, sealed
+/// fields only their kind and length, whatever the values are.
+@Suite struct RecordDescriptionTests {
+    @Test func clearFieldsPrintAndSealedOnesStayRedacted() throws {
+        let schema = try SealedRecordTests.schema()
+        let record: StoreRecord = [
+            "id": 7, "toWhom": "Grandma \"G\"", "description": "a knitted scarf", "bought": 1,
+            "photo": .bytes([1, 2]), "shop": .bytes([0xAB]), "note": .null, "extra": "who knows",
+        ]
+        let text = schema.description(of: record, in: "presents")
+        #expect(
+            text == """
+                ["bought": 1, "description": StoreValue.text(<15 bytes>), "extra": StoreValue.text(<9 bytes>), \
+                "id": 7, "note": StoreValue.null, "photo": StoreValue.bytes(<2 bytes>), "shop": 0xab, \
+                "toWhom": "Grandma \\"G\\""]
+                """)
+        for secret in ["a knitted scarf", "who knows", "0102"] { #expect(!text.contains(secret)) }
+        // A table the schema does not have: nothing is known clear.
+        #expect(!schema.description(of: record, in: "nope").contains("Grandma"))
+
+        var present = SealedRecordTests.present("Sam", "a kite")
+        present.id = 3
+        let typed = schema.description(of: present)
+        #expect(typed.hasPrefix("Present[") && typed.contains("\"toWhom\": \"Sam\"") && typed.contains("\"id\": 3"))
+        #expect(!typed.contains("kite") && !typed.contains("12.5"))
+    }
+}
