@@ -9,14 +9,14 @@ import Glibc
 import Darwin
 #endif
 
-/// Random nonces for sealed values without a system call each: 4 KiB of
-/// the operating system's CSPRNG at a time, handed out once and wiped as
-/// used.
+/// Random nonces for sealed values (and the store's row lives) without a
+/// system call each: 4 KiB of the operating system's CSPRNG at a time,
+/// handed out once and wiped as used.
 /// After `fork` the child discards what the parent had, so the two never
 /// hand out the same bytes. (AES-GCM-SIV would survive a repeated nonce,
 /// leaking only equality of identical values; this keeps it from happening.)
-final class NonceSource: Sendable {
-    static let shared = NonceSource()
+package final class NonceSource: Sendable {
+    package static let shared = NonceSource()
 
     private struct Pool {
         var bytes = [UInt8](repeating: 0, count: 4096)
@@ -44,7 +44,7 @@ final class NonceSource: Sendable {
     }
 
     /// Fills `buffer` (at most 4 KiB) with bytes never handed out before.
-    func nonce(into buffer: UnsafeMutableRawBufferPointer) {
+    package func nonce(into buffer: UnsafeMutableRawBufferPointer) {
         let count = buffer.count
         state.withLock { pool in
             let generation = forkGeneration.load(ordering: .relaxed)
