@@ -1,4 +1,5 @@
 import Coffer
+import CofferStorePostgres
 import Foundation
 import HTTPTypes
 import Logging
@@ -15,13 +16,15 @@ final class PostgresDatabase: Sendable {
     let client: PostgresClient
     /// Names the database in messages and logs, never with a password.
     let location: String
+    let url: PostgresURL
     let schema: String?
     let deadline: Duration
     private let runner: Task<Void, Never>
     let logger: Logger
 
-    /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`; the
-    /// password comes apart, never inside the URL.
+    /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=…&sslrootcert=…]`;
+    /// the password comes apart, never inside the URL. TLS is the record
+    /// store's (``PostgresTLS``): `verify-full` by default off loopback.
     init(url: String, password: String?, connections: Int = 16, deadline: Duration = .seconds(3)) throws {
         let parsed = try PostgresURL(url, what: "a PostgreSQL database")
         schema = parsed.schema
@@ -31,9 +34,10 @@ final class PostgresDatabase: Sendable {
             }
         }
         location = parsed.location
+        self.url = parsed
         var configuration = PostgresClient.Configuration(
             host: parsed.host, port: parsed.port, username: parsed.user, password: password,
-            database: parsed.database, tls: .disable)
+            database: parsed.database, tls: try PostgresTLS.clientTLS(for: parsed))
         configuration.options.maximumConnections = connections
         configuration.options.connectTimeout = deadline
         // Every commit waits for its WAL flush before the key it holds is

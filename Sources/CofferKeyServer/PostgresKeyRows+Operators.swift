@@ -1,4 +1,5 @@
 import Coffer
+import CofferStorePostgres
 import Foundation
 import HTTPTypes
 import PostgresNIO
@@ -121,7 +122,9 @@ extension ServerKeyStore {
     /// migrating them (replicas starting at once take turns). Any number of
     /// stores, in any number of processes, may share one database.
     /// - Parameters:
-    ///   - url: `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`.
+    ///   - url: `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`, with
+    ///     `sslmode` and `sslrootcert` as libpq reads them (`verify-full`
+    ///     by default for a host off loopback; docs/key-server.md).
     ///   - password: the database password, given apart from the URL.
     ///   - kek: the key ring that seals and opens every key.
     ///   - reload: reads the key ring again, when a stored key names a KEK
@@ -138,6 +141,7 @@ extension ServerKeyStore {
         let database = try PostgresDatabase(
             url: url, password: password, connections: connections, deadline: deadline)
         do {
+            try await PostgresTLS.probe(database.url, password: password, what: "the key server's database")
             try await database.migrate()
         } catch {
             await database.close()

@@ -1,5 +1,6 @@
 import Coffer
 import Foundation
+import Logging
 import NIOSSL
 import PostgresNIO
 
@@ -95,5 +96,37 @@ package enum PostgresTLS {
                 "the server's certificate was refused: it does not name this host (verify-full checks the name; postgres-nio passes no IP address to check, so reach the server by a DNS name, or use verify-ca)"
         }
         return nil
+    }
+}
+
+extension PostgresTLS {
+    /// Connects once to `url` as its TLS settings ask, and closes: a pool
+    /// (the key server's) retries a refused certificate in silence until
+    /// its deadline, so a server checks here at start that the database is
+    /// reachable and its certificate accepted, and says why when not.
+    package static func probe(_ url: PostgresURL, password: String?, what: String) async throws {
+        let configuration = PostgresConnection.Configuration(
+            host: url.host, port: url.port, username: url.user, password: password, database: url.database,
+            tls: try connectionTLS(for: url))
+        var logger = Logger(label: "coffer.postgres.probe")
+        logger.logLevel = .critical
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: configuration, id: 0, logger: logger)
+            try await connection.close()
+        } catch {
+            throw CofferError(
+                .io,
+                "cannot connect to \(what) at \(url.location): \(reason(error) ?? connectionReason(error))")
+        }
+    }
+
+    /// A failure before any statement: the socket's own error (refused,
+    /// no route, a name not found) when there is one, else the server's.
+    static func connectionReason(_ error: any Error) -> String {
+        if let error = error as? PSQLError, error.serverInfo == nil, let underlying = error.underlying {
+            return "\(underlying)"
+        }
+        return PostgresStoreConnection.reason(error)
     }
 }

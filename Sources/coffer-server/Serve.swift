@@ -69,6 +69,24 @@ struct Serve: AsyncParsableCommand {
             valueName: "URL"))
     var publicUrl: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Close a connection that sends no whole request part (or no next request) for this long (default 30).",
+            valueName: "SECONDS"))
+    var idleTimeout: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "Close a connection whose request body has not ended this long after its head (default 10).",
+            valueName: "SECONDS"))
+    var requestTimeout: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "At most N connections; past it a new one closes the longest-idle (default 3/4 of the open-file limit).",
+            valueName: "N"))
+    var maxConnections: Int?
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -96,6 +114,7 @@ struct Serve: AsyncParsableCommand {
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
             )
         }
+        let clients = try clientLimits(settings)
         let devIssuer = dev ? try await DevIssuer() : nil
         let store = try await (dev ? try developmentData() : data).open(settings)
         let verifier: SignInVerifier
@@ -126,7 +145,10 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = .info
         let app = Application(
             router: server.router(),
-            server: try tls.map { try HTTPServerBuilder.tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
+            server: try tls.map {
+                try HTTPServerBuilder.tls(.http1(configuration: clients.http1()), tlsConfiguration: $0)
+            }
+                ?? .http1(configuration: clients.http1()),
             configuration: .init(address: .hostname(host, port: port), serverName: "coffer-server"),
             onServerRunning: { channel in
                 // The one line a supervisor or a test reads to find the port.
@@ -162,11 +184,6 @@ struct Serve: AsyncParsableCommand {
         return text
     }
 
-    static func limit(_ text: String?, flag: String) throws -> RateLimit? {
-        guard let text else { return nil }
-        do { return try RateLimit(text) } catch { throw ValidationError("\(flag): \(error)") }
-    }
-
     /// For --dev: the given folder, or a new one, and a random KEK
     /// passphrase kept in it (mode 600) unless one is given.
     func developmentData() throws -> DataOptions {
@@ -199,22 +216,6 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the leeway is 0 to 3600 seconds, not \(text)")
         }
         return value
-    }
-
-    /// TLS 1.2 or later with the certificate and key files, or nil for plain HTTP.
-    func tlsConfiguration(_ settings: ServerSettings) throws -> TLSConfiguration? {
-        let tlsCert = settings.value(self.tlsCert, "tls.cert")
-        let tlsKey = settings.value(self.tlsKey, "tls.key")
-        guard (tlsCert == nil) == (tlsKey == nil) else {
-            throw ValidationError("--tls-cert and --tls-key go together")
-        }
-        guard let tlsCert, let tlsKey else { return nil }
-        let key = try ServerFiles.secretFile(tlsKey, what: "the TLS key file")
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(tlsCert).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: key, format: .pem)))
-        configuration.minimumTLSVersion = .tlsv12
-        return configuration
     }
 
     /// Where the issuer's keys are read from.

@@ -333,12 +333,15 @@ import Testing
             #expect(error.map { !"\($0)".contains("secret") } ?? true)
         }
         let start = Date()
-        let unreachable = await #expect(throws: Problem.self) {
+        // Checked by one connection before the pool starts: refused at once, with the reason.
+        let unreachable = await #expect(throws: CofferError.self) {
             _ = try await ServerKeyStore.open(
                 postgres: "postgres://coffer@127.0.0.1:1/coffer", password: password, kek: KeyRing(),
                 deadline: .seconds(1))
         }
-        #expect(unreachable?.code == "database-unavailable")
+        #expect(unreachable?.code == .io)
+        #expect(
+            unreachable.map { "\($0)".lowercased().contains("refused") } == true, "\(String(describing: unreachable))")
         #expect(Date().timeIntervalSince(start) < 5)
     }
 }

@@ -1,0 +1,59 @@
+import ArgumentParser
+import Coffer
+import CofferKeyServer
+import Foundation
+import NIOSSL
+
+extension Serve {
+    /// The timeouts and the connection limit, from the flags or the settings.
+    func clientLimits(_ settings: ServerSettings) throws -> ClientLimits {
+        func seconds(_ flag: Double?, _ key: String, _ fallback: Duration) throws -> Duration {
+            guard let value = try flag ?? settings.value(nil, key).map(Self.decimalSeconds) else { return fallback }
+            guard value > 0, value <= 3600 else {
+                throw ValidationError("--\(key) is more than 0 and at most 3600 seconds")
+            }
+            return .milliseconds(Int64((value * 1000).rounded()))
+        }
+        var limits = ClientLimits()
+        limits.idleTimeout = try seconds(idleTimeout, "idle-timeout", limits.idleTimeout)
+        limits.requestTimeout = try seconds(requestTimeout, "request-timeout", limits.requestTimeout)
+        if let count = try maxConnections ?? settings.value(nil, "max-connections").map(Self.count) {
+            guard count >= 1 else { throw ValidationError("--max-connections is at least 1") }
+            limits.maximumConnections = count
+        }
+        return limits
+    }
+
+    static func decimalSeconds(_ text: String) throws -> Double {
+        guard let value = Double(text), value.isFinite else {
+            throw ValidationError("\(text) is not a number of seconds")
+        }
+        return value
+    }
+
+    static func count(_ text: String) throws -> Int {
+        guard let value = Int(text) else { throw ValidationError("\(text) is not a whole number") }
+        return value
+    }
+
+    static func limit(_ text: String?, flag: String) throws -> RateLimit? {
+        guard let text else { return nil }
+        do { return try RateLimit(text) } catch { throw ValidationError("\(flag): \(error)") }
+    }
+
+    /// TLS 1.2 or later with the certificate and key files, or nil for plain HTTP.
+    func tlsConfiguration(_ settings: ServerSettings) throws -> TLSConfiguration? {
+        let tlsCert = settings.value(self.tlsCert, "tls.cert")
+        let tlsKey = settings.value(self.tlsKey, "tls.key")
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        guard let tlsCert, let tlsKey else { return nil }
+        let key = try ServerFiles.secretFile(tlsKey, what: "the TLS key file")
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(tlsCert).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: key, format: .pem)))
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }
+}
