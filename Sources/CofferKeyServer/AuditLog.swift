@@ -1,3 +1,4 @@
+import Coffer
 import Crypto
 import Foundation
 import HTTPTypes
@@ -149,8 +150,38 @@ public struct AuditVerifier: Sendable {
     /// first missing one), and why.
     public private(set) var broken: (seq: Int64, reason: String)?
     private var previous = AuditEntry.genesis
+    /// Heads the chain must pass through, in order: the server's anchors
+    /// and one an operator kept, each with what it is.
+    private var waypoints: [(head: AuditHead, what: String)] = []
+    /// The last anchor the chain passed through (0 for none).
+    public private(set) var anchoredThrough: Int64 = 0
 
     public init() {}
+
+    /// The last entry checked, once there is one.
+    public var head: AuditHead? { checked == 0 ? nil : AuditHead(seq: checked, hash: previous) }
+
+    /// The chain must reach each anchor's number with its hash, and
+    /// `expected` too when given.
+    mutating func pass(through anchors: [AuditAnchor], expected: AuditHead?) {
+        waypoints = anchors.map { ($0.head, "anchored by the server") }
+        if let expected { waypoints.append((expected, "expected (--expect-head)")) }
+        waypoints.sort { $0.head.seq < $1.head.seq }
+    }
+
+    /// A stored anchor the KEK's anchor key did not make.
+    mutating func forged(_ anchor: AuditAnchor) {
+        broken = (anchor.seq, "the anchor stored for it was not made with the server's key")
+    }
+
+    /// After the last entry: a waypoint past it means the chain was cut.
+    mutating func finish() {
+        guard broken == nil, let next = waypoints.first else { return }
+        broken = (
+            next.head.seq,
+            "the chain ends at entry \(checked), but entry \(next.head.seq) was \(next.what): entries were removed"
+        )
+    }
 
     /// Checks the next entry; false once the chain is broken.
     @discardableResult
@@ -169,6 +200,14 @@ public struct AuditVerifier: Sendable {
         }
         previous = entry.hash
         checked = entry.seq
+        while let next = waypoints.first, next.head.seq == entry.seq {
+            guard ConstantTime.equal(next.head.hash, entry.hash) else {
+                broken = (entry.seq, "its hash is not the one \(next.what): the chain was rewritten up to here")
+                return false
+            }
+            if next.what.hasPrefix("anchored") { anchoredThrough = entry.seq }
+            waypoints.removeFirst()
+        }
         return true
     }
 }
@@ -199,72 +238,29 @@ extension AuditEntry.Record {
     }
 }
 
-/// One key release asked for: `version` nil for the latest; `proof` the
-/// request's DPoP proof, refused if seen before.
-struct ReleaseRequest: Sendable {
-    let name: KeyName
-    let version: Int?
-    let proof: ProofUse?
-
-    var actor: String { "subject:" + name.subject }
-}
-
-/// Requests that share one transaction: each waits for the transaction
-/// that holds its answer, and requests arriving while one runs share the
-/// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
-/// for the transaction that holds its audit entry, so no key leaves
-/// unaudited, and no DPoP proof is used twice). On PostgreSQL a batch
-/// costs one statement and one hold of the audit lock, instead of
-/// several each; on SQLite one write transaction instead of one each.
-actor Batcher<Item: Sendable, Answer: Sendable> {
-    typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
-    private let run: Run
-    private var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
-    private var running = false
-    /// Batches run and the items they carried, so far (`/metrics`).
-    private(set) var counts: (batches: Int, items: Int) = (0, 0)
-
-    init(_ run: @escaping Run) { self.run = run }
-
-    func submit(_ item: Item) async throws -> Answer {
-        try await withCheckedThrowingContinuation { continuation in
-            pending.append((item, continuation))
-            if !running {
-                running = true
-                Task { await self.flush() }
-            }
-        }
-    }
-
-    private func flush() async {
-        while !pending.isEmpty {
-            let batch = pending.prefix(1000)
-            pending.removeFirst(batch.count)
-            counts = (counts.batches + 1, counts.items + batch.count)
-            do {
-                let answers = try await run(batch.map(\.0))
-                // One answer per request, or none waits for ever.
-                guard answers.count == batch.count else {
-                    throw Problem(.internalServerError, "database-error", "a batch was answered in part")
-                }
-                for ((_, continuation), answer) in zip(batch, answers) { continuation.resume(with: answer) }
-            } catch {
-                for (_, continuation) in batch { continuation.resume(throwing: error) }
-            }
-        }
-        running = false
-    }
-}
-
 extension ServerKeyStore {
     /// Reads the whole audit chain in order, 1,000 entries at a time, and
     /// checks every link; `progress` hears how many were checked.
-    public func verifyAudit(progress: (@Sendable (Int64) -> Void)? = nil) async throws -> AuditVerifier {
+    /// Every stored anchor must be the server's (made with the key the
+    /// KEK opens) and lie on the chain, and so must `expected`, a head an
+    /// operator kept (``AuditHead``).
+    public func verifyAudit(expecting expected: AuditHead? = nil, progress: (@Sendable (Int64) -> Void)? = nil)
+        async throws -> AuditVerifier
+    {
         var verifier = AuditVerifier()
+        let (anchors, forged) = try await authenticAnchors()
+        if let forged {
+            verifier.forged(forged)
+            return verifier
+        }
+        verifier.pass(through: anchors, expected: expected)
         var last: Int64 = 0
         while true {
             let page = try await rows.auditEntries(after: last, limit: 1000)
-            if page.isEmpty { return verifier }
+            if page.isEmpty {
+                verifier.finish()
+                return verifier
+            }
             for entry in page where !verifier.check(entry) { return verifier }
             last = page.last!.seq
             progress?(last)

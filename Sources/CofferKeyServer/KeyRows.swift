@@ -49,6 +49,12 @@ protocol KeyRows: Sendable {
     func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry]
     /// Every entry about one subject, in order.
     func auditEntries(realm: String, subject: String) async throws -> [AuditEntry]
+    /// The chain's last entry's number and hash; nil while it is empty.
+    func auditHead() async throws -> AuditHead?
+    /// Stores `anchor` unless one at its number is there already.
+    func addAuditAnchor(_ anchor: AuditAnchor) async throws
+    /// Anchors after `seq`, in order, at most `limit`.
+    func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor]
 
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.

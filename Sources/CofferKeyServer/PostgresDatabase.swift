@@ -214,6 +214,12 @@ final class PostgresDatabase: Sendable {
             "CREATE INDEX rate_counts_window ON rate_counts (window_end)",
         ],
         [PostgresKeyRows.auditFunction, PostgresKeyRows.releaseFunction],
+        [
+            """
+            CREATE TABLE audit_anchors (seq bigint PRIMARY KEY, hash bytea NOT NULL, at bigint NOT NULL,
+              mac bytea NOT NULL)
+            """
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

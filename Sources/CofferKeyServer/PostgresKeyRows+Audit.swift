@@ -103,4 +103,33 @@ extension PostgresKeyRows {
         }
         return entries
     }
+
+    func auditHead() async throws -> AuditHead? {
+        try await database.query("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1") { rows in
+            var head: AuditHead?
+            for try await (seq, hash) in rows.decode((Int64, Data).self) { head = AuditHead(seq: seq, hash: hash) }
+            return head
+        }
+    }
+
+    func addAuditAnchor(_ anchor: AuditAnchor) async throws {
+        try await database.query(
+            """
+            INSERT INTO audit_anchors (seq, hash, at, mac) VALUES (\(anchor.seq), \(anchor.hash), \(anchor.at),
+              \(anchor.mac)) ON CONFLICT DO NOTHING
+            """
+        ) { _ in () }
+    }
+
+    func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor] {
+        try await database.query(
+            "SELECT seq, hash, at, mac FROM audit_anchors WHERE seq > \(seq) ORDER BY seq LIMIT \(limit)"
+        ) { rows in
+            var anchors: [AuditAnchor] = []
+            for try await (seq, hash, at, mac) in rows.decode((Int64, Data, Int64, Data).self) {
+                anchors.append(AuditAnchor(seq: seq, hash: hash, at: at, mac: mac))
+            }
+            return anchors
+        }
+    }
 }

@@ -48,4 +48,39 @@ extension SQLiteKeyRows {
             subject: row["subject"], device: row["device"], purpose: row["purpose"], version: row["version"],
             detail: row["detail"], hash: row["hash"])
     }
+
+    func auditHead() async throws -> AuditHead? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").map {
+                AuditHead(seq: $0["seq"], hash: $0["hash"])
+            }
+        }
+    }
+
+    func addAuditAnchor(_ anchor: AuditAnchor) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO audit_anchors (seq, hash, at, mac) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                arguments: [anchor.seq, anchor.hash, anchor.at, anchor.mac])
+        }
+    }
+
+    func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT seq, hash, at, mac FROM audit_anchors WHERE seq > ? ORDER BY seq LIMIT ?",
+                arguments: [seq, limit]
+            ).map { AuditAnchor(seq: $0["seq"], hash: $0["hash"], at: $0["at"], mac: $0["mac"]) }
+        }
+    }
+
+    static func registerAnchorMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5 audit anchors") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE audit_anchors (seq INTEGER PRIMARY KEY NOT NULL, hash BLOB NOT NULL,
+                      at INTEGER NOT NULL, mac BLOB NOT NULL) STRICT;
+                    """)
+        }
+    }
 }

@@ -57,6 +57,7 @@ final class SQLiteKeyRows: KeyRows {
                     """)
         }
         registerRateLimitMigration(&migrator)
+        registerAnchorMigration(&migrator)
         return migrator
     }
 

@@ -5,18 +5,30 @@ import Foundation
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Checks the audit log's hash chain, or exports one subject's history.",
-        subcommands: [Verify.self, Export.self])
+        abstract: "Checks the audit log's hash chain, prints its head, or exports one subject's history.",
+        subcommands: [Verify.self, Head.self, Export.self])
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "verify",
-            abstract: "Checks every link of the audit chain; exits 1 naming the first broken entry.")
+            abstract:
+                "Checks every link of the audit chain and the server's anchors; exits 1 naming the first broken entry.",
+            discussion: """
+                Every anchor the server stored must carry its MAC (a key only the KEK opens) and lie on the chain, \
+                and so must --expect-head, a head printed earlier by `audit head` or `audit verify` and kept \
+                outside the database: a cut tail, or an entry removed or rewritten, fails.
+                """)
         @OptionGroup var data: DataOptions
+        @Option(help: ArgumentHelp("A head kept earlier: the chain must still pass through it.", valueName: "SEQ:HASH"))
+        var expectHead: String?
 
         func run() async throws {
+            let expected: AuditHead?
+            do { expected = try expectHead.map(AuditHead.init) } catch {
+                throw ValidationError("--expect-head: \(error)")
+            }
             let store = try await data.open(try await data.settings())
-            let verifier = try await store.verifyAudit { checked in
+            let verifier = try await store.verifyAudit(expecting: expected) { checked in
                 if checked % 100_000 == 0 { FileHandle.standardError.write(Data("checked \(checked)\n".utf8)) }
             }
             await store.close()
@@ -26,7 +38,30 @@ struct Audit: AsyncParsableCommand {
                 )
                 throw ExitCode(1)
             }
-            print("audit chain intact: \(verifier.checked) entries")
+            let head = verifier.head.map { "head \($0)" } ?? "empty"
+            let anchored =
+                verifier.anchoredThrough == 0
+                ? "no anchor yet" : "anchored through entry \(verifier.anchoredThrough)"
+            print("audit chain intact: \(verifier.checked) entries, \(head), \(anchored)")
+        }
+    }
+
+    struct Head: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "head",
+            abstract:
+                "Prints the audit chain's head, SEQ:HASH, to keep outside the database (audit verify --expect-head).")
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            let store = try await data.open(try await data.settings())
+            let head = try await store.auditHead()
+            await store.close()
+            guard let head else {
+                FileHandle.standardError.write(Data("coffer-server: the audit log is empty\n".utf8))
+                throw ExitCode(1)
+            }
+            print(head)
         }
     }
 

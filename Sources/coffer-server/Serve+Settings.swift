@@ -56,4 +56,46 @@ extension Serve {
         configuration.minimumTLSVersion = .tlsv12
         return configuration
     }
+
+    /// For --dev: the given folder, or a new one, and a random KEK
+    /// passphrase kept in it (mode 600) unless one is given.
+    func developmentData() throws -> DataOptions {
+        var data = self.data
+        let directory =
+            data.directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "coffer-server-dev-\(UUID().uuidString.prefix(8))"
+            ).path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        data.directory = directory
+        if data.kekPassphraseFile == nil && data.kekKeychain == nil {
+            let file = directory + "/kek-passphrase"
+            if !FileManager.default.fileExists(atPath: file) {
+                let random = (0..<32).map { _ in UInt8.random(in: 0...255) }
+                let text = Data(random).base64EncodedString() + "\n"
+                guard
+                    FileManager.default.createFile(
+                        atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+                else { throw ValidationError("cannot write \(file)") }
+            }
+            data.kekPassphraseFile = file
+        }
+        return data
+    }
+
+    /// Where the issuer's keys are read from.
+    func issuerKeys(_ settings: ServerSettings) throws -> @Sendable () async throws -> Data {
+        let jwksFile = settings.value(self.jwksFile, "jwks.file")
+        let jwksURL = settings.value(self.jwksURL, "jwks.url")
+        guard (jwksFile == nil) != (jwksURL == nil) else {
+            throw ValidationError("give one of --jwks-file and --jwks-url")
+        }
+        if let jwksURL {
+            guard let url = URL(string: jwksURL) else { throw ValidationError("--jwks-url takes a URL") }
+            return try SignInVerifier.issuerKeys(at: url)
+        }
+        let path = jwksFile!
+        return { try Data(contentsOf: URL(fileURLWithPath: path)) }
+    }
 }

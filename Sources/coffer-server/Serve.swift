@@ -87,6 +87,14 @@ struct Serve: AsyncParsableCommand {
             valueName: "N"))
     var maxConnections: Int?
 
+    @Option(help: ArgumentHelp("Anchor the audit chain's head this often (default 60).", valueName: "SECONDS"))
+    var auditAnchorEvery: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "Append each anchor as a checkpoint line to FILE (- for standard output).", valueName: "FILE"))
+    var auditCheckpoint: String?
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -157,8 +165,10 @@ struct Serve: AsyncParsableCommand {
             },
             logger: logger)
         ShutdownDeadline.arm(logger: logger)
+        let anchoring = try auditAnchoring(settings)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.runService() }
+            group.addTask { [logger] in try await anchoring.run(store, logger: logger) }
             group.addTask {
                 // Shreds come due while the server runs; the KEK may be
                 // rotated by `coffer-server kek rotate`.
@@ -173,6 +183,8 @@ struct Serve: AsyncParsableCommand {
             try await group.next()
             group.cancelAll()
         }
+        // The head as the server stops, so that the log ends anchored.
+        await anchoring.anchor(store, logger: logger)
         await store.close()
     }
 
@@ -184,53 +196,11 @@ struct Serve: AsyncParsableCommand {
         return text
     }
 
-    /// For --dev: the given folder, or a new one, and a random KEK
-    /// passphrase kept in it (mode 600) unless one is given.
-    func developmentData() throws -> DataOptions {
-        var data = self.data
-        let directory =
-            data.directory
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
-                "coffer-server-dev-\(UUID().uuidString.prefix(8))"
-            ).path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        data.directory = directory
-        if data.kekPassphraseFile == nil && data.kekKeychain == nil {
-            let file = directory + "/kek-passphrase"
-            if !FileManager.default.fileExists(atPath: file) {
-                let random = (0..<32).map { _ in UInt8.random(in: 0...255) }
-                let text = Data(random).base64EncodedString() + "\n"
-                guard
-                    FileManager.default.createFile(
-                        atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-                else { throw ValidationError("cannot write \(file)") }
-            }
-            data.kekPassphraseFile = file
-        }
-        return data
-    }
-
     static func seconds(_ text: String) throws -> Int64 {
         guard let value = Int64(text), (0...3600).contains(value) else {
             throw ValidationError("the leeway is 0 to 3600 seconds, not \(text)")
         }
         return value
-    }
-
-    /// Where the issuer's keys are read from.
-    func issuerKeys(_ settings: ServerSettings) throws -> @Sendable () async throws -> Data {
-        let jwksFile = settings.value(self.jwksFile, "jwks.file")
-        let jwksURL = settings.value(self.jwksURL, "jwks.url")
-        guard (jwksFile == nil) != (jwksURL == nil) else {
-            throw ValidationError("give one of --jwks-file and --jwks-url")
-        }
-        if let jwksURL {
-            guard let url = URL(string: jwksURL) else { throw ValidationError("--jwks-url takes a URL") }
-            return try SignInVerifier.issuerKeys(at: url)
-        }
-        let path = jwksFile!
-        return { try Data(contentsOf: URL(fileURLWithPath: path)) }
     }
 
     static func address(_ text: String) throws -> (String, Int) {

@@ -1,0 +1,117 @@
+import Coffer
+import Crypto
+import Foundation
+
+/// Where the audit chain ends: its last entry's number and hash, written
+/// `SEQ:HEX` (what `coffer-server audit head` prints and `audit verify
+/// --expect-head` takes).
+public struct AuditHead: Sendable, Equatable, CustomStringConvertible {
+    public let seq: Int64
+    public let hash: Data
+
+    public init(seq: Int64, hash: Data) {
+        self.seq = seq
+        self.hash = hash
+    }
+
+    /// `SEQ:HEX`, the hash 64 hex digits; anything else is `invalidArgument`.
+    public init(_ text: String) throws {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let seq = Int64(parts[0]), seq >= 1, parts[1].utf8.count == 64,
+            let hash = Hex.decode(parts[1])
+        else { throw CofferError(.invalidArgument, "an audit head is SEQ:HASH, a number and 64 hex digits") }
+        self.init(seq: seq, hash: Data(hash))
+    }
+
+    public var description: String { "\(seq):\(Hex.encode(Array(hash)))" }
+}
+
+/// A head vouched for by the server (security review 3, G4): HMAC-SHA-256
+/// under a key only the KEK opens, over a label, the number and the hash.
+/// The chain's SHA-256 links make an anchor at `seq` vouch for every entry
+/// up to it, so a database writer without the KEK who removes or rewrites
+/// an entry, or cuts the tail, breaks every anchor from there on, unless
+/// they delete those anchors too; the heads kept outside the database
+/// (``AuditAnchor/line``, `--expect-head`) show that.
+public struct AuditAnchor: Sendable, Equatable {
+    public let seq: Int64
+    public let hash: Data
+    /// When it was made, seconds since 1970 (not covered by the MAC).
+    public let at: Int64
+    public let mac: Data
+
+    init(seq: Int64, hash: Data, at: Int64, mac: Data) {
+        self.seq = seq
+        self.hash = hash
+        self.at = at
+        self.mac = mac
+    }
+
+    init(head: AuditHead, at: Int64, key: SymmetricKey) {
+        self.init(seq: head.seq, hash: head.hash, at: at, mac: Self.mac(head, key: key))
+    }
+
+    static func mac(_ head: AuditHead, key: SymmetricKey) -> Data {
+        var mac = HMAC<SHA256>(key: key)
+        mac.update(data: Array("coffer audit anchor v1".utf8))
+        mac.update(data: withUnsafeBytes(of: head.seq.bigEndian, Array.init))
+        mac.update(data: head.hash)
+        return Data(mac.finalize())
+    }
+
+    func isAuthentic(under key: SymmetricKey) -> Bool {
+        ConstantTime.equal(Self.mac(AuditHead(seq: seq, hash: hash), key: key), mac)
+    }
+
+    public var head: AuditHead { AuditHead(seq: seq, hash: hash) }
+
+    /// The checkpoint line for a log kept outside the database.
+    public var line: String {
+        "coffer-audit-checkpoint head=\(head) at=\(at) mac=\(Hex.encode(Array(mac)))"
+    }
+}
+
+extension ServerKeyStore {
+    /// The anchors' key: 256 random bits made by the first replica that
+    /// needs them, kept in the database sealed under the KEK.
+    func auditAnchorKey() async throws -> SymmetricKey {
+        if let key = anchorKey.withLock({ $0 }) { return key }
+        let context = try SealingContext("coffer-server", "audit-anchor-key")
+        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
+        let sealed = try await rows.secret(named: "audit-anchor-key", make: made)
+        let key = SymmetricKey(data: try openWrapped(sealed, context: context))
+        anchorKey.withLock { $0 = key }
+        return key
+    }
+
+    /// The chain's head now; nil while it is empty.
+    public func auditHead() async throws -> AuditHead? { try await rows.auditHead() }
+
+    /// Anchors the chain's head (see ``AuditAnchor``) and returns the
+    /// anchor, or nil when the chain is empty. Replicas anchoring the same
+    /// head at once store it once.
+    @discardableResult
+    public func anchorAudit() async throws -> AuditAnchor? {
+        guard let head = try await rows.auditHead() else { return nil }
+        let anchor = AuditAnchor(head: head, at: now(), key: try await auditAnchorKey())
+        try await rows.addAuditAnchor(anchor)
+        return anchor
+    }
+
+    /// Every anchor, in order, each checked against the anchor key; the
+    /// first that is not authentic breaks the verification.
+    func authenticAnchors() async throws -> (anchors: [AuditAnchor], forged: AuditAnchor?) {
+        let key = try await auditAnchorKey()
+        var anchors: [AuditAnchor] = []
+        var last: Int64 = 0
+        while true {
+            let page = try await rows.auditAnchors(after: last, limit: 1000)
+            guard let end = page.last else { return (anchors, nil) }
+            for anchor in page {
+                guard anchor.isAuthentic(under: key) else { return (anchors, anchor) }
+                anchors.append(anchor)
+            }
+            last = end.seq
+        }
+    }
+}
