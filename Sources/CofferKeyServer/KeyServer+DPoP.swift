@@ -42,14 +42,16 @@ extension KeyServer {
 
     /// The subject of the request's token and, when it carries a DPoP
     /// proof, the proof key; enforces the realm's DPoP policy, the token's
-    /// binding (`cnf.jkt`) and the per-subject rate limit.
-    func caller(_ request: Request) async throws -> Caller {
+    /// binding (`cnf.jkt`) and the shared per-address and per-subject rate
+    /// limits (counted only once the token is accepted).
+    func caller(_ request: Request, _ context: KeyServerContext) async throws -> Caller {
         let (scheme, token) = try Self.credentials(request)
         guard !token.hasPrefix(ServerKeyStore.operatorPrefix) else {
             throw Problem(
                 .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
         }
         let signedIn = try await verifier.signIn(token)
+        try await admitAddress(context)
         if let limit = limits.subject { try await store.admit("subject:\(realm)/\(signedIn.subject)", under: limit) }
         let proofs = request.headers[values: Self.dpopField]
         guard proofs.count <= 1 else { throw DPoPProof.refused("the request has more than one DPoP header") }

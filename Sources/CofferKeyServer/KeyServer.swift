@@ -78,7 +78,7 @@ public struct KeyServer: Sendable {
             return Self.json(Health(status: "ready"))
         }
         router.post("/v1/keys/:purpose") { request, context in
-            let caller = try await caller(request)
+            let caller = try await caller(request, context)
             let body = try await Self.decode(KeyRequest.self, request, emptyAs: KeyRequest(device: nil))
             let key = try await store.current(
                 try KeyName(
@@ -88,7 +88,7 @@ public struct KeyServer: Sendable {
             return KeyResponse.body([KeyResponse(key)], batch: false)
         }
         router.get("/v1/keys/:purpose/versions/:version") { request, context in
-            let caller = try await caller(request)
+            let caller = try await caller(request, context)
             guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
                 throw Problem.badRequest("invalid-version", "a version is a whole number from 1")
             }
@@ -99,8 +99,8 @@ public struct KeyServer: Sendable {
             return KeyResponse.body(
                 [KeyResponse(try await store.version(version, of: name, proof: caller.proof))], batch: false)
         }
-        router.post("/v1/keys") { request, _ in
-            let caller = try await caller(request)
+        router.post("/v1/keys") { request, context in
+            let caller = try await caller(request, context)
             let body = try await Self.decode(BatchRequest.self, request)
             guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
             else {

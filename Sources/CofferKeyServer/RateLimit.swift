@@ -62,19 +62,76 @@ public struct RateLimits: Sendable, Hashable {
 }
 
 extension ServerKeyStore {
-    /// Counts one request against `bucket` under `limit`; throws `429
-    /// rate-limited` with `Retry-After` (the seconds left in the window)
-    /// when the window's count passes the limit.
+    /// Counts one request against `bucket` under `limit` in the count
+    /// every replica shares; throws `429 rate-limited` with `Retry-After`
+    /// (the seconds left in the window) when the window's count passes the
+    /// limit, and remembers that in this replica's memory for the rest of
+    /// the window (``LocalRateCounts``), so later requests cost no write.
     func admit(_ bucket: String, under limit: RateLimit) async throws {
         let now = self.now()
         let end = limit.windowEnd(now)
+        try localCounts.check(bucket, under: limit, now: now, counting: false)
         let count = try await rows.countRequest(bucket: bucket, windowEnd: end)
         guard count > limit.requests else { return }
+        localCounts.refuse(bucket, until: end)
+        throw LocalRateCounts.tooMany(limit, end: end, now: now)
+    }
+}
+
+/// The first tier of the rate limits, in each replica's memory (security
+/// review 3, G7): every request an address sends is counted here, before
+/// its token is looked at, and one past the limit is refused with no
+/// database write; the shared count in the database is raised only for
+/// requests whose token or operator token was accepted. A window the
+/// shared count found full is refused here until it ends. A replica's
+/// count is at most the shared one, so this never refuses what the shared
+/// count would admit.
+final class LocalRateCounts: Sendable {
+    struct Window {
+        var end: Int64
+        var count: Int
+        var full: Bool
+    }
+
+    private let windows = Locked([String: Window]())
+    /// Past this many buckets, windows that ended are forgotten (and, if
+    /// an address flood from everywhere keeps them all current, all of
+    /// them: the shared count still holds).
+    static let most = 200_000
+
+    /// Counts a request (when `counting`) and throws `429` once the
+    /// window's local count passes the limit or the shared count was full.
+    func check(_ bucket: String, under limit: RateLimit, now: Int64, counting: Bool) throws {
+        let end = limit.windowEnd(now)
+        let refused = windows.withLock { windows -> Bool in
+            if windows.count >= Self.most && windows[bucket] == nil {
+                windows = windows.filter { $0.value.end > now }
+                if windows.count >= Self.most { windows.removeAll(keepingCapacity: true) }
+            }
+            var window = windows[bucket].flatMap { $0.end == end ? $0 : nil } ?? Window(end: end, count: 0, full: false)
+            if counting { window.count += 1 }
+            windows[bucket] = window
+            return window.full || window.count > limit.requests
+        }
+        if refused { throw Self.tooMany(limit, end: end, now: now) }
+    }
+
+    func refuse(_ bucket: String, until end: Int64) {
+        windows.withLock { windows in
+            if windows[bucket]?.end == end {
+                windows[bucket]?.full = true
+            } else {
+                windows[bucket] = Window(end: end, count: 0, full: true)
+            }
+        }
+    }
+
+    static func tooMany(_ limit: RateLimit, end: Int64, now: Int64) -> Problem {
         var problem = Problem(
             .tooManyRequests, "rate-limited",
             "more than \(limit.requests) requests in \(limit.seconds) s; try again after the Retry-After seconds")
         problem.headers[.retryAfter] = String(max(1, end - now))
-        throw problem
+        return problem
     }
 }
 
@@ -94,8 +151,10 @@ public struct KeyServerContext: RequestContext, RemoteAddressRequestContext {
     var clientAddress: String? { remoteAddress?.ipAddress ?? remoteAddress?.pathname }
 }
 
-/// Counts every request but the health, readiness and metrics checks against its
-/// client address, before anything else is done for it.
+/// Counts every request but the health, readiness and metrics checks
+/// against its client address in this replica's memory, before anything
+/// else is done for it (the shared count follows once its token is
+/// accepted: ``KeyServer/admitAddress(_:)``).
 struct AddressLimitMiddleware: RouterMiddleware {
     let server: KeyServer
 
@@ -106,8 +165,19 @@ struct AddressLimitMiddleware: RouterMiddleware {
         if let limit = server.limits.address, let address = context.clientAddress,
             !["/v1/health", "/v1/ready", "/metrics"].contains(request.uri.path)
         {
-            try await server.store.admit("address:\(server.realm)/\(address)", under: limit)
+            try server.store.localCounts.check(
+                server.addressBucket(address), under: limit, now: server.store.now(), counting: true)
         }
         return try await next(request, context)
+    }
+}
+
+extension KeyServer {
+    func addressBucket(_ address: String) -> String { "address:\(realm)/\(address)" }
+
+    /// The shared per-address count, for a request whose token was accepted.
+    func admitAddress(_ context: KeyServerContext) async throws {
+        guard let limit = limits.address, let address = context.clientAddress else { return }
+        try await store.admit(addressBucket(address), under: limit)
     }
 }

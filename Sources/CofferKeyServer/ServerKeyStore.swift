@@ -30,6 +30,8 @@ public final class ServerKeyStore: Sendable {
     let releases: Batcher<ReleaseRequest, StoredVersion?>
     /// The DPoP nonce key, once read from the database.
     let nonces = Locked<DPoPNonces?>(nil)
+    /// The rate limits' first tier (``LocalRateCounts``).
+    let localCounts = LocalRateCounts()
     /// The audit anchors' MAC key, once read from the database.
     let anchorKey = Locked<SymmetricKey?>(nil)
     /// Keys opened in the last minute (``OpenedKeys``).

@@ -40,8 +40,9 @@ import Testing
                 #expect($0.status == .ok)
             }
         }
-        // Refused requests count too: the window holds 5 granted and 3 refused.
-        #expect(try server.count("SELECT count FROM rate_counts WHERE bucket = 'subject:default/alice'") == 8)
+        // The refusal that found the window full counts; the next two are
+        // refused from this replica's memory with no write: 5 granted and 1.
+        #expect(try server.count("SELECT count FROM rate_counts WHERE bucket = 'subject:default/alice'") == 6)
         // A past window is forgotten by the sweep.
         server.skip.withLock { $0 = Int64(Self.day) }
         try await server.store.sweep()
@@ -71,6 +72,31 @@ import Testing
                 try await client.execute(uri: uri, method: .get) { #expect($0.status == .ok) }
             }
         }
+    }
+
+    /// G7: tokens that are not tokens, or not signed by the issuer, are
+    /// counted only in the replica's memory, never written; past the limit
+    /// they are refused there. Accepted ones go to the shared count.
+    @Test(arguments: Backend.allCases) func junkTokensNeverReachTheDatabase(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let limits = RateLimits(address: try RateLimit(requests: 6, seconds: Self.day))
+        let server = try await TestServer(issuer: issuer, backend: backend, limits: limits)
+        let forged = try Issuer().token("carol")  // well formed, signed by another issuer's key
+        try await server.run { client in
+            for token in [try issuer.token("carol"), "x.y.z", "not-a-token", forged, forged, try issuer.token("dan")] {
+                try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) {
+                    #expect($0.status == .ok || $0.status == .unauthorized)
+                }
+            }
+            #expect(try server.count("SELECT count(*) FROM rate_counts WHERE bucket LIKE 'address:%'") == 1)
+            #expect(try server.count("SELECT count FROM rate_counts WHERE bucket LIKE 'address:%'") == 2)
+            for token in ["x.y.z", try issuer.token("erin")] {
+                try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) {
+                    try expectProblem($0, .tooManyRequests, "rate-limited")
+                }
+            }
+        }
+        #expect(try server.count("SELECT count FROM rate_counts WHERE bucket LIKE 'address:%'") == 2)
     }
 
     /// Eight clients hammer as one subject far past its limit while another
