@@ -26,6 +26,13 @@ public struct DPoPPolicy: Sendable, Hashable {
     /// How far a proof's `iat` may be from the server's clock, in seconds.
     public var leeway: Int64
 
+    /// Until when a spent proof is remembered (security review 3, G10):
+    /// any replica accepts it while its own clock is within `leeway` of
+    /// `iat`, and the replica that forgets it reads its own clock too, so
+    /// it is kept for the acceptance window plus as much again for the
+    /// replicas' clocks to disagree: `iat + 2·leeway + 1`.
+    func spentUntil(issuedAt: Int64) -> Int64 { issuedAt + 2 * leeway + 1 }
+
     public init(required: Bool = false, publicURL: String? = nil, leeway: Int64 = 60) {
         self.required = required
         self.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }

@@ -71,7 +71,7 @@ extension KeyServer {
         }
         return Caller(
             subject: signedIn.subject, proofKey: key,
-            proof: ProofUse(hash: checked.replayHash, expires: checked.issuedAt + dpop.leeway + 1))
+            proof: ProofUse(hash: checked.replayHash, expires: dpop.spentUntil(issuedAt: checked.issuedAt)))
     }
 
     /// Checks a proof and its nonce; whether it was used before is checked

@@ -72,6 +72,11 @@ import Testing
             #expect(phoneKey["device"] as? String == "jkt:" + proofs[0].jkt)
             // The same proof again: refused, at this replica or any other.
             try expectProblem(try await fetch(proofs[0].proof, "DPoP"), .unauthorized, "dpop-proof-replayed")
+            // Remembered for the acceptance window and as much again for
+            // replicas' clocks to differ (G10): iat + 2·60 + 1.
+            let expires = try server.count("SELECT min(expires) FROM dpop_proofs")
+            #expect(
+                (now + 121...now + 126).contains(expires), "a spent proof is kept until \(expires - now) s from now")
             // Another device key is another device: another key.
             let laptop = try json(try await fetch(proofs[1].proof, "DPoP"))
             #expect(laptop["key"] as? String != phoneKey["key"] as? String)
