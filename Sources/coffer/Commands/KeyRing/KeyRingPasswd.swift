@@ -31,12 +31,20 @@ struct KeyRingPasswd: ParsableCommand {
     var newKEKKeychainPassphraseFile: String?
     @Option(name: .customLong("new-kek-keychain-key-file"), help: "That file keychain's 32-byte key file.")
     var newKEKKeychainKeyFile: String?
+    @Flag(
+        name: .customLong("new-kek-server"),
+        help: "Move to the current version of the key server's key (the ring opens with --kek-server's, any version).")
+    var newKEKServer = false
     @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")
     var kdf = "scrypt"
 
     func validate() throws {
-        if [newPassphraseFile, newKEKFile, newKEKKeychain].compactMap({ $0 }).count > 1 {
-            throw ValidationError("give one of --new-passphrase-file, --new-kek-file and --new-kek-keychain")
+        if [newPassphraseFile, newKEKFile, newKEKKeychain].compactMap({ $0 }).count + (newKEKServer ? 1 : 0) > 1 {
+            throw ValidationError(
+                "give one of --new-passphrase-file, --new-kek-file, --new-kek-keychain and --new-kek-server")
+        }
+        if newKEKServer && !unlock.server.given {
+            throw ValidationError("--new-kek-server moves a ring opened with --kek-server")
         }
         if (newKEKKeychain == nil) != (newKEKTag == nil) {
             throw ValidationError("--new-kek-keychain and --new-kek-tag go together")
@@ -45,7 +53,9 @@ struct KeyRingPasswd: ParsableCommand {
 
     func run() throws {
         let secret: UnlockSecret
-        if let newKEKKeychain, let newKEKTag {
+        if newKEKServer, let current = try unlock.server.currentSecret() {
+            secret = current
+        } else if let newKEKKeychain, let newKEKTag {
             let keychain = try KeychainOptions.open(
                 name: newKEKKeychain, backend: newKEKKeychainBackend,
                 passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)

@@ -105,6 +105,14 @@ struct KeyRingUnlock: ParsableArguments {
             let secret = try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
+        if !creating,
+            let secret = try server.open({ secret -> UnlockSecret in
+                _ = try KeyRingStore(path: keyring, secret: secret).read()
+                return secret
+            })
+        {
+            return KeyRingStore(path: keyring, secret: secret)
+        }
         return KeyRingStore(path: keyring, secret: try secret(confirm: confirm))
     }
 

@@ -28,22 +28,74 @@ struct ServerKEKOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Your sign-in token (a JWT), from this file (with --kek-server).", valueName: "F"))
     var tokenFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Use this version of the server's key (default: the current one, then older ones to open).",
+            valueName: "N"))
+    var kekVersion: Int?
+
     var given: Bool { kekServer != nil }
 
     func validate() throws {
         if given != (purpose != nil) || given != (tokenFile != nil) {
             throw ValidationError("--kek-server, --purpose and --token-file go together")
         }
+        if let kekVersion {
+            guard given else { throw ValidationError("--kek-version goes with --kek-server") }
+            guard kekVersion >= 1 else { throw ValidationError("--kek-version is a whole number from 1") }
+        }
     }
 
-    /// The key as an unlock secret, or nil without --kek-server.
-    func secret() throws -> UnlockSecret? {
+    private func client() throws -> (KeyServerClient, String)? {
         guard let kekServer, let purpose, let tokenFile else { return nil }
         guard let url = URL(string: kekServer) else { throw ValidationError("--kek-server takes a URL") }
         let client = try KeyServerClient(
             server: url, account: "coffer-cli", token: { try ServerKeyAuth.token(tokenFile) })
+        return (client, purpose)
+    }
+
+    /// The key as an unlock secret (the current version, or --kek-version),
+    /// or nil without --kek-server: what a new key ring or store is sealed under.
+    func secret() throws -> UnlockSecret? {
+        guard let (client, purpose) = try client() else { return nil }
+        if let kekVersion {
+            return try Blocking.await { try await client.unlockSecret(purpose: purpose, version: kekVersion) }
+        }
         return try Blocking.await { try await client.unlockSecret(purpose: purpose) }
     }
+
+    /// The current version of the server's key, whatever --kek-version says.
+    func currentSecret() throws -> UnlockSecret? {
+        guard let (client, purpose) = try client() else { return nil }
+        return try Blocking.await { try await client.unlockSecret(purpose: purpose) }
+    }
+
+    /// `body` with the server's key that opens what it opens: --kek-version,
+    /// else the current version, then older ones (G12:
+    /// ``KeyServerClient/unlock(purpose:device:_:)``), with a note when an
+    /// older one did; nil without --kek-server.
+    func open<T>(_ body: @escaping (UnlockSecret) throws -> T) throws -> T? {
+        guard let (client, purpose) = try client() else { return nil }
+        if kekVersion != nil { return try body(try secret()!) }
+        let open = UncheckedBox(body)
+        let opened = try Blocking.await {
+            let opened = try await client.unlock(purpose: purpose) { UncheckedBox(try open.value($0)) }
+            return UncheckedBox((opened.value.value, opened.version, opened.current))
+        }.value
+        if opened.1 < opened.2 {
+            StandardError.write(
+                "coffer: note: opened with version \(opened.1) of the server's key for \(purpose); the current one is \(opened.2). Keep version \(opened.1) unretired while this uses it (a key ring moves with 'coffer keyring passwd --new-kek-server').\n"
+            )
+        }
+        return opened.0
+    }
+}
+
+/// Carries a value across the one hop where the CLI's main thread waits
+/// for the concurrency pool (``Blocking``): never used by both at once.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 /// Runs async library calls from the CLI's synchronous commands: the main

@@ -89,11 +89,14 @@ struct StoreOptions: ParsableArguments {
     }
 
     func open() throws -> RecordStore {
-        if isPostgres {
-            return try RecordStore.open(
-                postgres: database, password: try databasePassword(), secret: try secret(confirm: false))
+        let open = { (secret: UnlockSecret) throws -> RecordStore in
+            if isPostgres {
+                return try RecordStore.open(postgres: database, password: try databasePassword(), secret: secret)
+            }
+            return try RecordStore.open(sqlite: database, secret: secret)
         }
-        return try RecordStore.open(sqlite: database, secret: try secret(confirm: false))
+        if kekKeychain == nil, let store = try server.open(open) { return store }
+        return try open(try secret(confirm: false))
     }
 
     func create(schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {

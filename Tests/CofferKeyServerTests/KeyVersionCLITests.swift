@@ -1,0 +1,88 @@
+import Coffer
+import Foundation
+import Testing
+
+/// G12 (security review 3): rotating the server's key never locks out a
+/// store or a key ring unlocked with `--kek-server`; the older version
+/// opens them until it is retired, and a key ring moves to the current one
+/// on request. As the review ran it: `coffer` and `coffer-server` as built.
+@Suite struct KeyVersionCLITests {
+    @Test func aRotationNeverLocksDataOut() async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        try ServerProcess(issuer: issuer, data: data).stop()
+        let operatorFile = issuer.folder + "/operator"
+        try ServerKeyCLITests.secretFile(
+            operatorFile, ServerProcess.addOperator(issuer: issuer, data: data, name: "ops"))
+        let server = try ServerProcess(issuer: issuer, data: data)
+        defer { server.stop() }
+        let tokenFile = issuer.folder + "/token"
+        try ServerKeyCLITests.secretFile(tokenFile, try issuer.token("alice") + "\n")
+        let admin = ["--server", server.url, "--operator-token-file", operatorFile, "--subject", "alice"]
+        func kek(_ purpose: String) -> [String] {
+            ["--kek-server", server.url, "--purpose", purpose, "--token-file", tokenFile]
+        }
+        let schema = issuer.folder + "/schema.json"
+        try Data(
+            #"{"tables":[{"name":"t","primaryKey":"id","fields":[{"name":"id","type":"integer"},{"name":"s","type":"text","sealed":true}]}]}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: schema))
+        let db = ["--db", issuer.folder + "/s.sqlite"]
+        var (status, out, err) = try ServerKeyCLITests.run(["store", "init", "--schema", schema] + db + kek("store"))
+        #expect(status == 0, "\(err)")
+        let put = try Self.put(db + kek("store"), #"{"s": "hello"}"#)
+        #expect(put.0 == 0, "\(put.1)")
+        let ring = ["--keyring", issuer.folder + "/app.ckr"]
+        (status, _, err) = try ServerKeyCLITests.run(["keyring", "new"] + ring + kek("rings"))
+        #expect(status == 0, "\(err)")
+
+        for purpose in ["store", "rings"] {
+            (status, out, err) = try ServerKeyCLITests.run(["server-key", "rotate", "--purpose", purpose] + admin)
+            #expect(status == 0 && out.contains("version 2"), "\(err)")
+        }
+        // Version 1 still opens both, and says so.
+        (status, out, err) = try ServerKeyCLITests.run(
+            ["store", "get", "--table", "t", "--id", "1"] + db + kek("store"))
+        #expect(status == 0 && out.contains("hello"), "\(status) \(err)")
+        #expect(err.contains("opened with version 1") && err.contains("current one is 2"), "\(err)")
+        (status, _, err) = try ServerKeyCLITests.run(["keyring", "list"] + ring + kek("rings"))
+        #expect(status == 0 && err.contains("opened with version 1"), "\(err)")
+        (status, out, err) = try ServerKeyCLITests.run(
+            ["store", "get", "--table", "t", "--id", "1", "--kek-version", "1"] + db + kek("store"))
+        #expect(status == 0 && out.contains("hello") && !err.contains("note"), "\(err)")
+        (status, _, _) = try ServerKeyCLITests.run(
+            ["store", "get", "--table", "t", "--id", "1", "--kek-version", "2"] + db + kek("store"))
+        #expect(status == 2)
+
+        // The key ring moves to version 2; then version 1 may be retired.
+        (status, _, err) = try ServerKeyCLITests.run(["keyring", "passwd", "--new-kek-server"] + ring + kek("rings"))
+        #expect(status == 0, "\(err)")
+        for purpose in ["store", "rings"] {
+            (status, _, err) = try ServerKeyCLITests.run(
+                ["server-key", "retire", "--purpose", purpose, "--minimum-version", "2"] + admin)
+            #expect(status == 0, "\(err)")
+        }
+        (status, _, err) = try ServerKeyCLITests.run(["keyring", "list"] + ring + kek("rings"))
+        #expect(status == 0 && !err.contains("note"), "\(err)")
+        // The store was left on version 1: retiring it locks the store out, and the error says why.
+        (status, _, err) = try ServerKeyCLITests.run(["store", "get", "--table", "t", "--id", "1"] + db + kek("store"))
+        #expect(status == 2 && err.contains("retired"), "\(err)")
+    }
+
+    static func put(_ options: [String], _ line: String) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = ServerKeyCLITests.coffer
+        process.arguments = ["store", "put", "--table", "t"] + options
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        input.fileHandleForWriting.write(Data(line.utf8))
+        try input.fileHandleForWriting.close()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+}
