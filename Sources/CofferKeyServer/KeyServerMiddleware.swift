@@ -41,7 +41,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         response.headers[Self.requestIDField] = id
         let elapsed = ContinuousClock.now - start
-        context.logger.info(
+        context.logger.debug(
             "\(request.method) \(request.uri.path) \(response.status.code)",
             metadata: [
                 "request.id": "\(id)",

@@ -95,6 +95,12 @@ struct Serve: AsyncParsableCommand {
             "Append each anchor as a checkpoint line to FILE (- for standard output).", valueName: "FILE"))
     var auditCheckpoint: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "trace, debug, info (default), notice, warning, error or critical; debug adds a line per request.",
+            valueName: "LEVEL"))
+    var logLevel: String?
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -150,41 +156,21 @@ struct Serve: AsyncParsableCommand {
             store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer,
             limits: limits, metrics: metrics, dpop: dpop)
         var logger = Logger(label: "coffer-server")
-        logger.logLevel = .info
-        let app = Application(
-            router: server.router(),
-            server: try tls.map {
-                try HTTPServerBuilder.tls(.http1(configuration: clients.http1()), tlsConfiguration: $0)
-            }
-                ?? .http1(configuration: clients.http1()),
-            configuration: .init(address: .hostname(host, port: port), serverName: "coffer-server"),
-            onServerRunning: { channel in
-                // The one line a supervisor or a test reads to find the port.
-                let line = "coffer-server: listening on \(host):\(channel.localAddress?.port ?? port)\n"
-                FileHandle.standardOutput.write(Data(line.utf8))
-            },
-            logger: logger)
-        ShutdownDeadline.arm(logger: logger)
+        logger.logLevel = try logLevel(settings)
         let anchoring = try auditAnchoring(settings)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService() }
-            group.addTask { [logger] in try await anchoring.run(store, logger: logger) }
-            group.addTask {
-                // Shreds come due while the server runs; the KEK may be
-                // rotated by `coffer-server kek rotate`.
-                while !Task.isCancelled {
-                    try await Task.sleep(for: .seconds(30))
-                    _ = try? await store.sweep()
-                    // Off the threads that serve requests: when the ring
-                    // has changed, this is an unlock (scrypt).
-                    try? await BlockingWork.run { try store.reloadKEK() }
-                }
-            }
-            try await group.next()
-            group.cancelAll()
-        }
-        // The head as the server stops, so that the log ends anchored.
-        await anchoring.anchor(store, logger: logger)
+        let app = try buildApplication(
+            server,
+            KeyServerConfiguration(
+                host: host, port: port, tls: tls, clients: clients, auditAnchorInterval: anchoring.interval,
+                auditCheckpoint: anchoring.checkpoint, logger: logger,
+                onListening: { port in
+                    // The one line a supervisor or a test reads to find the port.
+                    FileHandle.standardOutput.write(Data("coffer-server: listening on \(host):\(port)\n".utf8))
+                }))
+        ShutdownDeadline.arm(logger: logger)
+        // The sweep, the KEK reading and the audit anchors run as the
+        // application's services, and stop with it.
+        try await app.runService()
         await store.close()
     }
 

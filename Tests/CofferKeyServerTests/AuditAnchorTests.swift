@@ -26,8 +26,9 @@ import Testing
         try server.execute("CREATE TABLE saved_audit AS SELECT * FROM audit WHERE seq > 8")
         try server.execute("DELETE FROM audit WHERE seq > 8")
         let cut = try await server.store.verifyAudit()
+        // (The harness's server anchored entry 9 as it stopped; this anchored 11.)
         #expect(
-            cut.broken?.seq == 11 && cut.broken?.reason.contains("ends at entry 8") == true,
+            (cut.broken?.seq ?? 0) > 8 && cut.broken?.reason.contains("ends at entry 8") == true,
             "\(String(describing: cut.broken))")
         try server.execute("INSERT INTO audit SELECT * FROM saved_audit")
         #expect(try await server.store.verifyAudit().broken == nil)
@@ -36,7 +37,7 @@ import Testing
         try server.execute(
             "UPDATE audit_anchors SET mac = \(postgres ? "decode(repeat('00', 32), 'hex')" : "zeroblob(32)")")
         let forged = try await server.store.verifyAudit()
-        #expect(forged.broken?.seq == 11 && forged.broken?.reason.contains("server's key") == true)
+        #expect((forged.broken?.seq ?? 0) > 8 && forged.broken?.reason.contains("server's key") == true)
 
         // The anchors deleted with the tail: the chain alone looks whole,
         // the head kept outside does not.

@@ -147,7 +147,8 @@ struct TestServer {
     }
 
     func run(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
-        let app = Application(router: server.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        // As coffer-server builds it, on a port of its own.
+        let app = try buildApplication(server, KeyServerConfiguration(port: 0))
         try await app.test(.live) { client in try await test(client) }
     }
 }

@@ -180,9 +180,11 @@ import Testing
         }
         #expect(statuses.filter { $0.0 == 200 }.count == 6, "\(statuses)")
         #expect(statuses.filter { $0.0 == 429 && $0.1 == "rate-limited" }.count == 24, "\(statuses)")
-        #expect(
-            try TestPostgres.value(replicas.database[1], "SELECT count FROM rate_counts WHERE bucket LIKE '%/quinn'")
-                == "30")
+        // 6 grants and at least the refusal that found the window full; a
+        // replica that saw one refuses later requests from memory (G7).
+        let written = Int(
+            try TestPostgres.value(replicas.database[1], "SELECT count FROM rate_counts WHERE bucket LIKE '%/quinn'"))
+        #expect((7...30).contains(written ?? 0), "\(String(describing: written))")
     }
 
     /// With --require-dpop on both replicas: a bearer token alone is

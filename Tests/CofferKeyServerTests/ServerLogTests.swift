@@ -10,7 +10,7 @@ import Testing
         try ServerProcess(issuer: issuer, data: data).stop()
         let admin = try ServerProcess.addOperator(issuer: issuer, data: data, name: "ops")
         let log = issuer.folder + "/server.log"
-        let server = try ServerProcess(issuer: issuer, data: data, log: log)
+        let server = try ServerProcess(issuer: issuer, data: data, log: log, extra: ["--log-level", "debug"])
         let token = try issuer.token("logan")
         let forged = try issuer.mint([["key": "stranger", "kid": "es", "claims": Issuer.claims("logan")]])[0]
         var keys: [String] = []
@@ -42,5 +42,20 @@ import Testing
             }
         }
         #expect(!text.contains("logan"), "the log holds a subject")
+    }
+
+    /// At the default level (info) a request writes nothing to the log.
+    @Test func accessLinesAreDebugOnly() async throws {
+        let issuer = try Issuer()
+        let log = issuer.folder + "/server.log"
+        let server = try ServerProcess(issuer: issuer, data: issuer.folder + "/data", log: log)
+        #expect(try await server.address.request("/v1/keys/notes", token: try issuer.token("quiet")).0 == 200)
+        #expect(try await server.address.request("/v1/keys/notes", token: "junk").0 == 401)
+        server.stop()
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(!text.contains("request.id="), "\(text)")
+        #expect(throws: (any Error).self) {
+            try ServerProcess(issuer: issuer, data: issuer.folder + "/data", extra: ["--log-level", "loud"])
+        }
     }
 }
