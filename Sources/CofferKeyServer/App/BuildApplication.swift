@@ -27,7 +27,8 @@ public struct KeyServerConfiguration: Sendable {
     public var onListening: @Sendable (Int) async -> Void
 
     public init(
-        host: String = "127.0.0.1", port: Int = 8080, tls: TLSConfiguration? = nil, clients: ClientLimits = ClientLimits(),
+        host: String = "127.0.0.1", port: Int = 8080, tls: TLSConfiguration? = nil,
+        clients: ClientLimits = ClientLimits(),
         maintenanceInterval: Duration = .seconds(30), auditAnchorInterval: Duration = .seconds(60),
         auditCheckpoint: (@Sendable (String) throws -> Void)? = nil, logger: Logger = Logger(label: "coffer-server"),
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }

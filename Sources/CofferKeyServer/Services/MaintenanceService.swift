@@ -24,7 +24,8 @@ public struct MaintenanceService: Service {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 do { try await store.sweep() } catch {
-                    logger.warning("the shred sweep failed; it runs again", metadata: ["error.type": "\(type(of: error))"])
+                    logger.warning(
+                        "the shred sweep failed; it runs again", metadata: ["error.type": "\(type(of: error))"])
                 }
                 try? await BlockingWork.run { try store.reloadKEK() }
             }
@@ -47,7 +48,8 @@ public struct AuditAnchorService: Service {
     private let anchored = Locked<Int64>(0)
 
     public init(
-        store: ServerKeyStore, interval: Duration = .seconds(60), checkpoint: (@Sendable (String) throws -> Void)? = nil,
+        store: ServerKeyStore, interval: Duration = .seconds(60),
+        checkpoint: (@Sendable (String) throws -> Void)? = nil,
         logger: Logger
     ) {
         self.store = store
