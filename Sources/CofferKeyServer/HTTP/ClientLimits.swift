@@ -53,7 +53,7 @@ public struct ClientLimits: Sendable {
     }
 
     /// Hummingbird's HTTP/1.1 channel with these limits: its idle timeout
-    /// and a ``ConnectionGuard`` on every connection.
+    /// and a guard on every connection that enforces the rest.
     public func http1() -> HTTP1Channel.Configuration {
         let registry = ConnectionRegistry(maximum: maximumConnections)
         let requestTimeout = requestTimeout
