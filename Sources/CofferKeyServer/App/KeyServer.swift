@@ -77,8 +77,11 @@ public struct KeyServer: Sendable {
             try await store.ping()
             return Self.json(Health(status: "ready"))
         }
-        router.post("/v1/keys/:purpose") { request, context in
-            let caller = try await caller(request, context)
+        // The key routes: the sign-in token (and DPoP proof) checked by
+        // their authenticator, the caller in the context.
+        let keys = router.group("/v1/keys").add(middleware: UserAuthenticator(server: self))
+        keys.post(":purpose") { request, context in
+            let caller = try context.caller()
             let body = try await Self.decode(KeyRequest.self, request, emptyAs: KeyRequest(device: nil))
             let key = try await store.current(
                 try KeyName(
@@ -87,8 +90,8 @@ public struct KeyServer: Sendable {
                 proof: caller.proof)
             return KeyResponse.body([KeyResponse(key)], batch: false)
         }
-        router.get("/v1/keys/:purpose/versions/:version") { request, context in
-            let caller = try await caller(request, context)
+        keys.get(":purpose/versions/:version") { request, context in
+            let caller = try context.caller()
             guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
                 throw Problem.badRequest("invalid-version", "a version is a whole number from 1")
             }
@@ -99,8 +102,8 @@ public struct KeyServer: Sendable {
             return KeyResponse.body(
                 [KeyResponse(try await store.version(version, of: name, proof: caller.proof))], batch: false)
         }
-        router.post("/v1/keys") { request, context in
-            let caller = try await caller(request, context)
+        keys.post { request, context in
+            let caller = try context.caller()
             let body = try await Self.decode(BatchRequest.self, request)
             guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
             else {

@@ -8,51 +8,38 @@ import Hummingbird
 /// with its scope. They never return key bytes.
 extension KeyServer {
     func addAdminRoutes(_ router: Router<KeyServerContext>) {
-        router.post("/v1/admin/keys/rotate") { request, context in
-            let actor = try await authorize(request, context, .rotate)
+        let router = router.group("/v1/admin").add(middleware: OperatorAuthenticator(server: self))
+        router.post("keys/rotate") { request, context in
+            let actor = try context.operatorActor(.rotate)
             let body = try await Self.decode(RotateRequest.self, request)
             let key = try await store.rotate(
                 try KeyName(realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose),
                 by: actor)
             return Self.json(KeyInfo(purpose: key.name.purpose, version: key.version, keyId: key.keyID))
         }
-        router.post("/v1/admin/keys/retire") { request, context in
-            let actor = try await authorize(request, context, .retire)
+        router.post("keys/retire") { request, context in
+            let actor = try context.operatorActor(.retire)
             let body = try await Self.decode(RetireRequest.self, request)
             let name = try KeyName(
                 realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose)
             try await store.retire(name, below: body.minimumVersion, by: actor)
             return Response(status: .noContent)
         }
-        router.post("/v1/admin/subjects/shred") { request, context in
-            let actor = try await authorize(request, context, .shred)
+        router.post("subjects/shred") { request, context in
+            let actor = try context.operatorActor(.shred)
             let body = try await Self.decode(ShredRequest.self, request)
             _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
             let at = try await store.shred(
                 realm: realm, subject: body.subject, after: body.undoWindowSeconds ?? 86400, by: actor)
             return Self.json(ShredResponse(subject: body.subject, shredAt: ServerKeyStore.timestamp(at)))
         }
-        router.post("/v1/admin/subjects/undo-shred") { request, context in
-            let actor = try await authorize(request, context, .shred)
+        router.post("subjects/undo-shred") { request, context in
+            let actor = try context.operatorActor(.shred)
             let body = try await Self.decode(UndoShredRequest.self, request)
             _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
             try await store.undoShred(realm: realm, subject: body.subject, by: actor)
             return Response(status: .noContent)
         }
-    }
-
-    /// The request's operator token must be known and hold `scope`;
-    /// returns the operator as the audit log names them.
-    @discardableResult
-    func authorize(_ request: Request, _ context: KeyServerContext, _ scope: OperatorScope) async throws -> String {
-        guard let info = try await store.operatorFor(token: String(try Self.bearer(request))) else {
-            throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
-        }
-        try await admitAddress(context)
-        guard info.scopes.contains(scope) else {
-            throw Problem(.forbidden, "scope-missing", "this operator token lacks the \(scope) scope")
-        }
-        return "operator:" + info.name
     }
 }
 

@@ -2,6 +2,7 @@ import Coffer
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdAuth
 import NIOCore
 
 /// At most `requests` requests per `seconds`, counted in fixed windows of
@@ -136,15 +137,19 @@ final class LocalRateCounts: Sendable {
 }
 
 /// The request context of the key server's router: Hummingbird's basic
-/// context plus the connection's peer address, which the per-address rate
-/// limit counts.
-public struct KeyServerContext: RequestContext, RemoteAddressRequestContext {
+/// context, the connection's peer address (which the per-address rate
+/// limit counts), and the authenticated caller.
+public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    /// The caller, once the route group's authenticator accepted them
+    /// (``KeyServerIdentity``).
+    public var identity: KeyServerIdentity?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        identity = nil
     }
 
     /// The address as the rate limit names it: the IP without the port.
