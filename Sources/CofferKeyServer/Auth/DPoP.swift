@@ -237,11 +237,19 @@ extension ServerKeyStore {
     /// replica that needs it, kept in the database sealed under the KEK.
     func dpopNonces() async throws -> DPoPNonces {
         if let nonces = nonces.withLock({ $0 }) { return nonces }
-        let context = try SealingContext("coffer-server", "dpop-nonce-key")
-        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
-        let sealed = try await rows.secret(named: "dpop-nonce-key", make: made)
-        let issuer = DPoPNonces(key: SymmetricKey(data: try openWrapped(sealed, context: context)))
+        let issuer = DPoPNonces(key: try await sharedSecretKey("dpop-nonce-key"))
         nonces.withLock { $0 = issuer }
         return issuer
+    }
+
+    /// A key all replicas share: 256 random bits made by the first replica
+    /// that needs it, kept in the database (`server_secrets`) sealed under
+    /// the KEK with its name as context, so a database writer can neither
+    /// read it nor put in one of their own.
+    func sharedSecretKey(_ name: String) async throws -> SymmetricKey {
+        let context = try SealingContext("coffer-server", name)
+        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
+        let sealed = try await rows.secret(named: name, make: made)
+        return SymmetricKey(data: try openWrapped(sealed, context: context))
     }
 }

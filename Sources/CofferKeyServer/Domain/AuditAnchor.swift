@@ -72,14 +72,11 @@ public struct AuditAnchor: Sendable, Equatable {
 }
 
 extension ServerKeyStore {
-    /// The anchors' key: 256 random bits made by the first replica that
-    /// needs them, kept in the database sealed under the KEK.
+    /// The anchors' key, shared by the replicas and sealed under the KEK
+    /// (as the DPoP nonce key is).
     func auditAnchorKey() async throws -> SymmetricKey {
         if let key = anchorKey.withLock({ $0 }) { return key }
-        let context = try SealingContext("coffer-server", "audit-anchor-key")
-        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
-        let sealed = try await rows.secret(named: "audit-anchor-key", make: made)
-        let key = SymmetricKey(data: try openWrapped(sealed, context: context))
+        let key = try await sharedSecretKey("audit-anchor-key")
         anchorKey.withLock { $0 = key }
         return key
     }
