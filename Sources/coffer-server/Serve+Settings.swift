@@ -98,4 +98,10 @@ extension Serve {
         let path = jwksFile!
         return { try Data(contentsOf: URL(fileURLWithPath: path)) }
     }
+
+    func refusalDelay(_ settings: ServerSettings) throws -> Duration {
+        let milliseconds = try refusalDelay ?? settings.value(nil, "refusal-delay").map(Self.count) ?? 100
+        guard (0...10_000).contains(milliseconds) else { throw ValidationError("--refusal-delay is 0 to 10,000 ms") }
+        return .milliseconds(milliseconds)
+    }
 }

@@ -51,6 +51,12 @@ struct Serve: AsyncParsableCommand {
             "At most N requests per client address in SECONDS, across all replicas.", valueName: "N/SECONDS"))
     var addressRateLimit: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Answer a refused token (401) or an address past its limit (429) after this long (default 100).",
+            valueName: "MS"))
+    var refusalDelay: Int?
+
     @Option(help: ArgumentHelp("Seconds of clock skew allowed on exp, nbf and iat (default 60).", valueName: "SECONDS"))
     var leeway: Int64?
 
@@ -114,7 +120,8 @@ struct Serve: AsyncParsableCommand {
         let limits = RateLimits(
             subject: try Self.limit(settings.value(rateLimit, "rate-limit"), flag: "--rate-limit"),
             address: try Self.limit(
-                settings.value(addressRateLimit, "address-rate-limit"), flag: "--address-rate-limit"))
+                settings.value(addressRateLimit, "address-rate-limit"), flag: "--address-rate-limit"),
+            refusalDelay: try refusalDelay(settings))
         let dpop = DPoPPolicy(
             required: requireDpop || settings.value(nil, "require-dpop") == "true",
             publicURL: try Self.publicURL(settings.value(publicUrl, "public-url")))

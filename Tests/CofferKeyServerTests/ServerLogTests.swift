@@ -50,7 +50,10 @@ import Testing
         let log = issuer.folder + "/server.log"
         let server = try ServerProcess(issuer: issuer, data: issuer.folder + "/data", log: log)
         #expect(try await server.address.request("/v1/keys/notes", token: try issuer.token("quiet")).0 == 200)
+        // A refused token is answered after the refusal delay (100 ms by default).
+        let began = Date()
         #expect(try await server.address.request("/v1/keys/notes", token: "junk").0 == 401)
+        #expect(Date().timeIntervalSince(began) >= 0.1)
         server.stop()
         let text = try String(contentsOfFile: log, encoding: .utf8)
         #expect(!text.contains("request.id="), "\(text)")

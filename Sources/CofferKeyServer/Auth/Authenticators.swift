@@ -34,7 +34,9 @@ struct UserAuthenticator: AuthenticatorMiddleware {
     let server: KeyServer
 
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        KeyServerIdentity(kind: .user(try await server.caller(request, context)))
+        try await server.limits.delayingRefusals {
+            KeyServerIdentity(kind: .user(try await server.caller(request, context)))
+        }
     }
 }
 
@@ -45,11 +47,13 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
     let server: KeyServer
 
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))) else {
-            throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
+        try await server.limits.delayingRefusals {
+            guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))) else {
+                throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
+            }
+            try await server.admitAddress(context)
+            return KeyServerIdentity(kind: .operator(info))
         }
-        try await server.admitAddress(context)
-        return KeyServerIdentity(kind: .operator(info))
     }
 }
 
