@@ -17,8 +17,8 @@ import PostgresNIO
 /// none runs beside a rotation's or a migration's first and last
 /// transactions, so none writes under a state another has moved past.
 final class PostgresBackend: SnapshotReads {
-    let location: String
-    private let configuration: PostgresConnection.Configuration
+    private let endpoint: PostgresEndpoint
+    var location: String { endpoint.location }
     private let idle = Locked<[PostgresConnection]>([])
     private let slots: DispatchSemaphore
     private let counter = Locked(0)
@@ -33,17 +33,11 @@ final class PostgresBackend: SnapshotReads {
     /// (``PostgresTLS``); the password comes apart (from PGPASSWORD or a
     /// file), never inside the URL.
     init(url: String, password: String?, connections: Int = 4) throws {
-        let parsed = try PostgresURL(url, what: "a PostgreSQL store")
-        if let namespace = parsed.schema { try StoreSchema.checkName(namespace, what: "PostgreSQL schema") }
-        namespace = parsed.schema
-        configuration = PostgresConnection.Configuration(
-            host: parsed.host, port: parsed.port, username: parsed.user, password: password,
-            database: parsed.database, tls: try PostgresTLS.connectionTLS(for: parsed))
-        location = parsed.location
+        endpoint = try PostgresEndpoint(url, password: password, what: "a PostgreSQL store")
+        if let namespace = endpoint.url.schema { try StoreSchema.checkName(namespace, what: "PostgreSQL schema") }
+        namespace = endpoint.url.schema
         slots = DispatchSemaphore(value: max(1, connections))
-        var logger = Logger(label: "coffer.store.postgres")
-        logger.logLevel = .critical
-        self.logger = logger
+        logger = PostgresEndpoint.quiet
     }
 
     deinit {
@@ -139,21 +133,8 @@ final class PostgresBackend: SnapshotReads {
                 value += 1
                 return value
             }
-            do {
-                connection = try PostgresConnection.connect(
-                    on: MultiThreadedEventLoopGroup.singleton.next(), configuration: configuration, id: id,
-                    logger: logger
-                ).wait()
-            } catch {
-                throw CofferError(
-                    .io,
-                    "cannot connect to the store at \(location): \(PostgresTLS.reason(error) ?? PostgresStoreConnection.reason(error))"
-                )
-            }
-            if let namespace {
-                try PostgresStoreConnection(connection: connection, logger: logger).execute(
-                    "SET search_path TO \(StoreSQL.quoted(namespace))")
-            }
+            // The URL's schema is the session's search_path from its start.
+            connection = try endpoint.connect(id: id, what: "the store")
         }
         // Back to the idle ones after a failure too: the transaction was rolled back.
         defer { if !connection.isClosed { idle.withLock { $0.append(connection) } } }

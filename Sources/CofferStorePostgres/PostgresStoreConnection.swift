@@ -163,19 +163,9 @@ final class PostgresStoreConnection: StoreConnection {
     /// PostgreSQL's error as a Coffer error: a unique violation is
     /// `refused`; the server's message, never the query's values.
     static func coffer(_ error: any Error) -> CofferError {
-        if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "23505" {
+        if PostgresFailure.isUniqueViolation(error) {
             return CofferError(.refused, "a record with this primary key exists")
         }
-        return CofferError(.io, "the store's database failed: \(reason(error))")
-    }
-
-    /// The server's message and SQLSTATE, except for data exceptions
-    /// (class 22), whose messages may quote the value refused (a clear
-    /// field's): those say only their SQLSTATE.
-    static func reason(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(type(of: error))" }
-        guard let state = error.serverInfo?[.sqlState] else { return "\(error.code)" }
-        if state.hasPrefix("22") { return "a value was refused (SQLSTATE \(state))" }
-        return (error.serverInfo?[.message] ?? "error") + " (SQLSTATE \(state))"
+        return CofferError(.io, "the store's database failed: \(PostgresFailure.reason(error))")
     }
 }

@@ -20,7 +20,10 @@ import PostgresNIO
 package enum PostgresTLS {
     /// nil for `disable`; else the client configuration and whether a
     /// server without TLS is refused.
-    package static func configuration(for url: PostgresURL) throws -> (TLSConfiguration, required: Bool)? {
+    /// A client's TLS configuration, and whether a server without TLS is refused.
+    package typealias Settings = (configuration: TLSConfiguration, required: Bool)
+
+    package static func configuration(for url: PostgresURL) throws -> Settings? {
         if url.sslMode == .disable { return nil }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
@@ -54,18 +57,18 @@ package enum PostgresTLS {
     }
 
     /// The setting for a single connection (the record store's).
-    package static func connectionTLS(for url: PostgresURL) throws -> PostgresConnection.Configuration.TLS {
-        guard let (tls, required) = try configuration(for: url) else { return .disable }
+    static func connectionTLS(_ settings: Settings?, location: String) throws -> PostgresConnection.Configuration.TLS {
+        guard let (tls, required) = settings else { return .disable }
         let context: NIOSSLContext
         do { context = try NIOSSLContext(configuration: tls) } catch {
-            throw CofferError(.invalidArgument, "the TLS settings for \(url.location) are refused: \(error)")
+            throw CofferError(.invalidArgument, "the TLS settings for \(location) are refused: \(error)")
         }
         return required ? .require(context) : .prefer(context)
     }
 
     /// The setting for a pool of connections (the key server's).
-    package static func clientTLS(for url: PostgresURL) throws -> PostgresClient.Configuration.TLS {
-        guard let (tls, required) = try configuration(for: url) else { return .disable }
+    static func clientTLS(_ settings: Settings?) -> PostgresClient.Configuration.TLS {
+        guard let (tls, required) = settings else { return .disable }
         return required ? .require(tls) : .prefer(tls)
     }
 
@@ -96,37 +99,5 @@ package enum PostgresTLS {
                 "the server's certificate was refused: it does not name this host (verify-full checks the name; postgres-nio passes no IP address to check, so reach the server by a DNS name, or use verify-ca)"
         }
         return nil
-    }
-}
-
-extension PostgresTLS {
-    /// Connects once to `url` as its TLS settings ask, and closes: a pool
-    /// (the key server's) retries a refused certificate in silence until
-    /// its deadline, so a server checks here at start that the database is
-    /// reachable and its certificate accepted, and says why when not.
-    package static func probe(_ url: PostgresURL, password: String?, what: String) async throws {
-        let configuration = PostgresConnection.Configuration(
-            host: url.host, port: url.port, username: url.user, password: password, database: url.database,
-            tls: try connectionTLS(for: url))
-        var logger = Logger(label: "coffer.postgres.probe")
-        logger.logLevel = .critical
-        do {
-            let connection = try await PostgresConnection.connect(
-                configuration: configuration, id: 0, logger: logger)
-            try await connection.close()
-        } catch {
-            throw CofferError(
-                .io,
-                "cannot connect to \(what) at \(url.location): \(reason(error) ?? connectionReason(error))")
-        }
-    }
-
-    /// A failure before any statement: the socket's own error (refused,
-    /// no route, a name not found) when there is one, else the server's.
-    static func connectionReason(_ error: any Error) -> String {
-        if let error = error as? PSQLError, error.serverInfo == nil, let underlying = error.underlying {
-            return "\(underlying)"
-        }
-        return PostgresStoreConnection.reason(error)
     }
 }

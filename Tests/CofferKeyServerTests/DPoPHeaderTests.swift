@@ -29,7 +29,7 @@ import Testing
         // The phone's (known) header over claims signed by the laptop.
         let forged = try laptop.proof(method: "POST", url: Self.url, token: "token", nonce: nil, now: now)
         let mixed = [Self.segments(first)[0], Self.segments(forged)[1], Self.segments(forged)[2]].joined(separator: ".")
-        #expect(throws: Problem.self) { try Self.check(mixed, headers, now: now) }
+        #expect(throws: KeyServerError.self) { try Self.check(mixed, headers, now: now) }
         // A refused header is not remembered, and stays refused.
         let jwtHeader = Base64URL.encode(
             Array(
@@ -37,7 +37,7 @@ import Testing
                     .utf8))
         let refused = [jwtHeader, Self.segments(first)[1], Self.segments(first)[2]].joined(separator: ".")
         for _ in 0..<2 {
-            #expect(throws: Problem.self) { try Self.check(refused, headers, now: now) }
+            #expect(throws: KeyServerError.self) { try Self.check(refused, headers, now: now) }
         }
         #expect(headers.count == 1)
         #expect(try Self.check(forged, headers, now: now).thumbprint == laptop.thumbprint)

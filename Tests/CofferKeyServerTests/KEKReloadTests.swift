@@ -38,7 +38,7 @@ import Testing
                 _ = try await store.current(name)
                 return nil
             } catch {
-                return (error as? Problem)?.code ?? "\(error)"
+                return (error as? KeyServerError)?.code ?? "\(error)"
             }
         }
     }

@@ -90,7 +90,7 @@ import Testing
         }
         #expect(try await server.store.removeOperator(name: "rotator"))
         #expect(try await server.store.operatorFor(token: rotator) == nil)
-        await #expect(throws: Problem.self) {
+        await #expect(throws: KeyServerError.self) {
             try await server.store.addOperator(name: "x", scopes: [OperatorScope("root")])
         }
     }

@@ -124,7 +124,7 @@ import Testing
         _ = try server.count(
             "UPDATE keys SET wrapped = (SELECT wrapped FROM keys WHERE subject = 'alice') WHERE subject = 'bob' RETURNING 1"
         )
-        await #expect(throws: Problem.self) {
+        await #expect(throws: KeyServerError.self) {
             _ = try await server.store.current(try KeyName(realm: "default", subject: "bob", purpose: "notes"))
         }
     }

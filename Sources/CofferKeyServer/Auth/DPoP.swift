@@ -1,7 +1,6 @@
 import Coffer
 import Crypto
 import Foundation
-import HTTPTypes
 
 /// Device-bound requests (RFC 9449, DPoP): the client signs a short proof
 /// for every request with a P-256 key that never leaves the device (the
@@ -52,17 +51,13 @@ struct DPoPProof: Sendable {
     let replayHash: Data
     let issuedAt: Int64
 
-    static func refused(_ detail: String) -> Problem {
-        var problem = Problem(.unauthorized, "dpop-proof-invalid", detail)
-        problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
-        return problem
+    static func refused(_ detail: String) -> KeyServerError {
+        KeyServerError(.proofRefused, "dpop-proof-invalid", detail)
     }
 
     /// A proof seen before, here or at another replica.
-    static var replayed: Problem {
-        var problem = Problem(.unauthorized, "dpop-proof-replayed", "this DPoP proof was used before")
-        problem.headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
-        return problem
+    static var replayed: KeyServerError {
+        KeyServerError(.proofRefused, "dpop-proof-replayed", "this DPoP proof was used before")
     }
 
     /// Checks everything in the proof that needs no database: its form, its

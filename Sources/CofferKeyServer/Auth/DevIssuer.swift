@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import JWTKit
 
 /// A stand-in identity provider for development and the tour: an ES256 key
@@ -19,7 +18,7 @@ public struct DevIssuer: Sendable {
         keys = JWTKeyCollection()
         await keys.add(ecdsa: key, kid: "dev")
         guard let parameters = key.publicKey.parameters else {
-            throw Problem(.internalServerError, "internal-error", "the development key has no parameters")
+            throw KeyServerError(.failed, "internal-error", "the development key has no parameters")
         }
         jwks = try JSONSerialization.data(withJSONObject: [
             "keys": [["kty": "EC", "crv": "P-256", "x": parameters.x, "y": parameters.y, "kid": "dev", "alg": "ES256"]]

@@ -1,7 +1,6 @@
 import Coffer
 import Crypto
 import Foundation
-import HTTPTypes
 
 /// What an operator token allows.
 public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
@@ -37,12 +36,12 @@ extension ServerKeyStore {
     public func addOperator(name: String, scopes: [OperatorScope], by actor: String = "console") async throws -> String
     {
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
-            throw Problem.badRequest(
+            throw KeyServerError.invalidInput(
                 "invalid-operator-name", "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
         }
         let known = Set(OperatorScope.all)
         guard !scopes.isEmpty, scopes.allSatisfy(known.contains) else {
-            throw Problem.badRequest(
+            throw KeyServerError.invalidInput(
                 "invalid-scope", "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
         }
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }

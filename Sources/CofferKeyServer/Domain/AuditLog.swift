@@ -1,7 +1,6 @@
 import Coffer
 import Crypto
 import Foundation
-import HTTPTypes
 
 /// One line of the audit log: who did what to which key, when. Never a
 /// key, a token or anything read from one but its subject.

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 
 /// One key release asked for: `version` nil for the latest; `proof` the
 /// request's DPoP proof, refused if seen before.
@@ -47,7 +46,7 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
                 let answers = try await run(batch.map(\.0))
                 // One answer per request, or none waits for ever.
                 guard answers.count == batch.count else {
-                    throw Problem(.internalServerError, "database-error", "a batch was answered in part")
+                    throw KeyServerError(.failed, "database-error", "a batch was answered in part")
                 }
                 for ((_, continuation), answer) in zip(batch, answers) { continuation.resume(with: answer) }
             } catch {

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 
 /// Crypto-shredding one subject: `shred` schedules the destruction of
 /// every key of the subject after an undo window; from then on, and for
@@ -18,7 +17,8 @@ extension ServerKeyStore {
         -> Int64
     {
         guard window >= 0, window <= 366 * 86400 else {
-            throw Problem.badRequest("invalid-undo-window", "the undo window is 0 to 31,622,400 seconds (366 days)")
+            throw KeyServerError.invalidInput(
+                "invalid-undo-window", "the undo window is 0 to 31,622,400 seconds (366 days)")
         }
         let now = self.now()
         let when = try await rows.shred(

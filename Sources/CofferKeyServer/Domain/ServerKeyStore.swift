@@ -1,7 +1,6 @@
 import Coffer
 import Crypto
 import Foundation
-import HTTPTypes
 
 /// Keys as rows (docs/key-server.md): each version of each key is 256
 /// bits from the system's CSPRNG, sealed under the server's KEK with its
@@ -101,7 +100,7 @@ public final class ServerKeyStore: Sendable {
         // names no row there.
         guard version >= 1,
             let row = try await releases.submit(ReleaseRequest(name: name, version: version, proof: proof))
-        else { throw Problem(.notFound, "key-not-found", "this key has no version \(version)") }
+        else { throw KeyServerError(.notFound, "key-not-found", "this key has no version \(version)") }
         return try open(row, name)
     }
 
@@ -120,7 +119,7 @@ public final class ServerKeyStore: Sendable {
     /// Stops releasing versions below `minimum` (at most the current one).
     public func retire(_ name: KeyName, below minimum: Int, by actor: String = "server") async throws {
         guard minimum >= 1 else {
-            throw Problem.badRequest("invalid-minimum-version", "the minimum version is a whole number from 1")
+            throw KeyServerError.invalidInput("invalid-minimum-version", "the minimum version is a whole number from 1")
         }
         try await rows.retire(
             name, minimum: minimum, now: now(),
@@ -145,7 +144,7 @@ public final class ServerKeyStore: Sendable {
             bytes = try openWrapped(wrapped, context: context)
         } catch {
             // A row moved to another name, or a KEK that is not this store's.
-            throw Problem(.internalServerError, "key-unreadable", "a stored key did not open under the server's KEK")
+            throw KeyServerError(.failed, "key-unreadable", "a stored key did not open under the server's KEK")
         }
         let key = ReleasedKey(
             name: name, version: version, keyID: KeyName.keyID(of: context), key: SymmetricKey(data: bytes))

@@ -6,7 +6,7 @@ import Logging
 
 /// Gives every response an `X-Request-Id`, turns every error into a
 /// problem document (never a bare 500 page, never an error's own text
-/// unless it is a `Problem`), and logs one line per request: method, path,
+/// unless it is a `KeyServerError` or a `Problem`), and logs one line per request: method, path,
 /// status, time and request id — never a header, a body or a query.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     static var requestIDField: HTTPField.Name { HTTPField.Name("X-Request-Id")! }
@@ -19,6 +19,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         var response: Response
         do {
             response = try await next(request, context)
+        } catch let error as KeyServerError {
+            response = Problem(error).response(requestID: id)
         } catch let problem as Problem {
             response = problem.response(requestID: id)
         } catch let error as any HTTPResponseError {

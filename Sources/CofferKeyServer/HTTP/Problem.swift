@@ -51,13 +51,29 @@ public struct Problem: Error, HTTPResponseError, Sendable, CustomStringConvertib
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    // MARK: the problems every route can answer
-
-    static func unauthorized(_ code: String, _ detail: String) -> Problem {
-        var problem = Problem(.unauthorized, code, detail)
-        problem.headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
-        return problem
+    /// The problem document of a domain error: the status and headers its
+    /// kind calls for (`WWW-Authenticate` on a 401, `Retry-After` on a 429
+    /// or 503), its code and detail unchanged.
+    public init(_ error: KeyServerError) {
+        switch error.kind {
+        case .invalidInput: self.init(.badRequest, error.code, error.detail)
+        case .unauthenticated:
+            self.init(.unauthorized, error.code, error.detail)
+            headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
+        case .proofRefused:
+            self.init(.unauthorized, error.code, error.detail)
+            headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
+        case .forbidden: self.init(.forbidden, error.code, error.detail)
+        case .notFound: self.init(.notFound, error.code, error.detail)
+        case .conflict: self.init(.conflict, error.code, error.detail)
+        case .gone: self.init(.gone, error.code, error.detail)
+        case .rateLimited(let seconds):
+            self.init(.tooManyRequests, error.code, error.detail)
+            headers[.retryAfter] = String(max(1, seconds))
+        case .unavailable:
+            self.init(.serviceUnavailable, error.code, error.detail)
+            headers[.retryAfter] = "1"
+        case .failed: self.init(.internalServerError, error.code, error.detail)
+        }
     }
-
-    static func badRequest(_ code: String, _ detail: String) -> Problem { Problem(.badRequest, code, detail) }
 }

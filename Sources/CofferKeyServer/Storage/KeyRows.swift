@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 
 /// Where a key server's rows live: SQLite through GRDB (one machine) or
 /// PostgreSQL through postgres-nio (any number of replicas). The store's
@@ -89,7 +88,7 @@ struct KeySnapshot: Sendable {
     func released(now: Int64, version: Int?) throws -> StoredVersion? {
         if let shredAt { try ShredRule.refuse(shredAt: shredAt, shredded: shredded, now: now) }
         if let version, version < minimum {
-            throw Problem(
+            throw KeyServerError(
                 .gone, "key-retired",
                 "version \(version) of this key is retired (the lowest version still released is \(minimum))")
         }
@@ -149,9 +148,9 @@ enum ShredRule {
     /// Throws for a subject with a shred scheduled at `at`.
     static func refuse(shredAt at: Int64, shredded: Bool, now: Int64) throws {
         if shredded || at <= now {
-            throw Problem(.gone, "key-shredded", "this subject's keys were destroyed")
+            throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed")
         }
-        throw Problem(
+        throw KeyServerError(
             .conflict, "shred-pending",
             "this subject's keys are to be destroyed at \(timestamp(at)); until then an operator can undo it")
     }
@@ -160,15 +159,17 @@ enum ShredRule {
     /// when it happens (never later than one already scheduled).
     static func scheduled(at: Int64, existing: (shredAt: Int64, shredded: Bool)?) throws -> Int64 {
         guard let existing else { return at }
-        if existing.shredded { throw Problem(.gone, "key-shredded", "this subject's keys were destroyed") }
+        if existing.shredded { throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed") }
         return min(existing.shredAt, at)
     }
 
     /// Checks that a shred can be undone.
     static func undo(existing: (shredAt: Int64, shredded: Bool)?, now: Int64) throws {
-        guard let existing else { throw Problem(.notFound, "shred-not-pending", "no shred of this subject is pending") }
+        guard let existing else {
+            throw KeyServerError(.notFound, "shred-not-pending", "no shred of this subject is pending")
+        }
         guard !existing.shredded, existing.shredAt > now else {
-            throw Problem(.gone, "key-shredded", "this subject's keys were destroyed; a shred cannot be undone")
+            throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed; a shred cannot be undone")
         }
     }
 
@@ -180,13 +181,13 @@ enum ShredRule {
 /// What a new minimum version must respect.
 enum RetireRule {
     static func check(minimum: Int, current: Int?, floor: Int) throws {
-        guard let current else { throw Problem(.notFound, "key-not-found", "this key was never made") }
+        guard let current else { throw KeyServerError(.notFound, "key-not-found", "this key was never made") }
         guard minimum <= current else {
-            throw Problem(
+            throw KeyServerError(
                 .conflict, "minimum-above-current", "the minimum version cannot pass the current version, \(current)")
         }
         guard minimum >= floor else {
-            throw Problem(.conflict, "retire-backwards", "versions below \(floor) are retired already")
+            throw KeyServerError(.conflict, "retire-backwards", "versions below \(floor) are retired already")
         }
     }
 }

@@ -1,7 +1,6 @@
 import Coffer
 import CofferStorePostgres
 import Foundation
-import HTTPTypes
 import Logging
 import NIOCore
 import NIOPosix
@@ -16,7 +15,7 @@ final class PostgresDatabase: Sendable {
     let client: PostgresClient
     /// Names the database in messages and logs, never with a password.
     let location: String
-    let url: PostgresURL
+    let endpoint: PostgresEndpoint
     let schema: String?
     let deadline: Duration
     private let runner: Task<Void, Never>
@@ -26,27 +25,18 @@ final class PostgresDatabase: Sendable {
     /// the password comes apart, never inside the URL. TLS is the record
     /// store's (``PostgresTLS``): `verify-full` by default off loopback.
     init(url: String, password: String?, connections: Int = 16, deadline: Duration = .seconds(3)) throws {
-        let parsed = try PostgresURL(url, what: "a PostgreSQL database")
-        schema = parsed.schema
+        endpoint = try PostgresEndpoint(url, password: password, what: "a PostgreSQL database")
+        schema = endpoint.url.schema
         if let schema {
             guard KeyName.isToken(schema, lowercaseOnly: true, range: 1...63), schema.first!.isLetter else {
                 throw CofferError(.invalidArgument, "a schema name is 1–63 of a-z, 0-9, '_', starting with a letter")
             }
         }
-        location = parsed.location
-        self.url = parsed
-        var configuration = PostgresClient.Configuration(
-            host: parsed.host, port: parsed.port, username: parsed.user, password: password,
-            database: parsed.database, tls: try PostgresTLS.clientTLS(for: parsed))
-        configuration.options.maximumConnections = connections
-        configuration.options.connectTimeout = deadline
-        // Every commit waits for its WAL flush before the key it holds is
-        // answered, whatever the database or role was set to (`off` could
-        // lose the last commits in a crash of PostgreSQL; a stronger
-        // `remote_apply` only made standbys' reads current, and the server
-        // reads from the primary alone).
-        configuration.options.additionalStartupParameters = [("synchronous_commit", "on")]
-        if let schema { configuration.options.additionalStartupParameters.append(("search_path", schema)) }
+        location = endpoint.location
+        // Every session waits for its commits' WAL flush before the key it
+        // holds is answered, and starts in the URL's schema (the endpoint's
+        // startup settings, shared with the record store).
+        let configuration = endpoint.clientConfiguration(connections: connections, connectTimeout: deadline)
         logger = Self.quiet
         client = PostgresClient(configuration: configuration, backgroundLogger: Self.quiet)
         self.deadline = deadline
@@ -92,15 +82,10 @@ final class PostgresDatabase: Sendable {
                         }
                     }
                 }
-            } catch let error as PSQLError where attempt < 3 && Self.lostRace(error) {
+            } catch let error as PSQLError where attempt < 3 && PostgresFailure.lostRace(error) {
                 continue
             }
         }
-    }
-
-    static func lostRace(_ error: PSQLError) -> Bool {
-        guard let state = error.serverInfo?[.sqlState] else { return false }
-        return state == "23505" || state == "40001" || state == "40P01"
     }
 
     /// `body`, or `503 database-unavailable` once the deadline passes or
@@ -109,9 +94,9 @@ final class PostgresDatabase: Sendable {
         do {
             return try await Self.race(body, deadline: deadline)
         } catch let error as PSQLError {
-            if Self.lostRace(error) { throw error }
-            if let state = error.serverInfo?[.sqlState], !Self.transient(state) {
-                throw Problem(.internalServerError, "database-error", "the database refused a statement (\(state))")
+            if PostgresFailure.lostRace(error) { throw error }
+            if let state = error.serverInfo?[.sqlState], !PostgresFailure.transient(state) {
+                throw KeyServerError(.failed, "database-error", "the database refused a statement (\(state))")
             }
             throw Self.unavailable("is unreachable or restarting")
         }
@@ -156,17 +141,8 @@ final class PostgresDatabase: Sendable {
         var timer: Scheduled<Void>?
     }
 
-    /// SQLSTATE classes that say the database, not the statement, failed:
-    /// connection exceptions, insufficient resources, operator
-    /// intervention (shutdown, restart), system errors.
-    static func transient(_ state: String) -> Bool {
-        ["08", "53", "57", "58"].contains(String(state.prefix(2))) || state == "40001" || state == "40P01"
-    }
-
-    static func unavailable(_ what: String) -> Problem {
-        var problem = Problem(.serviceUnavailable, "database-unavailable", "the database \(what); try again shortly")
-        problem.headers[.retryAfter] = "1"
-        return problem
+    static func unavailable(_ what: String) -> KeyServerError {
+        KeyServerError(.unavailable, "database-unavailable", "the database \(what); try again shortly")
     }
 
     // MARK: schema
@@ -268,9 +244,5 @@ extension PostgresConnection {
 
 extension PostgresDatabase {
     /// postgres-nio's logger for statements: errors reach the caller, not the log.
-    static let quiet: Logger = {
-        var logger = Logger(label: "coffer.server.postgres")
-        logger.logLevel = .critical
-        return logger
-    }()
+    static var quiet: Logger { PostgresEndpoint.quiet }
 }

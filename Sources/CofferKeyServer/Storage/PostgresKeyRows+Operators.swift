@@ -1,7 +1,6 @@
 import Coffer
 import CofferStorePostgres
 import Foundation
-import HTTPTypes
 import PostgresNIO
 
 // KEK rotation and operators on PostgreSQL.
@@ -76,7 +75,9 @@ extension PostgresKeyRows {
             if inserted { try await Self.append(db, [audit], now: created) }
             return inserted
         }
-        guard inserted else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
+        guard inserted else {
+            throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already")
+        }
     }
 
     func operatorInfo(hash: Data) async throws -> OperatorInfo? {
@@ -141,7 +142,7 @@ extension ServerKeyStore {
         let database = try PostgresDatabase(
             url: url, password: password, connections: connections, deadline: deadline)
         do {
-            try await PostgresTLS.probe(database.url, password: password, what: "the key server's database")
+            try await database.endpoint.probe(what: "the key server's database")
             try await database.migrate()
         } catch {
             await database.close()

@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import PostgresNIO
 
 /// The rows in a PostgreSQL database, shared by any number of

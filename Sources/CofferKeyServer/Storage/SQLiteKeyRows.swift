@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import HTTPTypes
 
 /// The rows in one SQLite file through GRDB, in WAL mode, so several
 /// processes on one machine may serve it; every change is one transaction
@@ -236,7 +235,7 @@ final class SQLiteKeyRows: KeyRows {
     {
         try await pool.write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
-            else { throw Problem(.conflict, "operator-exists", "an operator named \(name) exists already") }
+            else { throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already") }
             try db.execute(
                 sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
                 arguments: [hash, name, scopes, created])
