@@ -63,6 +63,7 @@ public struct KeyServer: Sendable {
         // Outermost, so that it sees every answer, problems included.
         router.middlewares.add(MetricsMiddleware(metrics: metrics))
         router.middlewares.add(ProblemMiddleware())
+        if limits.refusalDelay > .zero { router.middlewares.add(RefusalDelayMiddleware(limits: limits)) }
         router.middlewares.add(AddressLimitMiddleware(server: self))
         // Liveness: the process answers. Readiness: and so does its database.
         router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
@@ -93,7 +94,7 @@ public struct KeyServer: Sendable {
         keys.get(":purpose/versions/:version") { request, context in
             let caller = try context.caller()
             guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
-                throw Problem.badRequest("invalid-version", "a version is a whole number from 1")
+                throw KeyServerError.invalidInput("invalid-version", "a version is a whole number from 1")
             }
             let name = try KeyName(
                 realm: realm, subject: caller.subject,
@@ -107,7 +108,8 @@ public struct KeyServer: Sendable {
             let body = try await Self.decode(BatchRequest.self, request)
             guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
             else {
-                throw Problem.badRequest("invalid-batch", "a batch names 1 to \(Self.maxBatch) different purposes")
+                throw KeyServerError.invalidInput(
+                    "invalid-batch", "a batch names 1 to \(Self.maxBatch) different purposes")
             }
             var keys: [KeyResponse] = []
             for purpose in body.purposes {
@@ -131,18 +133,18 @@ public struct KeyServer: Sendable {
 
     static func bearer(_ request: Request) throws -> Substring {
         guard let header = request.headers[.authorization] else {
-            throw Problem.unauthorized("token-missing", "the request has no Authorization: Bearer token")
+            throw KeyServerError.unauthenticated("token-missing", "the request has no Authorization: Bearer token")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-            throw Problem.unauthorized("token-missing", "the Authorization header is not a Bearer token")
+            throw KeyServerError.unauthenticated("token-missing", "the Authorization header is not a Bearer token")
         }
         return parts[1]
     }
 
     static func parameter(_ name: String, _ context: KeyServerContext) throws -> String {
         guard let value = context.parameters.get(name) else {
-            throw Problem.badRequest("bad-request", "the route lacks its \(name)")
+            throw KeyServerError.invalidInput("bad-request", "the route lacks its \(name)")
         }
         return value
     }
@@ -158,14 +160,14 @@ public struct KeyServer: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             Set(object.keys).isSubset(of: T.members), !object.values.contains(where: { $0 is NSNull })
         else {
-            throw Problem.badRequest(
+            throw KeyServerError.invalidInput(
                 "body-malformed",
                 "the request body is not a JSON object of \(T.members.sorted().joined(separator: ", "))")
         }
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch {
-            throw Problem.badRequest("body-malformed", "the request body is not the JSON this route takes")
+            throw KeyServerError.invalidInput("body-malformed", "the request body is not the JSON this route takes")
         }
     }
 

@@ -34,9 +34,7 @@ struct UserAuthenticator: AuthenticatorMiddleware {
     let server: KeyServer
 
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        try await server.limits.delayingRefusals {
-            KeyServerIdentity(kind: .user(try await server.caller(request, context)))
-        }
+        KeyServerIdentity(kind: .user(try await server.caller(request, context)))
     }
 }
 
@@ -47,13 +45,11 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
     let server: KeyServer
 
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        try await server.limits.delayingRefusals {
-            guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))) else {
-                throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
-            }
-            try await server.admitAddress(context)
-            return KeyServerIdentity(kind: .operator(info))
+        guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))) else {
+            throw KeyServerError.unauthenticated("operator-token-invalid", "the operator token is not known")
         }
+        try await server.admitAddress(context)
+        return KeyServerIdentity(kind: .operator(info))
     }
 }
 
@@ -61,7 +57,7 @@ extension KeyServerContext {
     /// The signed-in user the authenticator accepted.
     func caller() throws -> Caller {
         guard case .user(let caller) = identity?.kind else {
-            throw Problem.unauthorized("token-missing", "this route needs a sign-in token")
+            throw KeyServerError.unauthenticated("token-missing", "this route needs a sign-in token")
         }
         return caller
     }
@@ -69,10 +65,10 @@ extension KeyServerContext {
     /// The operator, who must hold `scope`, as the audit log names them.
     func operatorActor(_ scope: OperatorScope) throws -> String {
         guard case .operator(let info) = identity?.kind else {
-            throw Problem.unauthorized("operator-token-invalid", "the operator token is not known")
+            throw KeyServerError.unauthenticated("operator-token-invalid", "the operator token is not known")
         }
         guard info.scopes.contains(scope) else {
-            throw Problem(.forbidden, "scope-missing", "this operator token lacks the \(scope) scope")
+            throw KeyServerError(.forbidden, "scope-missing", "this operator token lacks the \(scope) scope")
         }
         return "operator:" + info.name
     }

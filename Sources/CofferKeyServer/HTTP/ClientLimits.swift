@@ -63,17 +63,18 @@ public struct ClientLimits: Sendable {
     }
 }
 
-/// Every open connection, whether it is between requests and since when:
-/// who to close when a new one comes past the maximum.
+/// Every open connection, and those between requests in the order they
+/// became idle: who to close when a new one comes past the maximum. Every
+/// operation is O(1), so a flood of connections at the limit costs each
+/// new one the same.
 final class ConnectionRegistry: Sendable {
-    struct Entry {
-        let channel: any Channel
-        var busy: Bool
-        var since: ContinuousClock.Instant
+    struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var idle = IdleOrder()
     }
 
     let maximum: Int
-    private let entries = Locked([ObjectIdentifier: Entry]())
+    private let state = Locked(State())
 
     init(maximum: Int) { self.maximum = maximum }
 
@@ -85,15 +86,16 @@ final class ConnectionRegistry: Sendable {
             case admitted, refused
             case evicting(any Channel)
         }
-        let outcome = entries.withLock { entries -> Outcome in
+        let outcome = state.withLock { state -> Outcome in
             var outcome = Outcome.admitted
-            if entries.count >= maximum {
-                guard let oldest = entries.filter({ !$0.value.busy }).min(by: { $0.value.since < $1.value.since })
+            if state.channels.count >= maximum {
+                guard let oldest = state.idle.first, let evicted = state.channels.removeValue(forKey: oldest)
                 else { return .refused }
-                entries[oldest.key] = nil
-                outcome = .evicting(oldest.value.channel)
+                state.idle.remove(oldest)
+                outcome = .evicting(evicted)
             }
-            entries[id] = Entry(channel: channel, busy: false, since: .now)
+            state.channels[id] = channel
+            state.idle.append(id)
             return outcome
         }
         switch outcome {
@@ -106,15 +108,56 @@ final class ConnectionRegistry: Sendable {
     }
 
     func mark(_ id: ObjectIdentifier, busy: Bool) {
-        entries.withLock { entries in
-            entries[id]?.busy = busy
-            entries[id]?.since = .now
+        state.withLock { state in
+            guard state.channels[id] != nil else { return }
+            if busy { state.idle.remove(id) } else { state.idle.append(id) }
         }
     }
 
-    func remove(_ id: ObjectIdentifier) { entries.withLock { $0[id] = nil } }
+    func remove(_ id: ObjectIdentifier) {
+        state.withLock { state in
+            state.channels[id] = nil
+            state.idle.remove(id)
+        }
+    }
 
-    var count: Int { entries.withLock { $0.count } }
+    var count: Int { state.withLock { $0.channels.count } }
+}
+
+/// Identifiers in the order they were appended (appending one already
+/// there moves it to the end): a doubly linked list threaded through a
+/// dictionary, so that appending, removing and reading the first are O(1).
+struct IdleOrder {
+    private var links: [ObjectIdentifier: (previous: ObjectIdentifier?, next: ObjectIdentifier?)] = [:]
+    /// The one appended longest ago.
+    private(set) var first: ObjectIdentifier?
+    private var last: ObjectIdentifier?
+
+    var count: Int { links.count }
+
+    mutating func append(_ id: ObjectIdentifier) {
+        remove(id)
+        links[id] = (last, nil)
+        if let last { links[last]?.next = id } else { first = id }
+        last = id
+    }
+
+    mutating func remove(_ id: ObjectIdentifier) {
+        guard let link = links.removeValue(forKey: id) else { return }
+        if let previous = link.previous { links[previous]?.next = link.next } else { first = link.next }
+        if let next = link.next { links[next]?.previous = link.previous } else { last = link.previous }
+    }
+
+    /// Every identifier, first to last.
+    var ordered: [ObjectIdentifier] {
+        var result: [ObjectIdentifier] = []
+        var cursor = first
+        while let id = cursor {
+            result.append(id)
+            cursor = links[id]?.next
+        }
+        return result
+    }
 }
 
 /// On each connection, after the HTTP decoder: admits it through the

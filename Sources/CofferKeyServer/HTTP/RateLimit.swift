@@ -68,9 +68,10 @@ public struct RateLimits: Sendable, Hashable {
 
     /// `body`, its 401 and 429 refusals answered after ``refusalDelay``.
     func delayingRefusals<T>(_ body: () async throws -> T) async throws -> T {
-        do { return try await body() } catch let problem as Problem
-            where problem.status == .unauthorized || problem.status == .tooManyRequests
-        {
+        do { return try await body() } catch let error as KeyServerError where error.isRefusal {
+            if refusalDelay > .zero { try? await Task.sleep(for: refusalDelay) }
+            throw error
+        } catch let problem as Problem where problem.status == .unauthorized {
             if refusalDelay > .zero { try? await Task.sleep(for: refusalDelay) }
             throw problem
         }
@@ -144,12 +145,10 @@ final class LocalRateCounts: Sendable {
         }
     }
 
-    static func tooMany(_ limit: RateLimit, end: Int64, now: Int64) -> Problem {
-        var problem = Problem(
-            .tooManyRequests, "rate-limited",
+    static func tooMany(_ limit: RateLimit, end: Int64, now: Int64) -> KeyServerError {
+        KeyServerError(
+            .rateLimited(retryAfter: max(1, end - now)), "rate-limited",
             "more than \(limit.requests) requests in \(limit.seconds) s; try again after the Retry-After seconds")
-        problem.headers[.retryAfter] = String(max(1, end - now))
-        return problem
     }
 }
 
@@ -187,12 +186,24 @@ struct AddressLimitMiddleware: RouterMiddleware {
         if let limit = server.limits.address, let address = context.clientAddress,
             !["/v1/health", "/v1/ready", "/metrics"].contains(request.uri.path)
         {
-            try await server.limits.delayingRefusals {
-                try server.store.localCounts.check(
-                    server.addressBucket(address), under: limit, now: server.store.now(), counting: true)
-            }
+            try server.store.localCounts.check(
+                server.addressBucket(address), under: limit, now: server.store.now(), counting: true)
         }
         return try await next(request, context)
+    }
+}
+
+/// Answers every refusal — a token or DPoP proof not accepted, a rate
+/// limit passed — after ``RateLimits/refusalDelay``, wherever below it was
+/// made (the address limit, an authenticator, a route): a timer, not work,
+/// so a client sending junk holds its own connections and no one else's.
+struct RefusalDelayMiddleware<Context: RequestContext>: RouterMiddleware {
+    let limits: RateLimits
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        try await limits.delayingRefusals { try await next(request, context) }
     }
 }
 
