@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
         .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
         .library(name: "CofferKeyClient", targets: ["CofferKeyClient"]),
+        .library(name: "CofferKeyClientNIO", targets: ["CofferKeyClientNIO"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-server", targets: ["coffer-server"]),
     ],
@@ -149,10 +150,14 @@ let package = Package(
         // The app's side: the signed-in user's keys, cached in a keychain.
         .target(
             name: "CofferKeyClient",
+            dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The key client over AsyncHTTPClient, for servers (apps use URLSession).
+        .target(
+            name: "CofferKeyClientNIO",
             dependencies: [
-                "Coffer", "CofferKeychain",
+                "CofferKeyClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -227,7 +232,7 @@ let package = Package(
         .testTarget(
             name: "CofferKeyServerTests",
             dependencies: [
-                "Coffer", "CofferKeyServer", "CofferKeyClient", "CofferKeychain",
+                "Coffer", "CofferKeyServer", "CofferKeyClient", "CofferKeyClientNIO", "CofferKeychain",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),

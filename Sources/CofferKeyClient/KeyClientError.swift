@@ -7,6 +7,11 @@ public struct KeyClientError: Error, Sendable, CustomStringConvertible, Equatabl
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         public let name: String
         public init(_ name: String) { self.name = name }
+        /// A refusal of the caller's input, made before anything is sent.
+        public static func invalidArgument(_ reason: String) -> KeyClientError {
+            KeyClientError(.invalidArgument, reason)
+        }
+
         public var description: String { name }
 
         /// The server could not be reached, and no usable cached key was left.
@@ -29,6 +34,9 @@ public struct KeyClientError: Error, Sendable, CustomStringConvertible, Equatabl
         self.status = status
         self.reason = reason
     }
+
+    /// A refusal of the caller's input, made before anything is sent.
+    public static func invalidArgument(_ reason: String) -> KeyClientError { KeyClientError(.invalidArgument, reason) }
 
     public var description: String { "\(code)\(status.map { " (HTTP \($0))" } ?? ""): \(reason)" }
 

@@ -1,11 +1,9 @@
-import AsyncHTTPClient
 import Foundation
-import NIOHTTP1
 
 /// An operator's calls to a key server (`/v1/admin/…`), with an operator
 /// token made by `coffer-server operator add`. None of them returns a key.
 public struct KeyServerAdmin: Sendable {
-    let requests: KeyServerRequest
+    let requests: KeyServerCall
     let token: String
 
     /// An `http://` server off loopback is `invalidArgument` here, before
@@ -15,11 +13,14 @@ public struct KeyServerAdmin: Sendable {
     /// - Parameters:
     ///   - server: the key server's base URL (`https://…`; `http://` only for loopback).
     ///   - operatorToken: `cofop_…`, with the scopes the calls need.
-    ///   - http: the HTTP client.
-    ///   - timeout: seconds a call may take.
-    public init(server: URL, operatorToken: String, http: HTTPClient = .shared, timeout: Int64 = 15) throws {
-        try KeyServerRequest.checkTransport(server)
-        requests = KeyServerRequest(server: server, http: http, timeout: timeout)
+    ///   - transport: how requests reach the server.
+    ///   - timeout: how long a call may take.
+    public init(
+        server: URL, operatorToken: String, transport: any KeyServerTransport = URLSessionTransport(),
+        timeout: Duration = .seconds(15)
+    ) throws {
+        try KeyServerCall.checkTransport(server)
+        requests = KeyServerCall(server: server, transport: transport, timeout: timeout)
         token = operatorToken
     }
 
@@ -33,7 +34,7 @@ public struct KeyServerAdmin: Sendable {
     public func rotate(subject: String, purpose: String, device: String? = nil) async throws -> Rotated {
         var body: [String: Any] = ["subject": subject, "purpose": purpose]
         body["device"] = device
-        let object = try await requests.send("/v1/admin/keys/rotate", method: .POST, token: token, body: body).object
+        let object = try await requests.send("/v1/admin/keys/rotate", method: "POST", token: token, body: body).object
         guard let version = object["version"] as? Int, let keyID = object["keyId"] as? String else {
             throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a rotation")
         }
@@ -44,14 +45,14 @@ public struct KeyServerAdmin: Sendable {
     public func retire(subject: String, purpose: String, device: String? = nil, minimumVersion: Int) async throws {
         var body: [String: Any] = ["subject": subject, "purpose": purpose, "minimumVersion": minimumVersion]
         body["device"] = device
-        _ = try await requests.send("/v1/admin/keys/retire", method: .POST, token: token, body: body)
+        _ = try await requests.send("/v1/admin/keys/retire", method: "POST", token: token, body: body)
     }
 
     /// Schedules the destruction of every key of `subject` after
     /// `undoWindow` seconds; returns when (ISO 8601).
     public func shred(subject: String, undoWindow: Int64) async throws -> String {
         let object = try await requests.send(
-            "/v1/admin/subjects/shred", method: .POST, token: token,
+            "/v1/admin/subjects/shred", method: "POST", token: token,
             body: ["subject": subject, "undoWindowSeconds": undoWindow]
         ).object
         guard let at = object["shredAt"] as? String else {
@@ -63,7 +64,7 @@ public struct KeyServerAdmin: Sendable {
     /// Cancels a pending shred.
     public func undoShred(subject: String) async throws {
         _ = try await requests.send(
-            "/v1/admin/subjects/undo-shred", method: .POST, token: token, body: ["subject": subject])
+            "/v1/admin/subjects/undo-shred", method: "POST", token: token, body: ["subject": subject])
     }
 }
 
@@ -71,10 +72,11 @@ extension KeyServerClient {
     /// A sign-in token for `subject` from a development server
     /// (`coffer-server serve --dev`, which signs in anyone as anyone: for
     /// tours and tests, never for production).
-    public static func developmentToken(server: URL, subject: String, http: HTTPClient = .shared) async throws -> String
-    {
-        let object = try await KeyServerRequest(server: server, http: http, timeout: 15).send(
-            "/v1/dev/token", method: .POST, token: "-", body: ["subject": subject]
+    public static func developmentToken(
+        server: URL, subject: String, transport: any KeyServerTransport = URLSessionTransport()
+    ) async throws -> String {
+        let object = try await KeyServerCall(server: server, transport: transport, timeout: .seconds(15)).send(
+            "/v1/dev/token", method: "POST", token: "-", body: ["subject": subject]
         ).object
         guard let token = object["token"] as? String else {
             throw KeyClientError(.malformedResponse, status: 200, "the server gave no token")

@@ -1,13 +1,10 @@
-import AsyncHTTPClient
 import Coffer
 import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP1
 
 /// One request to a key server: a bearer token, an optional JSON body; a
 /// 2xx answer's JSON object, or the problem document's code as the error.
-struct KeyServerRequest {
+struct KeyServerCall {
     /// Refuses a server URL that is not https, but for http to a loopback
     /// address written as one (`127.0.0.1`, `::1`, `localhost`): a token
     /// never goes over the network in the clear. Checked before any
@@ -19,15 +16,15 @@ struct KeyServerRequest {
     }
 
     let server: URL
-    let http: HTTPClient
-    let timeout: Int64
+    let transport: any KeyServerTransport
+    let timeout: Duration
     /// With a DPoP key, every request carries a proof, and the server's
     /// nonce is kept here for the next one.
     var dpop: DPoPKey? = nil
     var nonce: Locked<String?>? = nil
     var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
-    func send(_ path: String, method: HTTPMethod, token: String, body: [String: Any]? = nil) async throws -> (
+    func send(_ path: String, method: String, token: String, body: [String: Any]? = nil) async throws -> (
         status: Int, object: [String: Any]
     ) {
         do {
@@ -38,39 +35,49 @@ struct KeyServerRequest {
         }
     }
 
-    func sendOnce(_ path: String, method: HTTPMethod, token: String, body: [String: Any]?) async throws -> (
+    func sendOnce(_ path: String, method: String, token: String, body: [String: Any]?) async throws -> (
         status: Int, object: [String: Any]
     ) {
         let url = server.absoluteString.trimmingSuffix("/") + path
-        var request = HTTPClientRequest(url: url)
-        request.method = method
+        guard let target = URL(string: url) else {
+            throw KeyClientError(.invalidArgument, "the request's path is not a URL")
+        }
+        var headers: [(name: String, value: String)] = []
         if let dpop {
-            request.headers.add(name: "Authorization", value: "DPoP \(token)")
-            request.headers.add(
-                name: "DPoP",
-                value: try dpop.proof(
-                    method: method.rawValue, url: url, token: token, nonce: nonce?.withLock { $0 }, now: now()))
+            headers.append(("Authorization", "DPoP \(token)"))
+            headers.append(
+                (
+                    "DPoP",
+                    try dpop.proof(method: method, url: url, token: token, nonce: nonce?.withLock { $0 }, now: now())
+                )
+            )
         } else {
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            headers.append(("Authorization", "Bearer \(token)"))
         }
-        request.headers.add(name: "Accept", value: "application/json")
+        headers.append(("Accept", "application/json"))
+        var data: Data?
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            headers.append(("Content-Type", "application/json"))
+            data = try JSONSerialization.data(withJSONObject: body)
         }
-        let status: Int
-        let bytes: ByteBuffer
+        let response: TransportResponse
         do {
-            let response = try await http.execute(request, timeout: .seconds(timeout))
-            status = Int(response.status.code)
-            if let fresh = response.headers.first(name: "DPoP-Nonce"), fresh.utf8.count <= 256 {
-                nonce?.withLock { $0 = fresh }
-            }
-            bytes = try await response.body.collect(upTo: KeyServerClient.maxResponseBytes)
+            response = try await transport.send(
+                TransportRequest(
+                    method: method, url: target, headers: headers, body: data, timeout: timeout,
+                    maxResponseBytes: KeyServerClient.maxResponseBytes))
+        } catch let failure as TransportFailure where failure.answerTooLarge {
+            throw KeyClientError(.malformedResponse, "the server's answer is too large")
         } catch {
-            throw KeyClientError(.unreachable, "the key server did not answer (\(type(of: error)))")
+            throw KeyClientError(
+                .unreachable, "the key server did not answer: \(URLSessionTransport.reason(error))")
         }
-        let object = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any]
+        guard response.body.count <= KeyServerClient.maxResponseBytes else {
+            throw KeyClientError(.malformedResponse, status: response.status, "the server's answer is too large")
+        }
+        let status = response.status
+        if let fresh = response.header("DPoP-Nonce"), fresh.utf8.count <= 256 { nonce?.withLock { $0 = fresh } }
+        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         guard (200..<300).contains(status) else {
             guard let code = object?["code"] as? String else {
                 throw KeyClientError(
@@ -84,12 +91,12 @@ struct KeyServerRequest {
 }
 
 extension KeyServerClient {
-    var requests: KeyServerRequest {
-        KeyServerRequest(server: server, http: http, timeout: timeout, dpop: dpop, nonce: dpopNonce, now: now)
+    var requests: KeyServerCall {
+        KeyServerCall(server: server, transport: transport, timeout: timeout, dpop: dpop, nonce: dpopNonce, now: now)
     }
 
     /// One key request; the answer must be a key of `purpose`.
-    func fetch(path: String, method: HTTPMethod, body: [String: Any]?, purpose: String) async throws -> ServerKey {
+    func fetch(path: String, method: String, body: [String: Any]?, purpose: String) async throws -> ServerKey {
         let object = try await requests.send(path, method: method, token: try await token(), body: body).object
         guard object["purpose"] as? String == purpose, let version = object["version"] as? Int, version >= 1,
             let keyID = object["keyId"] as? String, keyID.count == 16, Hex.decode(keyID) != nil,

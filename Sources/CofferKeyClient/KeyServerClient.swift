@@ -1,10 +1,7 @@
-import AsyncHTTPClient
 import Coffer
 import CofferKeychain
 import Crypto
 import Foundation
-import NIOCore
-import NIOHTTP1
 
 /// A key as the server released it (or as the cache kept it).
 public struct ServerKey: Sendable, CustomStringConvertible {
@@ -40,11 +37,11 @@ public struct KeyServerClient: Sendable {
     public let account: String
     let token: @Sendable () async throws -> String
     let cache: KeyCache?
-    let http: HTTPClient
+    let transport: any KeyServerTransport
     let now: @Sendable () -> Int64
-    /// Seconds a fetch may take, connecting included (a server that cannot
-    /// be reached is retried until then).
-    public let timeout: Int64
+    /// How long a fetch may take, connecting included. A server that
+    /// refuses the connection is reported at once, not at the timeout.
+    public let timeout: Duration
     /// The device's proof-of-possession key, when requests are device-bound.
     public let dpop: DPoPKey?
     let dpopNonce = Locked<String?>(nil)
@@ -56,25 +53,27 @@ public struct KeyServerClient: Sendable {
     ///   - token: the user's current sign-in token (a JWT), asked for on each fetch.
     ///   - cache: where fetched keys are kept; nil keeps none.
     ///   - policy: how long, and how many times, a cached key may be used.
-    ///   - http: the HTTP client (`HTTPClient.shared` by default).
-    ///   - timeout: seconds a fetch may take, connecting included.
+    ///   - transport: how requests reach the server (``URLSessionTransport``
+    ///     with `URLSession.shared` by default).
+    ///   - timeout: how long a fetch may take, connecting included.
     ///   - now: the clock, seconds since 1970.
     ///   - dpop: the device's DPoP key: every request then carries a proof
     ///     by it (RFC 9449), and the server answers with this device's keys.
     public init(
         server: URL, account: String, token: @escaping @Sendable () async throws -> String,
-        cache: (any Keychain)? = nil, policy: KeyCachePolicy = KeyCachePolicy(), http: HTTPClient = .shared,
-        timeout: Int64 = 15, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        cache: (any Keychain)? = nil, policy: KeyCachePolicy = KeyCachePolicy(),
+        transport: any KeyServerTransport = URLSessionTransport(), timeout: Duration = .seconds(15),
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         dpop: DPoPKey? = nil
     ) throws {
-        try KeyServerRequest.checkTransport(server)
+        try KeyServerCall.checkTransport(server)
         self.server = server
         self.account = account
         self.token = token
         self.cache = cache.map {
             KeyCache(keychain: $0, service: "coffer key server \(server.absoluteString)", policy: policy)
         }
-        self.http = http
+        self.transport = transport
         self.timeout = timeout
         self.now = now
         self.dpop = dpop
@@ -86,7 +85,7 @@ public struct KeyServerClient: Sendable {
         let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         let key = try await fetch(
-            path: "/v1/keys/\(purpose)", method: .POST, body: device.map { ["device": $0] }, purpose: purpose)
+            path: "/v1/keys/\(purpose)", method: "POST", body: device.map { ["device": $0] }, purpose: purpose)
         try keep(key, account)
         return key
     }
@@ -98,7 +97,7 @@ public struct KeyServerClient: Sendable {
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         var path = "/v1/keys/\(purpose)/versions/\(version)"
         if let device { path += "?device=\(device)" }
-        let key = try await fetch(path: path, method: .GET, body: nil, purpose: purpose)
+        let key = try await fetch(path: path, method: "GET", body: nil, purpose: purpose)
         guard key.version == version else {
             throw KeyClientError(.malformedResponse, "the server answered version \(key.version) for \(version)")
         }

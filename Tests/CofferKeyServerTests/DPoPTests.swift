@@ -1,5 +1,6 @@
 import Coffer
 import CofferKeyClient
+import CofferKeyClientNIO
 import CofferKeyServer
 import CofferKeychain
 import Foundation
@@ -181,17 +182,21 @@ import Testing
         try await server.run { client in
             let url = URL(string: "http://127.0.0.1:\(client.port!)")!
             let app = try KeyServerClient(
-                server: url, account: "carol", token: { token }, http: KeyClientTests.http, dpop: device)
+                server: url, account: "carol", token: { token },
+                transport: AsyncHTTPClientTransport(KeyClientTests.http), dpop: device)
             let first = try await app.currentKey(purpose: "notes")
             let again = try await app.currentKey(purpose: "notes")
             #expect(first.key == again.key && !again.fromCache)
             #expect(try await app.key(purpose: "notes", version: 1).key == first.key)
             // Another device: its own key.
             let laptop = try KeyServerClient(
-                server: url, account: "carol", token: { token }, http: KeyClientTests.http, dpop: DPoPKey())
+                server: url, account: "carol", token: { token },
+                transport: AsyncHTTPClientTransport(KeyClientTests.http), dpop: DPoPKey())
             #expect(try await laptop.currentKey(purpose: "notes").key != first.key)
             // No device key: nothing.
-            let plain = try KeyServerClient(server: url, account: "carol", token: { token }, http: KeyClientTests.http)
+            let plain = try KeyServerClient(
+                server: url, account: "carol", token: { token },
+                transport: AsyncHTTPClientTransport(KeyClientTests.http))
             let refused = await #expect(throws: KeyClientError.self) {
                 _ = try await plain.currentKey(purpose: "notes")
             }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Coffer
 import CofferKeyClient
+import CofferKeyClientNIO
 import Foundation
 import Testing
 
@@ -34,8 +35,9 @@ import Testing
         defer { server.stop() }
         #expect(server.url.hasPrefix("https://"))
         let token = try issuer.token("tls-user")
-        let pinned = try KeyServerClient.pinnedHTTPClient(trusting: try String(contentsOfFile: cert, encoding: .utf8))
-        let wrongPin = try KeyServerClient.pinnedHTTPClient(
+        let pinned = try AsyncHTTPClientTransport.pinnedHTTPClient(
+            trusting: try String(contentsOfFile: cert, encoding: .utf8))
+        let wrongPin = try AsyncHTTPClientTransport.pinnedHTTPClient(
             trusting: try String(contentsOfFile: other, encoding: .utf8))
         let clients = [pinned, wrongPin, HTTPClient(eventLoopGroupProvider: .singleton)]
         let url = URL(string: server.url)!
@@ -43,7 +45,8 @@ import Testing
             for (index, http) in clients.enumerated() {
                 group.addTask {
                     let client = try KeyServerClient(
-                        server: url, account: "a", token: { token }, http: http, timeout: 3)
+                        server: url, account: "a", token: { token }, transport: AsyncHTTPClientTransport(http),
+                        timeout: .seconds(3))
                     do {
                         return (index, try await client.currentKey(purpose: "notes").keyID)
                     } catch let error as KeyClientError where error.code == .unreachable {
@@ -57,7 +60,9 @@ import Testing
         #expect(keys[0]! != nil, "the pinned client reaches the server")
         #expect(keys[1]! == nil, "a client pinned to another certificate is refused")
         #expect(keys[2]! == nil, "the system's roots do not trust a self-signed certificate")
-        #expect(throws: KeyClientError.self) { try KeyServerClient.pinnedHTTPClient(trusting: "not a certificate") }
+        #expect(throws: KeyClientError.self) {
+            try AsyncHTTPClientTransport.pinnedHTTPClient(trusting: "not a certificate")
+        }
     }
 
     @Test func plainHTTPIsRefusedOffLoopbackAndTLSNeedsAPrivateKey() throws {

@@ -1,0 +1,160 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One HTTP request as the key client sends it to its server.
+public struct TransportRequest: Sendable {
+    public var method: String
+    public var url: URL
+    /// Header fields in the order they are sent.
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+    /// How long the whole exchange may take, connecting included.
+    public var timeout: Duration
+    /// The largest response body the client reads; a transport may stop
+    /// reading past it and throw.
+    public var maxResponseBytes: Int
+
+    public init(
+        method: String, url: URL, headers: [(name: String, value: String)], body: Data?, timeout: Duration,
+        maxResponseBytes: Int
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+    }
+}
+
+/// A server's answer, whatever its status.
+public struct TransportResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(status: Int, headers: [(name: String, value: String)], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first field named `name`, compared without regard to case.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Why a transport got no answer, in words a person can act on (never a
+/// token or a URL's query); ``KeyClientError/Code/unreachable`` says it.
+public struct TransportFailure: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    /// The server answered, with a body over the request's limit: the
+    /// client reports a malformed answer rather than an unreachable server.
+    public let answerTooLarge: Bool
+
+    public init(_ description: String, answerTooLarge: Bool = false) {
+        self.description = description
+        self.answerTooLarge = answerTooLarge
+    }
+
+    /// An answer whose body passed `limit` bytes.
+    public static func tooLarge(_ limit: Int) -> TransportFailure {
+        TransportFailure("the answer is over \(limit) bytes", answerTooLarge: true)
+    }
+}
+
+/// How a ``KeyServerClient`` or ``KeyServerAdmin`` reaches its server:
+/// ``URLSessionTransport`` by default, so that an app gets the system's
+/// proxy, VPN, App Transport Security and its own session delegate (for
+/// certificate pinning); a server can plug in AsyncHTTPClient instead
+/// (`AsyncHTTPClientTransport`, in CofferKeyClientNIO).
+///
+/// A transport returns any answer the server gave, whatever its status,
+/// and throws when there was none: the server could not be reached (say
+/// so as soon as the connection is refused, not at the timeout), TLS
+/// failed, the timeout passed, or the body was larger than allowed.
+public protocol KeyServerTransport: Sendable {
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+}
+
+/// A transport that runs each request as a `URLSession` data task
+/// (FoundationNetworking on Linux).
+///
+/// ```swift
+/// // Pinning on Apple platforms: a session whose delegate checks the server's trust.
+/// let session = URLSession(configuration: .ephemeral, delegate: PinningDelegate(), delegateQueue: nil)
+/// let client = try KeyServerClient(
+///     server: url, account: user.id, token: { try await auth.idToken() },
+///     transport: URLSessionTransport(session: session))
+/// ```
+public struct URLSessionTransport: KeyServerTransport, @unchecked Sendable {
+    // URLSession is thread-safe (Apple's documentation); it is not marked Sendable everywhere.
+    public let session: URLSession
+
+    /// `session`: `URLSession.shared` by default; give one of your own
+    /// for a delegate, a proxy or an ephemeral cache.
+    public init(session: URLSession = .shared) { self.session = session }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        let seconds = Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18
+        urlRequest.timeoutInterval = max(0.001, seconds)
+        let (session, prepared) = (self.session, urlRequest)
+        let (data, response) = try await Self.within(request.timeout) {
+            try await session.data(for: prepared)
+        }
+        guard let http = response as? HTTPURLResponse else { throw TransportFailure("the answer is not HTTP") }
+        guard data.count <= request.maxResponseBytes else {
+            throw TransportFailure.tooLarge(request.maxResponseBytes)
+        }
+        let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
+            guard let name = name as? String, let value = value as? String else { return nil }
+            return (name, value)
+        }
+        return TransportResponse(status: http.statusCode, headers: headers, body: data)
+    }
+
+    /// `body`'s result, or a timeout once `limit` has passed: a URLSession
+    /// timeout is the longest silence, not the whole exchange.
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw TransportFailure("no answer within \(limit)")
+            }
+            return value
+        }
+    }
+
+    /// A reason for people: URLSession's error codes, never a URL's query.
+    static func reason(_ error: any Error) -> String {
+        if let failure = error as? TransportFailure { return failure.description }
+        guard let error = error as? URLError else { return "\(type(of: error))" }
+        switch error.code {
+        case .cannotConnectToHost: return "the connection was refused"
+        case .cannotFindHost, .dnsLookupFailed: return "the host name was not found"
+        case .timedOut: return "no answer in time"
+        case .notConnectedToInternet, .networkConnectionLost: return "the network is down or was lost"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            return "TLS failed: the server's certificate was refused"
+        case .cancelled: return "the request was cancelled"
+        default: return "URLError \(error.code.rawValue)"
+        }
+    }
+}

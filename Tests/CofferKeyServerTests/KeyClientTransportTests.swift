@@ -1,0 +1,57 @@
+import CofferKeyClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// A server that answers what no key server would: the client says so,
+/// over either transport, and never takes junk for a key.
+@Suite struct KeyClientTransportTests {
+    static func hostileServer() -> Application<RouterResponder<BasicRequestContext>> {
+        let router = Router()
+        let key =
+            #"{"purpose":"notes","version":1,"keyId":"00112233445566aa","key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}"#
+        @Sendable func answer(_ status: HTTPResponse.Status, _ body: [UInt8], json: Bool = true) -> Response {
+            Response(
+                status: status, headers: [.contentType: json ? "application/json" : "text/html"],
+                body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        }
+        router.post("/v1/keys/huge") { _, _ in
+            answer(.ok, Array(repeating: UInt8(ascii: " "), count: 200_000) + [UInt8(ascii: "{"), UInt8(ascii: "}")])
+        }
+        router.post("/v1/keys/text") { _, _ in answer(.ok, Array("hello".utf8), json: false) }
+        router.post("/v1/keys/page") { _, _ in
+            answer(.internalServerError, Array("<html>oops</html>".utf8), json: false)
+        }
+        router.post("/v1/keys/other") { _, _ in answer(.ok, Array(key.utf8)) }
+        router.post("/v1/keys/short") { _, _ in
+            answer(.ok, Array(key.replacingOccurrences(of: "AAAA=", with: "=").utf8))
+        }
+        router.post("/v1/keys/slow") { _, _ -> Response in
+            try await Task.sleep(for: .seconds(5))
+            return answer(.ok, Array(key.utf8))
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+
+    @Test(arguments: KeyClientTests.Transport.allCases) func junkIsRefusedAndSilenceTimesOut(
+        _ transport: KeyClientTests.Transport
+    ) async throws {
+        try await Self.hostileServer().test(.live) { server in
+            let client = try KeyClientTests.client(
+                server.port, token: "t", cache: nil, timeout: .seconds(1), over: transport)
+            for (purpose, status) in [("huge", nil), ("text", 200), ("page", 500), ("other", 200), ("short", 200)] {
+                let error = await #expect(throws: KeyClientError.self, "\(purpose)") {
+                    try await client.currentKey(purpose: purpose)
+                }
+                #expect(error?.code == .malformedResponse, "\(purpose): \(String(describing: error))")
+                if let status { #expect(error?.status == status, "\(purpose)") }
+            }
+            let start = ContinuousClock.now
+            let error = await #expect(throws: KeyClientError.self) { try await client.currentKey(purpose: "slow") }
+            #expect(error?.code == .unreachable)
+            #expect(ContinuousClock.now - start < .seconds(3))
+        }
+    }
+}
