@@ -100,6 +100,32 @@ import Testing
         }
     }
 
+    /// A schema that does not decode says where and what that place takes,
+    /// never Swift's own `DecodingError` text.
+    @Test func shapeMistakesNameTheirPlace() throws {
+        let cases: [(String, String)] = [
+            (
+                #"{"tables": [{"name": "t", "primaryKey": "id", "fields": [{"name": "id", "type": "float"}]}]}"#,
+                #"tables[0].fields[0].type must be "text", "integer" or "bytes""#
+            ),
+            (
+                #"{"tables": [{"name": "t", "primaryKey": "id", "fields": [{"name": "id", "type": "text", "sealed": "yes"}]}]}"#,
+                "tables[0].fields[0].sealed must be true or false"
+            ),
+            (#"{"tables": [{"name": "t", "fields": []}]}"#, "tables[0].primaryKey is missing"),
+            (#"{"tables": [{"name": 7, "primaryKey": "id", "fields": []}]}"#, "tables[0].name must be a string"),
+            (#"{"tables": {}}"#, "tables must be a list"),
+            ("[]", "the file's top level must be an object"),
+            ("{", "it is not JSON"),
+        ]
+        for (json, words) in cases {
+            let error = #expect(throws: CofferError.self) { try StoreSchema(json: Data(json.utf8)) }
+            let message = error.map { "\($0)" } ?? ""
+            #expect(message.contains(words), "\(json): \(message)")
+            #expect(!message.contains("DecodingError") && !message.contains("Debug description"))
+        }
+    }
+
     @Test func transformsDoWhatTheySay() throws {
         func run(_ names: [String], _ text: String) throws -> String? {
             StoreKeys.indexInput([.text(text)], transforms: try names.map(IndexTransform.init(parsing:)))?.first

@@ -56,14 +56,22 @@ enum PayloadReader {
                 let size = min(STREAM.sealedChunkSize, batch.inputBytes - index * STREAM.sealedChunkSize)
                 let status = batch.status[index]
                 guard status == .done || status == .doneFinal else {
-                    failure =
-                        size < STREAM.tagSize
-                        ? CofferError(
+                    if size < STREAM.tagSize {
+                        failure = CofferError(
                             .malformedPayload,
                             "payload chunk \(chunk) is \(size) bytes, too short to hold its tag: the file is truncated")
-                        : CofferError(
+                    } else if endOfInput && size < STREAM.sealedChunkSize {
+                        // A short last chunk that does not open: a file cut
+                        // short, or an end modified; the two look the same.
+                        failure = CofferError(
+                            .payloadAuthenticationFailed,
+                            "payload chunk \(chunk), the file's last, failed to authenticate: the file is truncated (cut short) or was modified"
+                        )
+                    } else {
+                        failure = CofferError(
                             .payloadAuthenticationFailed,
                             "payload chunk \(chunk) failed to authenticate: the file was modified or corrupted")
+                    }
                     break
                 }
                 let isFinal = status == .doneFinal
@@ -87,8 +95,9 @@ enum PayloadReader {
             }
             if ready > 0 { try sink.write(UnsafeRawBufferPointer(rebasing: batch.output[..<ready])) }
             total += Int64(ready)
+            // Told before a failure too: what was written is the caller's to count.
+            if ready > 0 || failure == nil { progress?(total) }
             if let failure { throw failure }
-            progress?(total)
         }
     }
 }

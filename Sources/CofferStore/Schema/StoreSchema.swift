@@ -137,7 +137,8 @@ public struct StoreSchema: Codable, Sendable {
         do { self = try JSONDecoder().decode(StoreSchema.self, from: Data(json)) } catch let error as CofferError {
             throw error
         } catch {
-            throw CofferError(.malformed, "the schema is not the documented JSON shape (docs/store.md): \(error)")
+            throw CofferError(
+                .malformed, "the schema is not the documented JSON shape (docs/store.md): \(SchemaJSONError.explain(error))")
         }
         try validate()
     }

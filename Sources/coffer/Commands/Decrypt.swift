@@ -3,7 +3,7 @@ import Coffer
 import CofferKeychain
 import Foundation
 
-struct Decrypt: ParsableCommand {
+struct Decrypt: ParsableCommand, ErrorHinting {
     static let configuration = CommandConfiguration(
         commandName: "decrypt",
         abstract: "Decrypt an age file, binary or armored.",
@@ -78,10 +78,32 @@ struct Decrypt: ParsableCommand {
         let destination = try Output(path: output, binary: false)
         let bar = ProgressBar.make(total: input.size)
         defer { bar?.finish() }
-        try destination.write { sink in
-            var source = input.source
-            try Age.decrypt(
-                from: &source, to: &sink, identities: identities, progress: bar.map { bar in { bar.update($0) } })
+        var written: Int64 = 0
+        do {
+            try destination.write { sink in
+                var source = input.source
+                try Age.decrypt(from: &source, to: &sink, identities: identities) { total in
+                    written = total
+                    bar?.update(total)
+                }
+            }
+        } catch let error as CofferError where written > 0 && Self.toStandardOutput(output) {
+            // A file is renamed into place only whole; a pipe cannot take back what it was given.
+            throw CofferError(
+                error.code,
+                "\(error.description); \(written) bytes of plaintext, the part before it, had already gone to standard output"
+            )
         }
+    }
+
+    static func toStandardOutput(_ output: String?) -> Bool { output == nil || output == "-" }
+
+    func hint(for error: CofferError) -> String? {
+        if error.code == .wrongPassword {
+            return "check the passphrase (--passphrase-file FILE, or type it when asked on a terminal)"
+        }
+        guard [.payloadAuthenticationFailed, .malformedPayload].contains(error.code), Self.toStandardOutput(output)
+        else { return nil }
+        return "discard what standard output received; with -o FILE nothing is kept unless the whole file authenticates"
     }
 }

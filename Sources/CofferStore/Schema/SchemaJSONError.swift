@@ -1,0 +1,52 @@
+import Foundation
+
+/// A schema file's JSON that does not decode, said as a person fixes it:
+/// where (`tables[0].fields[1].sealed`) and what that place takes, never
+/// Swift's `DecodingError` as it prints itself.
+enum SchemaJSONError {
+    static func explain(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "it is not JSON" }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(place(context.codingPath)) must be \(kind(type))"
+        case .valueNotFound(let type, let context):
+            return "\(place(context.codingPath)) is null; it must be \(kind(type))"
+        case .keyNotFound(let key, let context):
+            return "\(place(context.codingPath + [key])) is missing"
+        case .dataCorrupted(let context):
+            guard let last = context.codingPath.last else { return "it is not JSON" }
+            if last.stringValue == "type" {
+                return "\(place(context.codingPath)) must be \"text\", \"integer\" or \"bytes\""
+            }
+            return "\(place(context.codingPath)) holds a value it cannot take"
+        @unknown default:
+            return "it is not the documented shape"
+        }
+    }
+
+    /// `tables[0].fields[1].sealed`; the whole file when the path is empty.
+    static func place(_ path: [any CodingKey]) -> String {
+        guard !path.isEmpty else { return "the file's top level" }
+        var text = ""
+        for key in path {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+
+    static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is Bool.Type: "true or false"
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is UInt8.Type, is Int32.Type: "a whole number"
+        case is [Any].Type: "a list"
+        case is [String: Any].Type: "an object"
+        default:
+            String(describing: type).hasPrefix("Array") ? "a list" : "an object"
+        }
+    }
+}
