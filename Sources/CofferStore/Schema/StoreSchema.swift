@@ -138,7 +138,8 @@ public struct StoreSchema: Codable, Sendable {
             throw error
         } catch {
             throw CofferError(
-                .malformed, "the schema is not the documented JSON shape (docs/store.md): \(SchemaJSONError.explain(error))")
+                .malformed,
+                "the schema is not the documented JSON shape (docs/store.md): \(SchemaJSONError.explain(error))")
         }
         try validate()
     }
