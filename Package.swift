@@ -14,10 +14,16 @@ let package = Package(
         .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
         .library(name: "CofferKeyClient", targets: ["CofferKeyClient"]),
         .library(name: "CofferKeyClientNIO", targets: ["CofferKeyClientNIO"]),
-        .executable(name: "coffer", targets: ["coffer"]),
-        .executable(name: "coffer-server", targets: ["coffer-server"]),
+        // coffer and coffer-server are not products: the root package builds
+        // and runs them (`swift run coffer`), and as products their
+        // dependencies would be resolved by every app that depends on Coffer.
     ],
     traits: [
+        .trait(
+            name: "Server",
+            description:
+                "The server side: CofferStorePostgres, CofferKeyServer, CofferKeyClientNIO, coffer-server and coffer's PostgreSQL stores (SwiftNIO, Hummingbird, postgres-nio, AsyncHTTPClient)"
+        ),
         .trait(
             name: "SecretService",
             description: "SecretServiceKeychain: GNOME Keyring and KWallet through libsecret (needs libsecret-1-dev)"
@@ -251,6 +257,22 @@ let package = Package(
         ),
     ]
 )
+
+// The server side comes only with the Server trait: every product of these
+// packages is a dependency under that trait, so an app that depends on Coffer
+// without naming it resolves and links none of them (docs/packages.md).
+let serverPackages: Set<String> = [
+    "postgres-nio", "swift-nio", "swift-nio-extras", "swift-nio-ssl", "swift-log", "swift-service-lifecycle",
+    "hummingbird", "hummingbird-auth", "jwt-kit", "swift-http-types", "async-http-client", "swift-configuration",
+    "swift-system", "swift-prometheus", "swift-metrics",
+]
+for target in package.targets {
+    target.dependencies = target.dependencies.map { dependency in
+        guard case .productItem(let name, let package?, let aliases, nil) = dependency, serverPackages.contains(package)
+        else { return dependency }
+        return .product(name: name, package: package, moduleAliases: aliases, condition: .when(traits: ["Server"]))
+    }
+}
 
 // Strict settings for every target, in one place.
 for target in package.targets where target.type != .system {

@@ -16,7 +16,7 @@ let package = Package(
     dependencies: [
         .package(
             name: "Coffer", path: "..",
-            traits: [.trait(name: "SecretService", condition: .when(traits: ["SecretService"]))]),
+            traits: ["Server", .trait(name: "SecretService", condition: .when(traits: ["SecretService"]))]),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),

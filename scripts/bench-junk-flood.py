@@ -2,7 +2,7 @@
 """How much a flood of junk tokens from one client slows another user's key
 fetch (security review 3, G7; target: at most 3x).
 
-    swift build -c release --product coffer-server
+    swift build -c release --traits Server --product coffer-server
     .venv/bin/python scripts/bench-junk-flood.py [--seconds 10] [--connections 64] [--bin .build/release]
 
 For each server setting (no address limit; --address-rate-limit 20000/60), an

@@ -1,3 +1,4 @@
+#if Server
 import AsyncHTTPClient
 import CofferKeyClient
 import Foundation
@@ -89,3 +90,4 @@ public struct AsyncHTTPClientTransport: KeyServerTransport {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration(tls: tls))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStore
 import Foundation
@@ -238,3 +239,4 @@ extension RecordStore {
             try PostgresBackend(url: url, password: password), secret: secret, rollbackGuard: rollbackGuard)
     }
 }
+#endif

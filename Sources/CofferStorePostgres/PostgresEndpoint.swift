@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Logging
@@ -149,3 +150,4 @@ package enum PostgresFailure {
         return reason(error)
     }
 }
+#endif

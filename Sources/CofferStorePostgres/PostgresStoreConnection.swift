@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStore
 import Foundation
@@ -169,3 +170,4 @@ final class PostgresStoreConnection: StoreConnection {
         return CofferError(.io, "the store's database failed: \(PostgresFailure.reason(error))")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Logging
@@ -101,3 +102,4 @@ package enum PostgresTLS {
         return nil
     }
 }
+#endif

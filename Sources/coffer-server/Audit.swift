@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import CofferKeyServer
 import Foundation
@@ -85,3 +86,4 @@ struct Audit: AsyncParsableCommand {
         }
     }
 }
+#endif

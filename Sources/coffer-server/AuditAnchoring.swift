@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import CofferKeyServer
 import Foundation
@@ -45,3 +46,4 @@ extension Serve {
         return level
     }
 }
+#endif

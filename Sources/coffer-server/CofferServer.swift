@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import Coffer
 import CofferKeyServer
@@ -164,3 +165,4 @@ enum ServerFiles {
         return SecretBytes(bytes)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import Coffer
 import CofferKeyServer
@@ -41,3 +42,4 @@ struct KEK: AsyncParsableCommand {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import Coffer
 import CofferKeyServer
@@ -105,3 +106,4 @@ extension Serve {
         return .milliseconds(milliseconds)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import Coffer
 import CofferKeyServer
@@ -254,3 +255,4 @@ struct Operator: AsyncParsableCommand {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import ArgumentParser
 import Configuration
 import Foundation
@@ -43,3 +44,4 @@ struct ServerSettings: Sendable {
         return value
     }
 }
+#endif

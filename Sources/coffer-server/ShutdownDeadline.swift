@@ -1,3 +1,4 @@
+#if Server
 import Dispatch
 import Foundation
 import Logging
@@ -35,3 +36,4 @@ enum ShutdownDeadline {
         }
     }
 }
+#endif

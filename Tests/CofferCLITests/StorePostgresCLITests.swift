@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import Testing
 
@@ -290,3 +291,4 @@ import Glibc
         }
     }
 }
+#endif

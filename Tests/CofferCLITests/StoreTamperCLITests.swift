@@ -225,6 +225,7 @@ import Glibc
     /// The same on PostgreSQL, edited with psql: a sealed field marked
     /// clear, then the state put back from before a rotation, a deleted
     /// record's key, and a deleted record's cells in a new one with its id.
+    #if Server
     @Test(.enabled(if: StorePostgresCLITests.available)) func onPostgresWithPsql() throws {
         let (directory, options) = try StorePostgresCLITests.setUp("cli_tamper", schema: Self.schema)
         func put(_ line: String) throws -> CLI.Result {
@@ -267,4 +268,5 @@ import Glibc
         StoreCLITests.ok(next, "put after the delete")
         #expect(next.stdoutText == "{\"id\":3}\n")
     }
+    #endif
 }

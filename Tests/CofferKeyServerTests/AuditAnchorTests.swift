@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -123,3 +124,4 @@ import Testing
         #expect(process.terminationStatus == 0, "python3 \(arguments)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -111,3 +112,4 @@ import Glibc
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 import PostgresNIO
@@ -47,3 +48,4 @@ import Testing
         #expect(level == "on")
     }
 }
+#endif

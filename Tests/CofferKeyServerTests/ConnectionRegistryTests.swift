@@ -1,3 +1,4 @@
+#if Server
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -61,3 +62,4 @@ import Testing
         #expect(registry.admit(late, id: ObjectIdentifier(late)))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -44,3 +45,4 @@ import Testing
         #expect(headers.count == 2)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -50,3 +51,4 @@ import Testing
         #expect(process.terminationStatus != 0 && text.contains("--require-dpop needs --public-url"), "\(text)")
     }
 }
+#endif

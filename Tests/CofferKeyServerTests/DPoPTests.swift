@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyClient
 import CofferKeyClientNIO
@@ -206,3 +207,4 @@ import Testing
         #expect(try server.count("SELECT count(*) FROM keys WHERE device = 'jkt:\(device.thumbprint)'") == 1)
     }
 }
+#endif

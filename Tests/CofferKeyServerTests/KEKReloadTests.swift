@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -109,3 +110,4 @@ import Testing
 
     static var absentFor: Int64 { ServerKeyStore.absentFor }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -83,3 +84,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import AsyncHTTPClient
 import Coffer
 import CofferKeyClient
@@ -179,3 +180,4 @@ func expectClientError(
     #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
     if let status { #expect(error?.status == status, sourceLocation: sourceLocation) }
 }
+#endif

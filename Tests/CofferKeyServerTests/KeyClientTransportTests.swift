@@ -1,3 +1,4 @@
+#if Server
 import CofferKeyClient
 import Foundation
 import Hummingbird
@@ -55,3 +56,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -87,3 +88,4 @@ import Testing
         #expect(memo.count == 1)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -136,3 +137,4 @@ import Testing
         }
     }
 }
+#endif

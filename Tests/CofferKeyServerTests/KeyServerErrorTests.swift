@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import HTTPTypes
 import Testing
@@ -69,3 +70,4 @@ import Testing
         #expect(checked >= 20)
     }
 }
+#endif

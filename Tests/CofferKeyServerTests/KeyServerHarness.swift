@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -176,3 +177,4 @@ func expectProblem(
     #expect(document["status"] as? Int == status.code, sourceLocation: sourceLocation)
     #expect(response.headers[HTTPField.Name("X-Request-Id")!]?.count == 16, sourceLocation: sourceLocation)
 }
+#endif

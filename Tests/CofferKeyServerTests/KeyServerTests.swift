@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -150,3 +151,4 @@ import Testing
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -86,3 +87,4 @@ import Testing
         return (process.terminationStatus, text)
     }
 }
+#endif

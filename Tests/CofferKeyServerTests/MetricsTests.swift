@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -93,3 +94,4 @@ import Testing
         }
     }
 }
+#endif

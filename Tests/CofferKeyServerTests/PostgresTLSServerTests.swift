@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -67,3 +68,4 @@ import Testing
         #expect(error.map { !"\($0)".contains("never-in-the-clear") } == true)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -149,3 +150,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import GRDB
@@ -181,3 +182,4 @@ import Testing
         #expect(counts.items == 10)
     }
 }
+#endif

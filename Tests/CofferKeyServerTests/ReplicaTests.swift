@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -347,3 +348,4 @@ import Testing
         #expect(Date().timeIntervalSince(start) < 5)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -163,3 +164,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -62,3 +63,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import AsyncHTTPClient
 import Coffer
 import Foundation
@@ -144,3 +145,4 @@ struct ServerAddress: Sendable {
         return (Int(response.status.code), object, response.headers)
     }
 }
+#endif

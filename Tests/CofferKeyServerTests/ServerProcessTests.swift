@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import Testing
@@ -92,3 +93,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -113,3 +114,4 @@ func serverRefusal(_ arguments: [String]) throws -> (Int32, String) {
     process.waitUntilExit()
     return (process.terminationStatus, said)
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -205,3 +206,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import AsyncHTTPClient
 import Coffer
 import CofferKeyClient
@@ -78,3 +79,4 @@ import Testing
         }
     }
 }
+#endif

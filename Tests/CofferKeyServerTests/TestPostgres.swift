@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferKeyServer
 import Foundation
@@ -97,3 +98,4 @@ enum TestPostgres {
         guard status == 0 else { throw CofferError(.io, "PostgreSQL did not \(action) (status \(status))") }
     }
 }
+#endif

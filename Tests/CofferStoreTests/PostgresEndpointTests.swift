@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStore
 import Foundation
@@ -82,3 +83,4 @@ import Testing
         #expect(PostgresFailure.reason(CofferError(.io, "x")) == "CofferError")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStore
 import CofferStorePostgres
@@ -183,3 +184,4 @@ import Testing
         #expect(verification.isIntact && verification.cells == 31 * 3, "\(verification)")
     }
 }
+#endif

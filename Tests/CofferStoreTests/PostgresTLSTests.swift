@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStore
 import CofferStorePostgres
@@ -142,3 +143,4 @@ import Glibc
         #expect(bytes.count == 8, "the client sent more after the server said no TLS")
     }
 }
+#endif

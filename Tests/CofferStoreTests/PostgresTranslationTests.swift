@@ -1,3 +1,4 @@
+#if Server
 import Testing
 
 @testable import CofferStorePostgres
@@ -24,3 +25,4 @@ import Testing
         #expect(PostgresStoreConnection.cachedTranslations <= limit)
     }
 }
+#endif

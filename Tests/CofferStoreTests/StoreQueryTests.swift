@@ -1,6 +1,5 @@
 import Coffer
 import CofferStore
-import CofferStorePostgres
 import Foundation
 import Testing
 
@@ -19,11 +18,21 @@ import Testing
                 sqlite: folder.database, schema: schema, secret: RecordStoreTests.passphrase,
                 kdf: RecordStoreTests.fast, rollbackGuard: nil)
         case .postgres:
+            #if Server
             try PostgresStoreTests.store(schema, in: name + "_" + String(UUID().uuidString.prefix(8)).lowercased())
+            #else
+            throw CofferError(.unsupported, "PostgreSQL stores come with the Server trait")
+            #endif
         }
     }
 
-    static func enabled(_ backend: Backend) -> Bool { backend == .sqlite || PostgresStoreTests.available }
+    static func enabled(_ backend: Backend) -> Bool {
+        #if Server
+        backend == .sqlite || PostgresStoreTests.available
+        #else
+        backend == .sqlite
+        #endif
+    }
 
     static let names: [StoreValue] = ["Zoë", "abe", "Émile", "Zoe", .null, "", "zed", "Abe"]
 

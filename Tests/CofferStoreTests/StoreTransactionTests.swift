@@ -64,7 +64,9 @@ import Testing
         try await Self.exercise(store)
     }
 
+    #if Server
     @Test(.enabled(if: PostgresStoreTests.available)) func onPostgres() async throws {
         try await Self.exercise(try PostgresStoreTests.store(try RecordStoreTests.schema(), in: "transactions"))
     }
+    #endif
 }

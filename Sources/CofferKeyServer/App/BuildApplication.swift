@@ -1,3 +1,4 @@
+#if Server
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -76,3 +77,4 @@ public func buildApplication(_ server: KeyServer, _ configuration: KeyServerConf
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: configuration.logger)
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import HTTPTypes
@@ -181,3 +182,4 @@ public struct KeyServer: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: (try? encoder.encode(value)) ?? Data("{}".utf8))))
     }
 }
+#endif

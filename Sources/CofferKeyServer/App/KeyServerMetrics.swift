@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import Hummingbird
 import Prometheus
@@ -122,3 +123,4 @@ struct MetricsMiddleware: RouterMiddleware {
         return response
     }
 }
+#endif

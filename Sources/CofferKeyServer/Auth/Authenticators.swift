@@ -1,3 +1,4 @@
+#if Server
 import Hummingbird
 import HummingbirdAuth
 
@@ -73,3 +74,4 @@ extension KeyServerContext {
         return "operator:" + info.name
     }
 }
+#endif

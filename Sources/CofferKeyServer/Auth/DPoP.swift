@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -248,3 +249,4 @@ extension ServerKeyStore {
         return SymmetricKey(data: try openWrapped(sealed, context: context))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import JWTKit
 
@@ -48,3 +49,4 @@ public struct DevIssuer: Sendable {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 }
+#endif

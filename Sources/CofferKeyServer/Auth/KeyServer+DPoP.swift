@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import HTTPTypes
@@ -122,3 +123,4 @@ extension KeyServer {
         return (scheme, parts[1])
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -81,3 +82,4 @@ extension ServerKeyStore {
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 }
+#endif

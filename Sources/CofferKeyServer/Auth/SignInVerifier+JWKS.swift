@@ -1,3 +1,4 @@
+#if Server
 import AsyncHTTPClient
 import Coffer
 import Foundation
@@ -73,3 +74,4 @@ extension SignInVerifier {
         }
     }
 }
+#endif

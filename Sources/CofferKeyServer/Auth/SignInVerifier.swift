@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -212,3 +213,4 @@ public final class SignInVerifier: Sendable {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 }
+#endif

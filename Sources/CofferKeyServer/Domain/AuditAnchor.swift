@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -112,3 +113,4 @@ extension ServerKeyStore {
         }
     }
 }
+#endif

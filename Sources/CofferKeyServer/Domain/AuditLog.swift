@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -272,3 +273,4 @@ extension ServerKeyStore {
         try await rows.auditEntries(realm: realm, subject: subject)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 
 /// One key release asked for: `version` nil for the latest; `proof` the
@@ -56,3 +57,4 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
         running = false
     }
 }
+#endif

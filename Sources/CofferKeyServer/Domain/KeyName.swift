@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -91,3 +92,4 @@ public struct ReleasedKey: Sendable, CustomStringConvertible {
 
     public var description: String { "ReleasedKey(\(name), version \(version), id \(keyID), <redacted>)" }
 }
+#endif

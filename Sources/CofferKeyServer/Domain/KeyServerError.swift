@@ -1,3 +1,4 @@
+#if Server
 /// What went wrong, in the key server's own terms — a token, a key, a
 /// subject, a database — with no HTTP in it. Domain, authentication and
 /// storage code throw this; the HTTP edge (``Problem``) turns it into an
@@ -59,3 +60,4 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 }
+#endif

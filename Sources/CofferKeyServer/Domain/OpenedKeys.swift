@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 
@@ -50,3 +51,4 @@ final class OpenedKeys: Sendable {
 
     var count: Int { entries.withLock { $0.count } }
 }
+#endif

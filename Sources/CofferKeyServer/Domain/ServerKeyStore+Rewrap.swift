@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 
@@ -52,3 +53,4 @@ extension ServerKeyStore {
 
     static func keyIDBytes(_ id: UInt32) -> Data { withUnsafeBytes(of: id.bigEndian) { Data($0) } }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 
 /// Crypto-shredding one subject: `shred` schedules the destruction of
@@ -46,3 +47,4 @@ extension ServerKeyStore {
         return try await rows.sweep(now: now)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -187,3 +188,4 @@ public final class ServerKeyStore: Sendable {
         absent.withLock { $0.removeAll() }
     }
 }
+#endif

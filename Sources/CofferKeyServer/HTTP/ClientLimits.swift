@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import HTTPTypes
@@ -218,3 +219,4 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
         context.write(data, promise: promise)
     }
 }
+#endif

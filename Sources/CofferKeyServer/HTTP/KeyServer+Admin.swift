@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Crypto
 import Foundation
@@ -179,3 +180,4 @@ struct ShredResponse: Codable {
     let subject: String
     let shredAt: String
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import HTTPTypes
@@ -69,3 +70,4 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 }
+#endif

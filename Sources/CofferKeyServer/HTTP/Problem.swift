@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -77,3 +78,4 @@ public struct Problem: Error, HTTPResponseError, Sendable, CustomStringConvertib
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Foundation
 import HTTPTypes
@@ -216,3 +217,4 @@ extension KeyServer {
         try await store.admit(addressBucket(address), under: limit)
     }
 }
+#endif

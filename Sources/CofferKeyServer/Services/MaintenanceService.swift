@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import Logging
 import ServiceLifecycle
@@ -81,3 +82,4 @@ public struct AuditAnchorService: Service {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 
 /// Where a key server's rows live: SQLite through GRDB (one machine) or
@@ -204,3 +205,4 @@ extension KeyRows {
     /// removes; a sweep repeats it until fewer are left.
     static var forgetBatch: Int { 2000 }
 }
+#endif

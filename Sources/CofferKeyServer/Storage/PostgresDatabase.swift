@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStorePostgres
 import Foundation
@@ -246,3 +247,4 @@ extension PostgresDatabase {
     /// postgres-nio's logger for statements: errors reach the caller, not the log.
     static var quiet: Logger { PostgresEndpoint.quiet }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import PostgresNIO
 
@@ -133,3 +134,4 @@ extension PostgresKeyRows {
         }
     }
 }
+#endif

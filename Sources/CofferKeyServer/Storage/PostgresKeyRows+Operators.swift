@@ -1,3 +1,4 @@
+#if Server
 import Coffer
 import CofferStorePostgres
 import Foundation
@@ -151,3 +152,4 @@ extension ServerKeyStore {
         return ServerKeyStore(rows: PostgresKeyRows(database), kek: kek, reload: reload, now: now)
     }
 }
+#endif

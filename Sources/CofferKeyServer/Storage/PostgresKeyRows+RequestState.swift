@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import PostgresNIO
 
@@ -53,3 +54,4 @@ extension PostgresKeyRows {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import PostgresNIO
 
@@ -132,3 +133,4 @@ extension PostgresKeyRows {
         END $$
         """
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import PostgresNIO
 
@@ -156,3 +157,4 @@ final class PostgresKeyRows: KeyRows {
         }
     }
 }
+#endif

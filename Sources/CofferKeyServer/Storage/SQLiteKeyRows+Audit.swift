@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 
@@ -84,3 +85,4 @@ extension SQLiteKeyRows {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 
@@ -46,3 +47,4 @@ extension SQLiteKeyRows {
             stored: version.map { StoredVersion(version: $0, wrapped: row[4]) })
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 
@@ -64,3 +65,4 @@ extension SQLiteKeyRows {
     }
 
 }
+#endif

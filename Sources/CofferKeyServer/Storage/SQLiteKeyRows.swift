@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 
@@ -274,3 +275,4 @@ final class SQLiteKeyRows: KeyRows {
 
     func close() async { checkpointer.stop() }
 }
+#endif

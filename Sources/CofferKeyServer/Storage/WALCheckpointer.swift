@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 import GRDB
 
@@ -68,3 +69,4 @@ final class WALCheckpointer: Sendable {
 
     deinit { task.cancel() }
 }
+#endif

@@ -89,7 +89,21 @@ struct Tour: ParsableCommand {
         try presents(in: path("presents.sqlite"))
 
         if keep { print("\nThe tour's files are in \(directory.path)") }
-        print("\nTour complete. Try: coffer keygen -o key.txt; coffer encrypt -r age1… -o file.age file")
+        let coffer = Self.invocation
+        print(
+            "\nTour complete. Try: \(coffer) keygen -o key.txt; \(coffer) encrypt -r age1… -o file.age file"
+                + "\nKeys from a server after sign-in: \(TourServer.invocation)")
+    }
+
+    /// How the user runs this coffer, for hints that work as typed: `swift
+    /// run coffer` when it is a build's (under `.build/`), else `coffer`.
+    static var isBuildProduct: Bool {
+        let path = CommandLine.arguments[0]
+        return path.hasPrefix(".build/") || path.contains("/.build/")
+    }
+
+    static var invocation: String {
+        Self.isBuildProduct ? "swift run coffer" : "coffer"
     }
 
     func step(_ title: String, _ detail: String?) {

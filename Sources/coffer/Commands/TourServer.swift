@@ -10,7 +10,14 @@ struct TourServer: ParsableCommand {
         commandName: "server",
         abstract: "A tour of keys from a server after sign-in, against a development coffer-server it starts itself.",
         discussion:
-            "Needs coffer-server beside coffer (swift build makes both); no configuration; removes what it made.")
+            "Needs coffer-server beside coffer, built with the Server trait (swift build --traits Server makes both); no configuration; removes what it made."
+    )
+
+    /// The one command that builds what this tour needs and runs it.
+    static var invocation: String {
+        Tour.isBuildProduct
+            ? "swift build --traits Server && swift run --traits Server coffer tour server" : "coffer tour server"
+    }
 
     func run() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -76,7 +83,7 @@ final class DevServer {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw CLIFailure(
                 "coffer tour server needs coffer-server beside coffer (\(binary.path))",
-                hint: "swift build builds both; or install both into the same folder")
+                hint: "\(TourServer.invocation), or install both into the same folder (scripts/install)")
         }
         process.executableURL = binary
         process.arguments = ["serve", "--dev", "--listen", "127.0.0.1:0", "--data", data]
@@ -87,7 +94,16 @@ final class DevServer {
         var said = Data()
         while !said.contains(UInt8(ascii: "\n")) {
             let chunk = out.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw CLIFailure("the development key server did not start") }
+            guard !chunk.isEmpty else {
+                process.waitUntilExit()
+                // 69: a coffer-server built without the Server trait, which has no server.
+                if process.terminationStatus == 69 {
+                    throw CLIFailure(
+                        "coffer-server beside coffer was built without the Server trait",
+                        hint: "run \(TourServer.invocation)")
+                }
+                throw CLIFailure("the development key server did not start")
+            }
             said += chunk
         }
         let line = String(decoding: said, as: UTF8.self)

@@ -1,3 +1,4 @@
+#if Server
 import Foundation
 
 extension StorePostgresCLITests {
@@ -14,3 +15,4 @@ extension StorePostgresCLITests {
             environment: ["PGPASSWORD": password])
     }
 }
+#endif

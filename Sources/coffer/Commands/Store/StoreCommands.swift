@@ -2,7 +2,6 @@ import ArgumentParser
 import Coffer
 import CofferKeychain
 import CofferStore
-import CofferStorePostgres
 import Foundation
 
 /// `coffer store`: records with sealed and clear fields (docs/store.md).
@@ -63,6 +62,7 @@ struct StoreOptions: ParsableArguments {
         if databasePasswordFile != nil && !isPostgres {
             throw ValidationError("--db-password-file is for a postgres:// store")
         }
+        if isPostgres && !PostgresStores.available { throw ValidationError(PostgresStores.missing.description) }
     }
 
     var isPostgres: Bool { PostgresURL.names(database) }
@@ -91,7 +91,7 @@ struct StoreOptions: ParsableArguments {
     func open() throws -> RecordStore {
         let open = { (secret: UnlockSecret) throws -> RecordStore in
             if isPostgres {
-                return try RecordStore.open(postgres: database, password: try databasePassword(), secret: secret)
+                return try PostgresStores.open(database, password: try databasePassword(), secret: secret)
             }
             return try RecordStore.open(sqlite: database, secret: secret)
         }
@@ -102,8 +102,8 @@ struct StoreOptions: ParsableArguments {
     func create(schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
         let secret = try secret(confirm: true, creating: true)
         if isPostgres {
-            return try RecordStore.create(
-                postgres: database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
+            return try PostgresStores.create(
+                database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
         }
         return try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf)
     }
@@ -124,8 +124,8 @@ struct StoreAcceptRollback: ParsableCommand {
         let secret = try store.secret(confirm: false)
         let epoch =
             store.isPostgres
-            ? try RecordStore.acceptCurrentState(
-                postgres: store.database, password: try store.databasePassword(), secret: secret)
+            ? try PostgresStores.acceptCurrentState(
+                store.database, password: try store.databasePassword(), secret: secret)
             : try RecordStore.acceptCurrentState(sqlite: store.database, secret: secret)
         StandardError.write("Accepted the store \(store.database) at epoch \(epoch)\n")
     }
@@ -150,8 +150,8 @@ struct StoreInit: ParsableCommand {
         if adopt {
             let secret = try store.secret(confirm: true, creating: true)
             if store.isPostgres {
-                _ = try RecordStore.adopt(
-                    postgres: store.database, password: try store.databasePassword(), schema: schema, secret: secret,
+                _ = try PostgresStores.adopt(
+                    store.database, password: try store.databasePassword(), schema: schema, secret: secret,
                     kdf: try PasswordKDF.named(kdf))
             } else {
                 _ = try RecordStore.adopt(
