@@ -7,6 +7,13 @@ import Foundation
 /// the AWS Encryption SDK's caching materials manager limits its data keys:
 /// by age and by number of uses, whichever comes first. Within both, the
 /// client works offline.
+///
+/// ```swift
+/// let client = try KeyServerClient(
+///     server: url, account: user.id, token: { try await auth.idToken() },
+///     cache: try FileKeychain.open(path: path, secret: deviceSecret),
+///     policy: KeyCachePolicy(timeToLive: 600, maxUses: 100))   // ten minutes or a hundred uses
+/// ```
 public struct KeyCachePolicy: Sendable, Equatable {
     /// Seconds after fetching.
     public var timeToLive: Int64

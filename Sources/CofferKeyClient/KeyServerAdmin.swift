@@ -32,39 +32,38 @@ public struct KeyServerAdmin: Sendable {
 
     /// Adds a version to `subject`'s key for `purpose` and makes it current.
     public func rotate(subject: String, purpose: String, device: String? = nil) async throws -> Rotated {
-        var body: [String: Any] = ["subject": subject, "purpose": purpose]
-        body["device"] = device
-        let object = try await requests.send("/v1/admin/keys/rotate", method: "POST", token: token, body: body).object
-        guard let version = object["version"] as? Int, let keyID = object["keyId"] as? String else {
-            throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a rotation")
-        }
-        return Rotated(version: version, keyID: keyID)
+        let answer = try await requests.send(
+            "/v1/admin/keys/rotate", method: "POST", token: token,
+            body: KeyServerBody.Rotate(subject: subject, purpose: purpose, device: device),
+            answer: KeyServerBody.KeyInfo.self)
+        return Rotated(version: answer.version, keyID: answer.keyId)
     }
 
     /// Stops releasing versions below `minimumVersion`.
     public func retire(subject: String, purpose: String, device: String? = nil, minimumVersion: Int) async throws {
-        var body: [String: Any] = ["subject": subject, "purpose": purpose, "minimumVersion": minimumVersion]
-        body["device"] = device
-        _ = try await requests.send("/v1/admin/keys/retire", method: "POST", token: token, body: body)
+        _ = try await requests.send(
+            "/v1/admin/keys/retire", method: "POST", token: token,
+            body: KeyServerBody.Retire(
+                subject: subject, purpose: purpose, device: device, minimumVersion: minimumVersion),
+            answer: KeyServerBody.Empty.self)
     }
 
     /// Schedules the destruction of every key of `subject` after
     /// `undoWindow` seconds; returns when (ISO 8601).
     public func shred(subject: String, undoWindow: Int64) async throws -> String {
-        let object = try await requests.send(
+        try await requests.send(
             "/v1/admin/subjects/shred", method: "POST", token: token,
-            body: ["subject": subject, "undoWindowSeconds": undoWindow]
-        ).object
-        guard let at = object["shredAt"] as? String else {
-            throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a shred")
-        }
-        return at
+            body: KeyServerBody.Shred(subject: subject, undoWindowSeconds: undoWindow),
+            answer: KeyServerBody.Shredding.self
+        ).shredAt
     }
 
     /// Cancels a pending shred.
     public func undoShred(subject: String) async throws {
         _ = try await requests.send(
-            "/v1/admin/subjects/undo-shred", method: "POST", token: token, body: ["subject": subject])
+            "/v1/admin/subjects/undo-shred", method: "POST", token: token,
+            body: KeyServerBody.UndoShred(subject: subject),
+            answer: KeyServerBody.Empty.self)
     }
 }
 
@@ -75,12 +74,9 @@ extension KeyServerClient {
     public static func developmentToken(
         server: URL, subject: String, transport: any KeyServerTransport = URLSessionTransport()
     ) async throws -> String {
-        let object = try await KeyServerCall(server: server, transport: transport, timeout: .seconds(15)).send(
-            "/v1/dev/token", method: "POST", token: "-", body: ["subject": subject]
-        ).object
-        guard let token = object["token"] as? String else {
-            throw KeyClientError(.malformedResponse, status: 200, "the server gave no token")
-        }
-        return token
+        try await KeyServerCall(server: server, transport: transport, timeout: .seconds(15)).send(
+            "/v1/dev/token", method: "POST", token: "-", body: KeyServerBody.DevTokenRequest(subject: subject),
+            answer: KeyServerBody.DevToken.self
+        ).token
     }
 }

@@ -24,20 +24,31 @@ struct KeyServerCall {
     var nonce: Locked<String?>? = nil
     var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
-    func send(_ path: String, method: String, token: String, body: [String: Any]? = nil) async throws -> (
-        status: Int, object: [String: Any]
-    ) {
+    /// Sends `body` (none when nil) and reads a 2xx answer as `Answer`
+    /// (``KeyServerBody/Empty`` for none); any other answer's problem
+    /// document is the error.
+    func send<Answer: Decodable>(
+        _ path: String, method: String, token: String, body: (any Encodable & Sendable)? = nil,
+        answer: Answer.Type
+    ) async throws -> Answer {
+        let data = try body.map { try JSONEncoder().encode($0) }
+        let answer: Data
         do {
-            return try await sendOnce(path, method: method, token: token, body: body)
+            answer = try await sendOnce(path, method: method, token: token, body: data)
         } catch let error as KeyClientError where error.code == .init("dpop-nonce-required") && dpop != nil {
             // The server issued a new nonce (the first request, or the old one aged): once more with it.
-            return try await sendOnce(path, method: method, token: token, body: body)
+            answer = try await sendOnce(path, method: method, token: token, body: data)
+        }
+        if Answer.self == KeyServerBody.Empty.self, let empty = KeyServerBody.Empty() as? Answer { return empty }
+        do {
+            return try JSONDecoder().decode(Answer.self, from: answer)
+        } catch {
+            throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not its API's \(Answer.self)")
         }
     }
 
-    func sendOnce(_ path: String, method: String, token: String, body: [String: Any]?) async throws -> (
-        status: Int, object: [String: Any]
-    ) {
+    /// One exchange: the 2xx answer's body, or the problem as the error.
+    func sendOnce(_ path: String, method: String, token: String, body: Data?) async throws -> Data {
         let url = server.absoluteString.trimmingSuffix("/") + path
         guard let target = URL(string: url) else {
             throw KeyClientError(.invalidArgument, "the request's path is not a URL")
@@ -55,16 +66,12 @@ struct KeyServerCall {
             headers.append(("Authorization", "Bearer \(token)"))
         }
         headers.append(("Accept", "application/json"))
-        var data: Data?
-        if let body {
-            headers.append(("Content-Type", "application/json"))
-            data = try JSONSerialization.data(withJSONObject: body)
-        }
+        if body != nil { headers.append(("Content-Type", "application/json")) }
         let response: TransportResponse
         do {
             response = try await transport.send(
                 TransportRequest(
-                    method: method, url: target, headers: headers, body: data, timeout: timeout,
+                    method: method, url: target, headers: headers, body: body, timeout: timeout,
                     maxResponseBytes: KeyServerClient.maxResponseBytes))
         } catch let failure as TransportFailure where failure.answerTooLarge {
             throw KeyClientError(.malformedResponse, "the server's answer is too large")
@@ -77,16 +84,14 @@ struct KeyServerCall {
         }
         let status = response.status
         if let fresh = response.header("DPoP-Nonce"), fresh.utf8.count <= 256 { nonce?.withLock { $0 = fresh } }
-        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         guard (200..<300).contains(status) else {
-            guard let code = object?["code"] as? String else {
+            guard let problem = try? JSONDecoder().decode(KeyServerBody.Problem.self, from: response.body) else {
                 throw KeyClientError(
                     .malformedResponse, status: status, "the server answered without a problem document")
             }
-            throw KeyClientError(
-                .init(code), status: status, (object?["detail"] as? String).map { String($0.prefix(500)) } ?? code)
+            throw KeyClientError(.init(problem.code), status: status, String(problem.detail.prefix(500)))
         }
-        return (status, object ?? [:])
+        return response.body
     }
 }
 
@@ -96,14 +101,17 @@ extension KeyServerClient {
     }
 
     /// One key request; the answer must be a key of `purpose`.
-    func fetch(path: String, method: String, body: [String: Any]?, purpose: String) async throws -> ServerKey {
-        let object = try await requests.send(path, method: method, token: try await token(), body: body).object
-        guard object["purpose"] as? String == purpose, let version = object["version"] as? Int, version >= 1,
-            let keyID = object["keyId"] as? String, keyID.count == 16, Hex.decode(keyID) != nil,
-            let encoded = object["key"] as? String, let key = Data(base64Encoded: encoded), key.count == 32
+    func fetch(path: String, method: String, body: KeyServerBody.KeyRequest?, purpose: String) async throws
+        -> ServerKey
+    {
+        let answer = try await requests.send(
+            path, method: method, token: try await token(), body: body, answer: KeyServerBody.Key.self)
+        guard answer.purpose == purpose, answer.version >= 1, answer.keyId.count == 16,
+            Hex.decode(answer.keyId) != nil, let key = Data(base64Encoded: answer.key), key.count == 32
         else { throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a key of \(purpose)") }
         return ServerKey(
-            purpose: purpose, version: version, keyID: keyID, key: SymmetricKey(data: key), fromCache: false)
+            purpose: purpose, version: answer.version, keyID: answer.keyId, key: SymmetricKey(data: key),
+            fromCache: false)
     }
 }
 

@@ -85,7 +85,8 @@ public struct KeyServerClient: Sendable {
         let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         let key = try await fetch(
-            path: "/v1/keys/\(purpose)", method: "POST", body: device.map { ["device": $0] }, purpose: purpose)
+            path: "/v1/keys/\(purpose)", method: "POST", body: device.map { KeyServerBody.KeyRequest(device: $0) },
+            purpose: purpose)
         try keep(key, account)
         return key
     }
