@@ -18,7 +18,16 @@ enum Passphrase {
         guard !bytes.isEmpty else {
             throw CLIFailure("the passphrase file \(path) is empty", status: 64)
         }
+        announceStretching()
         return bytes
+    }
+
+    /// A passphrase is stretched next (scrypt or PBKDF2: seconds, more in
+    /// a debug build): on a terminal, say so, so that the wait is not
+    /// taken for a hang. Nothing is written to a pipe or a file.
+    static func announceStretching() {
+        guard isatty(STDERR_FILENO) == 1 else { return }
+        StandardError.write("coffer: stretching the passphrase (scrypt or PBKDF2); this takes a few seconds…\n")
     }
 
     /// Asks on the controlling terminal; `confirm` asks twice.
@@ -36,6 +45,7 @@ enum Passphrase {
             guard first == second else { throw CLIFailure("the passphrases do not match", status: 64) }
         }
         guard !first.isEmpty else { throw CLIFailure("the passphrase is empty", status: 64) }
+        announceStretching()
         return first
     }
 

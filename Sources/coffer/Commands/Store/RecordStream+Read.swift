@@ -30,6 +30,7 @@ extension RecordStream {
                 let blank = first.allSatisfy { [0x20, 0x09, 0x0D].contains($0) }
                 if !whole && !blank {
                     let parsed = try single(input, pending, ended: ended, source: &source)
+                    markFirstRecord(nil)
                     guard let table = awaitTable() else { return }
                     _ = hand(Piece(records: [try StoreJSON.record(parsed, table: table)], failure: nil))
                     return
@@ -89,6 +90,11 @@ extension RecordStream {
             }
         }
         let parsed = Self.parallelMap(lines.count) { index in Self.result { try parse($0) }(index) }
+        if case .failure(let error)? = parsed.first, let first = lines.first {
+            markFirstRecord(error.prefixed("line \(first.number)"))
+        } else {
+            markFirstRecord(nil)
+        }
         guard let table = awaitTable() else { return nil }
         return Self.parallelMap(parsed.count) { index in
             parsed[index].flatMap { fields in Self.result { _ in try StoreJSON.record(fields, table: table) }(index) }

@@ -25,6 +25,11 @@ final class RecordStream: @unchecked Sendable {
     private var table: StoreSchema.Table?
     private var stopped = false
     private var finished = false
+    /// Whether the first record was parsed (before the store opened), and
+    /// its failure: a file whose first record is malformed is refused
+    /// before the key derivation, since nothing before it is to be written.
+    private var firstChecked = false
+    private var firstFailure: CofferError?
 
     init(batch: Int) { self.batch = batch }
 
@@ -66,6 +71,10 @@ final class RecordStream: @unchecked Sendable {
                 while !finished && input.size != nil { condition.wait() }
             }
         }
+        // A file is read ahead while this thread waits for its first
+        // record's parse (a terminal or a pipe is not: a passphrase may be
+        // asked for first).
+        if input.size != nil, let failure = awaitFirstRecord() { throw failure }
         let store = try open()
         let table = try store.schema.table(tableName)
         condition.withLock {
@@ -100,6 +109,27 @@ final class RecordStream: @unchecked Sendable {
             pieces.append(piece)
             condition.broadcast()
             return true
+        }
+    }
+
+    /// Records how the input's first record parsed (only the first call counts).
+    func markFirstRecord(_ failure: CofferError?) {
+        condition.withLock {
+            guard !firstChecked else { return }
+            firstChecked = true
+            firstFailure = failure
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until the first record was parsed or the reader is done: the
+    /// failure that stops the import before anything is written, if any.
+    private func awaitFirstRecord() -> CofferError? {
+        condition.withLock {
+            while !firstChecked && !finished { condition.wait() }
+            if let firstFailure { return firstFailure }
+            guard !firstChecked, let first = pieces.first, first.records.isEmpty else { return nil }
+            return first.failure
         }
     }
 

@@ -228,10 +228,16 @@ struct StoreUpdate: ParsableCommand {
     var file: String = "-"
 
     func run() throws {
+        // The changes are read and parsed before the key derivation, so a
+        // malformed file is said at once.
+        let bytes = try Input.readAll(path: file, what: "the changes")
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw CofferError(.malformed, "the changes are not UTF-8 JSON")
+        }
+        let parsed = try bytes.withUnsafeBufferPointer { try JSONLines.object($0) }
         let opened = try store.open()
         let (table, key) = try row.resolve(in: opened)
-        let text = String(decoding: try Input.readAll(path: file, what: "the changes"), as: UTF8.self)
-        let changes = try StoreJSON.record(Substring(text), table: table)
+        let changes = try StoreJSON.record(parsed, table: table)
         guard let record = try opened.update(table.name, id: key, set: changes) else { throw row.missing(table) }
         print(StoreJSON.line(record, table: table))
     }
@@ -247,23 +253,6 @@ struct StoreDelete: ParsableCommand {
         let opened = try store.open()
         let (table, key) = try row.resolve(in: opened)
         guard try opened.delete(table.name, id: key) else { throw row.missing(table) }
-    }
-}
-
-/// The record a command acts on: `--table T --id ID`, the id read as the primary key's type.
-struct StoreRow: ParsableArguments {
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("id"), help: "The primary key.")
-    var id: String
-
-    func resolve(in store: RecordStore) throws -> (StoreSchema.Table, StoreValue) {
-        let table = try store.schema.table(table)
-        return (table, try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name))
-    }
-
-    func missing(_ table: StoreSchema.Table) -> CLIFailure {
-        CLIFailure("\(table.name) has no record \(id)", status: 1)
     }
 }
 
@@ -286,12 +275,5 @@ struct StoreVerify: ParsableCommand {
             print("  … and \(result.problemCount - result.problems.count) more")
         }
         guard result.isIntact else { throw CLIFailure("the store has \(result.problemCount) problems", status: 3) }
-    }
-}
-
-extension StoreSchema.Table {
-    /// This table with its primary key only, to print a key as a record.
-    var keyOnly: StoreSchema.Table {
-        StoreSchema.Table(name: name, primaryKey: primaryKey, fields: fields.filter { $0.name == primaryKey })
     }
 }
