@@ -2,7 +2,7 @@
 // Coffer's benchmarks, in their own package so that the library's users
 // never build them. Build and run from the repository root:
 //
-//     swift build -c release --product coffer &&
+//     swift build -c release --traits Server --product coffer &&
 //       swift run -c release --package-path Benchmarks coffer-bench
 import PackageDescription
 

@@ -53,3 +53,46 @@ import Testing
         #expect(Array(plaintext) == Array("legacy".utf8))
     }
 }
+
+/// The examples in the doc comments of KeyRing, X25519, RNCryptor and
+/// CryptoKitBox, run as written.
+@Suite struct DocCommentExampleTests {
+    @Test func keyRing() throws {
+        var ring = KeyRing()
+        let context = Data("cards/42/number".utf8)  // where the value lives: it opens nowhere else
+        let sealed = try ring.seal(Data("4111 1111 1111 1111".utf8), context: context)
+        let newKey = try ring.rotate()  // new values seal under newKey; sealed still opens
+        let number = try ring.open(sealed, context: context)
+        let moved = try ring.rewrap(sealed, context: context)  // now under newKey, never handed out in the clear
+        #expect(number == Data("4111 1111 1111 1111".utf8))
+        #expect(try SealedValue.keyID(of: moved) == newKey && SealedValue.keyID(of: sealed) != newKey)
+        #expect(throws: CofferError.self) { try ring.open(sealed, context: Data("cards/43/number".utf8)) }
+    }
+
+    @Test func x25519() throws {
+        let alice = X25519.Identity()
+        let shared = alice.recipient.description  // age1…: give it to whoever encrypts to Alice
+        let file = try Age.encrypt(Data("hello".utf8), to: [try X25519.Recipient(shared)])
+        let hello = try Age.decrypt(file, with: [alice])
+        let kept = alice.exportSecretKey()  // AGE-SECRET-KEY-1…: keep it secret
+        let again = try X25519.Identity(kept)
+        #expect(hello == Data("hello".utf8) && shared.hasPrefix("age1") && kept.hasPrefix("AGE-SECRET-KEY-1"))
+        #expect(try Age.decrypt(file, with: [again]) == hello)
+    }
+
+    @Test func rncryptor() throws {
+        let message = try RNCryptor.encrypt(Data("hi".utf8), credentials: .password(Array("secret".utf8)))
+        let hi = try RNCryptor.decrypt(message, credentials: .password(Array("secret".utf8)))
+        #expect(hi == Data("hi".utf8))
+        #expect(throws: CofferError.self) {
+            try RNCryptor.decrypt(message, credentials: .password(Array("Secret".utf8)))
+        }
+    }
+
+    @Test func cryptoKitBox() throws {
+        let key = Array(repeating: UInt8(7), count: 32)  // the app's 32-byte key
+        let stored = try CryptoKitBox.seal(Data("a note".utf8), key: key, cipher: .aesgcm)
+        let note = try CryptoKitBox.open(stored, key: key, cipher: .aesgcm)
+        #expect(note == Data("a note".utf8))
+    }
+}

@@ -93,7 +93,7 @@ struct Benchmark {
         guard !sizes.isEmpty, runs > 0 else { fail("--size-mib takes sizes like 512,4096 and --runs a positive count") }
         guard FileManager.default.isExecutableFile(atPath: coffer) else {
             fail(
-                "no coffer binary at \(coffer): run swift build -c release --product coffer in the repository root, or pass --coffer PATH"
+                "no coffer binary at \(coffer): run swift build -c release --traits Server --product coffer in the repository root, or pass --coffer PATH"
             )
         }
         guard let age = which("age") else { fail("the age CLI is not on PATH (apt-get install age)") }

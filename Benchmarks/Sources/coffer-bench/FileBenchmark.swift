@@ -12,7 +12,7 @@ import Glibc
 /// through `openssl speed`, and one core's `memcpy` bandwidth, from which
 /// the machine's limit for this job follows.
 ///
-///     swift build -c release --product coffer &&
+///     swift build -c release --traits Server --product coffer &&
 ///       swift run -c release --package-path Benchmarks coffer-bench [--size-mib 512,4096] [--runs 3]
 struct FileBenchmark {
     /// The root package's release build, found from this file's path.

@@ -3,6 +3,15 @@ import Foundation
 
 /// age's native X25519 recipient and identity (c2sp.org/age, "The X25519
 /// recipient type"): `age1…` public keys, `AGE-SECRET-KEY-1…` secret keys.
+///
+/// ```swift
+/// let alice = X25519.Identity()
+/// let shared = alice.recipient.description          // age1…: give it to whoever encrypts to Alice
+/// let file = try Age.encrypt(Data("hello".utf8), to: [try X25519.Recipient(shared)])
+/// let hello = try Age.decrypt(file, with: [alice])
+/// let kept = alice.exportSecretKey()                // AGE-SECRET-KEY-1…: keep it secret
+/// let again = try X25519.Identity(kept)
+/// ```
 public enum X25519 {
     static let stanzaType = "X25519"
     static let info = Array("age-encryption.org/v1/X25519".utf8)

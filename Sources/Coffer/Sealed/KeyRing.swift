@@ -16,6 +16,15 @@ import Foundation
 /// back in its place.
 ///
 /// Key bytes never appear in `description`, `dump` output or errors.
+///
+/// ```swift
+/// var ring = KeyRing()
+/// let context = Data("cards/42/number".utf8)      // where the value lives: it opens nowhere else
+/// let sealed = try ring.seal(Data("4111 1111 1111 1111".utf8), context: context)
+/// let newKey = try ring.rotate()                  // new values seal under newKey; sealed still opens
+/// let number = try ring.open(sealed, context: context)
+/// let moved = try ring.rewrap(sealed, context: context)  // now under newKey, never handed out in the clear
+/// ```
 public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public enum State: UInt8, Sendable, CustomStringConvertible {
         case primary = 1

@@ -104,6 +104,14 @@ public enum LegacyRecipe {
 /// CryptoKit's sealed boxes as apps stored them: `AES.GCM.SealedBox.combined`
 /// or `ChaChaPoly.SealedBox.combined`, a 12-byte nonce ‖ ciphertext ‖ 16-byte
 /// tag, under a 256-bit key.
+/// CryptoKit's `AES.GCM` and `ChaChaPoly` sealed boxes (`combined`: nonce,
+/// ciphertext, tag), as apps stored them.
+///
+/// ```swift
+/// let key = Array(repeating: UInt8(7), count: 32)   // the app's 32-byte key
+/// let stored = try CryptoKitBox.seal(Data("a note".utf8), key: key, cipher: .aesgcm)
+/// let note = try CryptoKitBox.open(stored, key: key, cipher: .aesgcm)
+/// ```
 public enum CryptoKitBox {
     public enum Cipher: String, CaseIterable, Sendable { case aesgcm, chachapoly }
 

@@ -15,6 +15,12 @@ import Foundation
 /// ciphertext to an unlinked temporary file while computing the HMAC and
 /// decrypts only after it verified, so no plaintext is ever handed out
 /// unauthenticated.
+///
+/// ```swift
+/// let message = try RNCryptor.encrypt(Data("hi".utf8), credentials: .password(Array("secret".utf8)))
+/// let hi = try RNCryptor.decrypt(message, credentials: .password(Array("secret".utf8)))
+/// // A wrong password or a changed byte throws before anything is decrypted.
+/// ```
 public enum RNCryptor {
     public enum Credentials: Sendable {
         case password([UInt8])
