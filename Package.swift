@@ -225,7 +225,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["Coffer", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Coffer", "CofferTesting", .product(name: "Crypto", package: "swift-crypto")],
+            // Read from the source tree by path (expected transcripts, peer scripts), not bundled.
+            exclude: ["Transcripts", "Peers"]
         ),
         .testTarget(
             name: "CofferStoreTests",

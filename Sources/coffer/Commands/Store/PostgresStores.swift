@@ -41,13 +41,6 @@ enum PostgresStores {
     #else
     static let available = false
 
-    static var missing: CofferError {
-        CofferError(
-            .unsupported,
-            "this coffer was built without PostgreSQL stores: build it with swift build --traits Server (docs/packages.md)"
-        )
-    }
-
     static func open(_ url: String, password: String?, secret: UnlockSecret) throws -> RecordStore { throw missing }
 
     static func create(_ url: String, password: String?, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
