@@ -66,7 +66,7 @@ struct TourServer: ParsableCommand {
         try tour.check((try? bobs.read()) == nil, "bob's key opened alice's key ring")
         tour.step("bob signed in: his key for presents is his own, and alice's key ring does not open with it", nil)
         print(
-            "\nTour complete. Run a real one: coffer-server serve --data DIR --kek-passphrase-file F --issuer … --audience … --jwks-url …"
+            "\nTour complete. Run a real one: \(Tour.isBuildProduct ? "swift run --traits Server coffer-server" : "coffer-server") serve --data DIR --kek-passphrase-file F --issuer … --audience … --jwks-url …"
         )
     }
 }
