@@ -293,7 +293,7 @@ for target in package.targets where target.type != .system {
 // suites link: no HTTP server, JWT or HTTP client stack.
 if Context.environment["COFFER_LIBRARIES_ONLY"] != nil {
     let leftOut: Set<String> = [
-        "coffer", "coffer-server", "coffer-fuzz", "CofferKeyServer", "CofferKeyClient",
+        "coffer", "coffer-server", "coffer-fuzz", "CofferKeyServer", "CofferKeyClient", "CofferKeyClientNIO",
         "CofferCLITests", "CofferKeyServerTests",
     ]
     package.targets.removeAll { leftOut.contains($0.name) }
