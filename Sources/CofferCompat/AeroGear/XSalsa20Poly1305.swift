@@ -45,15 +45,17 @@ enum SecretBox {
                 .payloadAuthenticationFailed, "the secretbox does not authenticate: wrong key or nonce, or damaged data"
             )
         }
+        // Message byte i takes key-stream byte 32 + i: block 0 after the Poly1305 key, then whole blocks.
         var plaintext = Array(box[tagSize...])
-        var offset = 0
-        var block = Array(first[32..<64])
-        while offset < plaintext.count {
-            if block.isEmpty { block = stream.nextBlock() }
-            let count = min(block.count, plaintext.count - offset)
-            for index in 0..<count { plaintext[offset + index] ^= block[index] }
-            block.removeFirst(count)
-            offset += count
+        var block = first
+        var position = 32
+        for index in plaintext.indices {
+            if position == 64 {
+                block = stream.nextBlock()
+                position = 0
+            }
+            plaintext[index] ^= block[position]
+            position += 1
         }
         return plaintext
     }
@@ -157,10 +159,11 @@ enum Poly1305 {
         var (h0, h1, h2, h3, h4): (UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0)
 
         var offset = 0
+        // One block buffer for the whole message, filled in place.
+        var block = [UInt8](repeating: 0, count: 16)
         while offset < message.count {
             let count = min(16, message.count - offset)
-            var block = [UInt8](repeating: 0, count: 16)
-            block.replaceSubrange(0..<count, with: message[offset..<(offset + count)])
+            for index in 0..<16 { block[index] = index < count ? message[offset + index] : 0 }
             // A full block's 2^128 bit; a short last block has its 1 byte after the message instead.
             var high: UInt32 = 1 << 24
             if count < 16 {
