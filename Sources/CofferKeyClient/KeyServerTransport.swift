@@ -1,3 +1,4 @@
+import Coffer
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -157,4 +158,14 @@ public struct URLSessionTransport: KeyServerTransport, @unchecked Sendable {
         default: return "URLError \(error.code.rawValue)"
         }
     }
+}
+
+// A request carries the sign-in token (and a DPoP proof) in its headers, a
+// response a key in its body: neither is ever printed, dumped or mirrored.
+extension TransportRequest: SecretRedacting {
+    public var description: String { "TransportRequest(\(method) \(url.path), <redacted>)" }
+}
+
+extension TransportResponse: SecretRedacting {
+    public var description: String { "TransportResponse(\(status), <redacted>)" }
 }

@@ -57,3 +57,26 @@ import Testing
     }
 }
 #endif
+
+#if Server
+/// What a transport carries — the sign-in token, a key — never reaches
+/// a description, a dump or a mirror.
+@Suite struct TransportRedactionTests {
+    @Test func tokensAndKeysArePrintedNowhere() {
+        let request = TransportRequest(
+            method: "POST", url: URL(string: "https://keys.example.com/v1/keys/notes?device=phone")!,
+            headers: [("Authorization", "Bearer SECRET-TOKEN"), ("DPoP", "SECRET-PROOF")], body: Data("{}".utf8),
+            timeout: .seconds(1), maxResponseBytes: 10)
+        let response = TransportResponse(
+            status: 200, headers: [("Content-Type", "application/json")], body: Data(#"{"key":"SECRET-KEY"}"#.utf8))
+        var dumped = ""
+        dump(request, to: &dumped)
+        dump(response, to: &dumped)
+        let shown = [dumped, "\(request)", "\(response)", String(reflecting: request), String(reflecting: response)]
+        for text in shown {
+            #expect(!text.contains("SECRET"), "\(text)")
+        }
+        #expect("\(request)".contains("POST /v1/keys/notes") && "\(response)".contains("200"))
+    }
+}
+#endif
