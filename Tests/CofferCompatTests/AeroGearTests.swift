@@ -1,4 +1,5 @@
 import Coffer
+import Crypto
 import Foundation
 import Testing
 
@@ -68,5 +69,91 @@ import Testing
         }
         #expect(refused?.code == .wrongPassword)
         #expect(throws: CofferError.self) { try AeroGear.Generation(ivOrNonce: [UInt8](repeating: 0, count: 12)) }
+    }
+
+    /// AeroGear-Crypto's own fixed vectors (AGSecretBoxSpec, and NaCl's
+    /// crypto_box example that AGCryptoBoxSpec reuses), provenance in
+    /// Resources/VECTORS-PROVENANCE.md.
+    @Test func aeroGearsPublishedVectorsOpen() throws {
+        let url = Bundle.module.resourceURL!.appendingPathComponent("aerogear/aerogear_crypto_spec_vectors.json")
+        let file = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as! [String: Any]
+        func bytes(_ item: [String: Any], _ name: String) -> [UInt8] { Hex.decode(item[name] as! String)! }
+        let secretboxes = file["secretbox"] as! [[String: Any]]
+        let boxes = file["box"] as! [[String: Any]]
+        #expect(secretboxes.count == 1 && boxes.count == 1)
+        for item in secretboxes {
+            let key = SecretBytes(bytes(item, "key"))
+            let opened = try AeroGear.open(
+                bytes(item, "ciphertext"), ivOrNonce: bytes(item, "nonce"), key: key, generation: .secretBox)
+            #expect(Array(opened) == bytes(item, "message"))
+            let refused = #expect(throws: CofferError.self) {
+                try AeroGear.open(
+                    bytes(item, "ciphertext"), ivOrNonce: bytes(item, "nonce"),
+                    key: SecretBytes(bytes(item, "corrupted_key")), generation: .secretBox)
+            }
+            #expect(refused?.code == .wrongPassword)
+        }
+        for item in boxes {
+            // Either side opens it: Bob's box to Alice, read with Alice's
+            // private key and Bob's public key, and the other way round.
+            for (sender, recipient) in [("bob_public", "alice_private"), ("alice_public", "bob_private")] {
+                let opened = try AeroGear.openBox(
+                    bytes(item, "ciphertext"), nonce: bytes(item, "nonce"), senderPublicKey: bytes(item, sender),
+                    recipientPrivateKey: SecretBytes(bytes(item, recipient)))
+                #expect(Array(opened) == bytes(item, "message"))
+            }
+            // The same bytes are a secretbox under NaCl's "firstkey", which
+            // HSalsa20 derives from the X25519 shared secret.
+            let shared = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: bytes(item, "alice_private"))
+                .sharedSecretFromKeyAgreement(
+                    with: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: bytes(item, "bob_public"))
+                ).withUnsafeBytes { Array($0) }
+            let firstKey = HSalsa20.hash(key: shared, input: [UInt8](repeating: 0, count: 16))
+            #expect(firstKey == bytes(item, "nacl_firstkey"))
+            let opened = try SecretBox.open(bytes(item, "ciphertext"), nonce: bytes(item, "nonce"), key: firstKey)
+            #expect(opened == bytes(item, "message"))
+        }
+    }
+
+    /// The store and defaults readers, on property lists Foundation writes
+    /// in both forms; the CLI suite runs the independent ones.
+    @Test func propertyListsInBothFormsAndTheirValueKinds() throws {
+        let record: [String: Any] = [
+            "id": "A1", "toWhom": "Zoë", "description": Data([1, 2, 3]), "count": 7, "done": true, "price": 2.5,
+            "when": Date(timeIntervalSince1970: 1_387_000_000),
+        ]
+        for format in [PropertyListSerialization.PropertyListFormat.xml, .binary] {
+            let bytes = try PropertyListSerialization.data(fromPropertyList: [record], format: format, options: 0)
+            let store = try AeroGear.PropertyListStore(propertyList: Array(bytes))
+            #expect(store.records.count == 1)
+            let fields = store.records[0].fields
+            #expect(fields["id"] == .text("A1") && fields["toWhom"] == .text("Zoë"))
+            #expect(fields["description"] == .data(Data([1, 2, 3])))
+            #expect(fields["count"] == .integer(7) && fields["done"] == .boolean(true) && fields["price"] == .real(2.5))
+            #expect(fields["when"] == .date(Date(timeIntervalSince1970: 1_387_000_000)))
+            #expect(store.records[0].name == "record 1 (id \"A1\")")
+            // A value's description never shows it.
+            #expect(!"\(fields["toWhom"]!)".contains("Zo"))
+        }
+        let encrypted = try PropertyListSerialization.data(
+            fromPropertyList: ["A": Data(count: 40)], format: .binary, options: 0)
+        let refused = #expect(throws: CofferError.self) {
+            try AeroGear.PropertyListStore(propertyList: Array(encrypted))
+        }
+        #expect(refused?.code == .unsupported)
+
+        let salt = [UInt8](repeating: 7, count: 16)
+        let defaults = try PropertyListSerialization.data(
+            fromPropertyList: ["xmas.salt": Data(salt), "xmas.nonce": Data(count: 24), "other": "x"], format: .binary,
+            options: 0)
+        let parameters = try AeroGear.Parameters(defaults: Array(defaults), prefix: "xmas")
+        #expect(parameters.generation == .secretBox && parameters.salt == salt && parameters.ivOrNonce.count == 24)
+        #expect(throws: CofferError.self) { try AeroGear.Parameters(defaults: Array(defaults), prefix: "gifts") }
+        #expect(throws: CofferError.self) {
+            try AeroGear.Parameters(defaults: Array(defaults), prefix: "xmas", generation: .cbc)
+        }
+        #expect(throws: CofferError.self) {
+            try AeroGear.Parameters(salt: [1], ivOrNonce: [UInt8](repeating: 0, count: 16))
+        }
     }
 }

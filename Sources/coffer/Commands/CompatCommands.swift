@@ -175,6 +175,8 @@ struct Convert: ParsableCommand {
         case legacyECB = "legacy-ecb"
         case cryptokitAESGCM = "cryptokit-aesgcm"
         case cryptokitChaChaPoly = "cryptokit-chachapoly"
+        case aerogearCBC = "aerogear-cbc"
+        case aerogearSecretBox = "aerogear-secretbox"
     }
 
     static let configuration = CommandConfiguration(
@@ -183,12 +185,16 @@ struct Convert: ParsableCommand {
         discussion: """
             Credentials as for the old format's own command: apple-ecies takes --algorithm and \
             --key; rncryptor --passphrase-file or --key-file; legacy-cbc/legacy-ecb \
-            --passphrase-file; cryptokit-* --key-file (32 bytes). Nothing is written unless the \
+            --passphrase-file; cryptokit-* --key-file (32 bytes); aerogear-* --passphrase-file and either \
+            --aerogear-defaults with --aerogear-prefix or --aerogear-salt with --aerogear-iv (hex). Nothing is written unless the \
             old data authenticated (for the legacy recipe, which has no MAC, unless its padding \
             is right; a warning says it was unauthenticated). The plaintext is held in memory.
             """)
 
-    @Option(help: "apple-ecies, rncryptor, legacy-cbc, legacy-ecb, cryptokit-aesgcm or cryptokit-chachapoly.")
+    @Option(
+        help:
+            "apple-ecies, rncryptor, legacy-cbc, legacy-ecb, cryptokit-aesgcm, cryptokit-chachapoly, aerogear-cbc or aerogear-secretbox."
+    )
     var from: Source
 
     @Option(help: "apple-ecies: the SecKey algorithm (any eciesEncryption… or rsaEncryptionOAEP…AESGCM).")
@@ -197,8 +203,10 @@ struct Convert: ParsableCommand {
     @Option(name: [.customShort("k"), .customLong("key")], help: "apple-ecies: the private key file.")
     var key: String?
 
-    @Option(name: .customLong("passphrase-file"), help: "rncryptor, legacy-*: the password file.")
+    @Option(name: .customLong("passphrase-file"), help: "rncryptor, legacy-*, aerogear-*: the password file.")
     var passphraseFile: String?
+
+    @OptionGroup var aeroGear: AeroGearValueOptions
 
     @Option(name: .customLong("key-file"), help: "rncryptor: 64 bytes; cryptokit-*: 32 bytes.")
     var keyFile: String?
@@ -247,6 +255,9 @@ struct Convert: ParsableCommand {
             plaintext = try CryptoKitBox.open(
                 old, key: try Input.readAll(path: keyFile, what: "the key file"),
                 cipher: from == .cryptokitAESGCM ? .aesgcm : .chachapoly)
+        case .aerogearCBC, .aerogearSecretBox:
+            plaintext = try aeroGear.open(
+                old, generation: from == .aerogearCBC ? .cbc : .secretBox, passwordFile: passphraseFile)
         }
         let out = try Output(path: output, binary: !armor, hint: "did you mean to use -a/--armor, or -o FILE?")
         var source = BufferSource(plaintext)

@@ -17,7 +17,7 @@ struct StoreCommand: ParsableCommand {
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
             StoreVerify.self, StorePlanCommand.self, StoreRotate.self, StoreReindex.self, StoreMigrate.self,
-            StoreAcceptRollback.self, StoreAlter.self,
+            StoreAcceptRollback.self, StoreAlter.self, StoreImport.self,
         ]
     )
 }
