@@ -18,6 +18,7 @@ let package = Package(
             name: "PresentsModel",
             dependencies: [
                 .product(name: "Coffer", package: "Coffer"),
+                .product(name: "CofferCompat", package: "Coffer"),
                 .product(name: "CofferStore", package: "Coffer"),
                 .product(name: "CofferKeyClient", package: "Coffer"),
             ]

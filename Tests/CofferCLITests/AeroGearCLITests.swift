@@ -188,4 +188,16 @@ import Testing
             #expect(neither.status == 64 && neither.stderr.contains("--aerogear-salt"), "\(neither.stderr)")
         }
     }
+
+    /// `coffer tour presents` makes an Xmas app's files and migrates them.
+    @Test func tourPresentsMigratesTheXmasData() throws {
+        let tour = try CLI.coffer(["tour", "presents"])
+        StoreCLITests.ok(tour, "tour presents")
+        for line in [
+            "Sam's and Zoë's kites are the same bytes", "a wrong password opened none", "4 records",
+            "a knitted scarf, jasmine tea", "no description is readable",
+        ] {
+            #expect(tour.stdoutText.contains(line), "\(tour.stdoutText)")
+        }
+    }
 }

@@ -5,7 +5,7 @@ import Testing
 /// whole transcripts.
 @Suite struct TranscriptTests {
     static let commands = [
-        "", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour", "tour server",
+        "", "encrypt", "decrypt", "keygen", "rekey", "inspect", "hash", "hmac", "tour", "tour presents", "tour server",
         "rsa", "rsa encrypt", "rsa decrypt", "agree", "sign", "verify", "key", "key show", "key convert",
         "apple", "apple encrypt", "apple decrypt", "apple key-exchange", "rncryptor", "rncryptor encrypt",
         "rncryptor decrypt", "legacy", "legacy decrypt", "cryptokit", "cryptokit seal", "cryptokit open", "convert",
@@ -17,7 +17,7 @@ import Testing
         "keychain generate-key", "keychain public-key", "keychain rsa-decrypt", "keychain agree", "keychain encrypt-to",
         "keychain decrypt-from", "keychain passwd", "keychain accept-rollback",
         "store", "store init", "store put", "store get", "store find", "store update", "store delete", "store verify",
-        "store plan", "store rotate", "store reindex", "store migrate", "store accept-rollback", "store alter",
+        "store plan", "store rotate", "store reindex", "store migrate", "store accept-rollback", "store alter", "store import",
         "server-key",
         "server-key get",
         "server-key rotate", "server-key retire", "server-key shred", "server-key undo-shred",

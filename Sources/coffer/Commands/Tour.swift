@@ -8,8 +8,8 @@ struct Tour: ParsableCommand {
         abstract:
             "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random, keep sealed records.",
         discussion:
-            "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given. 'coffer tour server' tours keys from a server after sign-in.",
-        subcommands: [TourServer.self]
+            "Works in a new temporary directory, needs no server and no configuration, and removes what it made unless --keep is given. 'coffer tour presents' migrates the seed's AeroGear Xmas data into a store; 'coffer tour server' tours keys from a server after sign-in.",
+        subcommands: [TourPresents.self, TourServer.self]
     )
 
     @Flag(help: "Keep the tour's directory and print where it is.")
@@ -92,6 +92,7 @@ struct Tour: ParsableCommand {
         let coffer = Self.invocation
         print(
             "\nTour complete. Try: \(coffer) keygen -o key.txt; \(coffer) encrypt -r age1… -o file.age file"
+                + "\nThe seed's AeroGear Xmas data, migrated: \(coffer) tour presents"
                 + "\nKeys from a server after sign-in: \(TourServer.invocation)")
     }
 

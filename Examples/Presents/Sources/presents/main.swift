@@ -9,6 +9,7 @@ import PresentsModel
 //   presents --db presents.sqlite --password-file pw for Grandma
 //   presents --db presents.sqlite --password-file pw remove 1
 //   presents --db presents.sqlite --server https://keys.example.com --token-file id.jwt list
+//   presents --db presents.sqlite --password-file pw --aerogear-password-file old-pw import-aerogear xmas defaults.plist
 //
 // Exit status 0, 1 for a failure (said on standard error), 64 for bad usage.
 
@@ -19,7 +20,7 @@ func fail(_ message: String, status: Int32) -> Never {
 
 let usage = """
     usage: presents --db FILE (--password-file F | --server URL --token-file F) \
-    (list | for NAME | add NAME WHAT | remove ID)
+    (list | for NAME | add NAME WHAT | remove ID | import-aerogear STORE DEFAULTS)
     """
 var options: [String: String] = [:]
 var words: [String] = []
@@ -65,6 +66,14 @@ do {
     case ("add", 3):
         let added = try await presents.add(toWhom: words[1], description: words[2])
         print(added.id ?? 0)
+    case ("import-aerogear", 3):
+        guard let passwordFile = options["aerogear-password-file"] else {
+            fail("import-aerogear needs --aerogear-password-file (the old app's password)", status: 64)
+        }
+        let moved = try await presents.importAeroGear(
+            store: try Data(contentsOf: URL(fileURLWithPath: words[1])),
+            defaults: try Data(contentsOf: URL(fileURLWithPath: words[2])), password: firstLine(passwordFile))
+        print("moved \(moved.count) presents from the AeroGear Xmas app")
     case ("remove", 2):
         guard let id = Int64(words[1]) else { fail("an id is a whole number", status: 64) }
         guard try await presents.remove(id: id) else { fail("no present \(id)", status: 1) }
