@@ -85,19 +85,32 @@ extension Serve {
         return data
     }
 
-    /// Where the issuer's keys are read from.
-    func issuerKeys(_ settings: ServerSettings) throws -> @Sendable () async throws -> Data {
+    /// Where the issuer's keys are read from, and the algorithms its
+    /// tokens may use: a JWKS file or URL (every algorithm this server
+    /// accepts), or what discovery finds, whenever neither is given.
+    func issuerKeys(_ settings: ServerSettings, issuer: String) async throws -> (
+        @Sendable () async throws -> Data, [String]
+    ) {
         let jwksFile = settings.value(self.jwksFile, "jwks.file")
         let jwksURL = settings.value(self.jwksURL, "jwks.url")
-        guard (jwksFile == nil) != (jwksURL == nil) else {
-            throw ValidationError("give one of --jwks-file and --jwks-url")
+        let discovery = issuerDiscovery || settings.value(nil, "issuer-discovery") == "true"
+        if discovery && (jwksFile != nil || jwksURL != nil) {
+            throw ValidationError("--issuer-discovery finds the keys itself: give it without --jwks-file or --jwks-url")
         }
+        if jwksFile != nil && jwksURL != nil { throw ValidationError("give one of --jwks-file and --jwks-url") }
         if let jwksURL {
             guard let url = URL(string: jwksURL) else { throw ValidationError("--jwks-url takes a URL") }
-            return try SignInVerifier.issuerKeys(at: url)
+            return (try SignInVerifier.issuerKeys(at: url), SignInVerifier.supportedAlgorithms)
         }
-        let path = jwksFile!
-        return { try Data(contentsOf: URL(fileURLWithPath: path)) }
+        if let path = jwksFile {
+            return ({ try Data(contentsOf: URL(fileURLWithPath: path)) }, SignInVerifier.supportedAlgorithms)
+        }
+        let found = try await IssuerDiscovery.discover(issuer: issuer)
+        FileHandle.standardError.write(
+            Data(
+                "coffer-server: issuer discovery: keys from \(found.jwksURI.absoluteString), tokens signed with \(found.algorithms.joined(separator: ", "))\n"
+                    .utf8))
+        return (try SignInVerifier.issuerKeys(at: found.jwksURI), found.algorithms)
     }
 
     func refusalDelay(_ settings: ServerSettings) throws -> Duration {

@@ -37,6 +37,18 @@ struct Serve: AsyncParsableCommand {
         help: ArgumentHelp("The issuer's keys from its jwks_uri (fetched again on an unknown kid).", valueName: "URL"))
     var jwksURL: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Read the issuer's keys again on an unknown kid at most once in SECONDS (default 30).",
+            valueName: "SECONDS"))
+    var jwksRefreshFloor: Int64?
+
+    @Flag(
+        help:
+            "Find the issuer's keys and algorithms in ISSUER/.well-known/openid-configuration (also when neither --jwks-file nor --jwks-url is given)."
+    )
+    var issuerDiscovery = false
+
     @Option(help: ArgumentHelp("The claim that names the subject (default sub).", valueName: "NAME"))
     var subjectClaim: String?
 
@@ -149,12 +161,16 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(
                 Data("coffer-server: development mode: anyone who reaches this server can sign in as anyone\n".utf8))
         } else {
+            let issuer = try settings.required(issuer, "issuer", flag: "--issuer")
+            let audience = try settings.required(audience, "audience", flag: "--audience")
+            let (keys, algorithms) = try await issuerKeys(settings, issuer: issuer)
             let policy = TokenPolicy(
-                issuer: try settings.required(issuer, "issuer", flag: "--issuer"),
-                audience: try settings.required(audience, "audience", flag: "--audience"),
+                issuer: issuer, audience: audience,
                 subjectClaim: settings.value(subjectClaim, "subject.claim") ?? "sub",
-                leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60)
-            verifier = try await SignInVerifier(policy: policy, jwks: try issuerKeys(settings))
+                leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60,
+                refreshFloor: try jwksRefreshFloor ?? settings.value(nil, "jwks.refresh-floor").map(Self.seconds) ?? 30,
+                algorithms: algorithms)
+            verifier = try await SignInVerifier(policy: policy, jwks: keys)
         }
         // The server's registry is also swift-metrics' backend, so what any
         // library reports through swift-metrics is served on /metrics too.

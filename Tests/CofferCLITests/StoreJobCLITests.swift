@@ -59,11 +59,18 @@ import Glibc
         StoreCLITests.ok(
             try StoreCLITests.store(["put", "--table", "presents"], directory, stdin: Array(Self.records().utf8)), "put"
         )
+        // One whole run, timed, sets how long to wait before a kill: up to
+        // one and a half runs, so that about a third finish (most of them
+        // resuming a killed one) however loaded the machine is.
+        let started = Date()
+        StoreCLITests.ok(
+            try StoreCLITests.store([job, "--batch", "100"], directory), "\(job) once, to time it")
+        let pause = useconds_t(max(250_000, Date().timeIntervalSince(started) * 1_500_000))
         var (finished, resumed, killed) = (0, 0, 0)
         for round in 0..<100 {
             let output = try Self.interrupted(
                 ["store", job, "--db", "s.sqlite", "--kek-file", "kek", "--batch", "100"], in: directory,
-                pause: 250_000)
+                pause: pause)
             if let output {
                 finished += 1
                 if output.contains("(resumed)") { resumed += 1 }
@@ -75,7 +82,9 @@ import Glibc
         let last = try StoreCLITests.store([job], directory)
         StoreCLITests.ok(last, "\(job) to the end")
         try Self.check(directory, "after \(job)")
-        print("store \(job) kill -9: 100 rounds, \(killed) killed, \(finished) finished (\(resumed) of them resumed)")
+        print(
+            "store \(job) kill -9: 100 rounds, kills up to \(pause / 1000) ms in, \(killed) killed, \(finished) finished (\(resumed) of them resumed)"
+        )
         #expect(killed >= 20 && resumed >= 5)
     }
 

@@ -17,15 +17,21 @@ public struct TokenPolicy: Sendable {
     /// How often, at most, an unknown `kid` makes the server read its
     /// issuer's keys again (seconds).
     public var refreshFloor: Int64
+    /// The `alg`s a token may have: some of ES256, RS256 and EdDSA (all
+    /// three by default; discovery narrows them to what the provider says
+    /// it signs ID tokens with).
+    public var algorithms: [String]
 
     public init(
-        issuer: String, audience: String, subjectClaim: String = "sub", leeway: Int64 = 60, refreshFloor: Int64 = 30
+        issuer: String, audience: String, subjectClaim: String = "sub", leeway: Int64 = 60, refreshFloor: Int64 = 30,
+        algorithms: [String] = SignInVerifier.supportedAlgorithms
     ) {
         self.issuer = issuer
         self.audience = audience
         self.subjectClaim = subjectClaim
         self.leeway = leeway
         self.refreshFloor = refreshFloor
+        self.algorithms = algorithms.filter(SignInVerifier.supportedAlgorithms.contains)
     }
 }
 
@@ -48,7 +54,8 @@ public final class SignInVerifier: Sendable {
     }
 
     public static let maxTokenBytes = 8192
-    static let algorithms = ["ES256", "RS256", "EdDSA"]
+    /// Every `alg` a token may ever have.
+    public static let supportedAlgorithms = ["ES256", "RS256", "EdDSA"]
 
     struct IssuerKey: Sendable {
         let algorithm: String
@@ -127,9 +134,9 @@ public final class SignInVerifier: Sendable {
             throw KeyServerError.unauthenticated(
                 "token-malformed", "the token is not a signed JWT (three base64url parts of JSON)")
         }
-        guard let algorithm = header["alg"] as? String, Self.algorithms.contains(algorithm) else {
+        guard let algorithm = header["alg"] as? String, policy.algorithms.contains(algorithm) else {
             throw KeyServerError.unauthenticated(
-                "token-algorithm-refused", "only \(Self.algorithms.joined(separator: ", ")) tokens are accepted")
+                "token-algorithm-refused", "only \(policy.algorithms.joined(separator: ", ")) tokens are accepted")
         }
         guard header["crit"] == nil else {
             throw KeyServerError.unauthenticated(
