@@ -200,4 +200,36 @@ import Testing
             #expect(tour.stdoutText.contains(line), "\(tour.stdoutText)")
         }
     }
+
+    /// The same import into a PostgreSQL store (scripts/with-postgres): one
+    /// transaction there too, and a wrong password leaves the table empty.
+    #if Server
+    @Test(.enabled(if: StorePostgresCLITests.available)) func importsIntoPostgreSQL() throws {
+        guard Peers.available([("python3 with cryptography and PyNaCl", Peers.python)]) else { return }
+        let (directory, options) = try StorePostgresCLITests.setUp(
+            "aerogear_\(UInt32.random(in: 0...UInt32.max))", schema: Self.schema)
+        try Self.peer(["make", "secretbox", "binary", "nonce", "25", directory.url.path])
+        chmod(directory.path("password"), 0o600)
+        let arguments = [
+            "import", "--table", "presents", "--from", "aerogear-plist", "xmas", "--aerogear-defaults",
+            "defaults.plist",
+            "--aerogear-password-file", "password",
+        ]
+        let right = try directory.read("password")
+        try directory.write("password", Array("a guess\n".utf8))
+        let wrong = try StorePostgresCLITests.run(arguments, options, directory)
+        #expect(wrong.status == 2 && wrong.stderr.contains("record 1 (id"), "\(wrong.stderr)")
+        let none = try StorePostgresCLITests.run(["find", "--table", "presents", "--count"], options, directory)
+        #expect(none.stdoutText == "0\n")
+        try directory.write("password", right)
+        StoreCLITests.ok(try StorePostgresCLITests.run(arguments, options, directory), "import on PostgreSQL")
+        let found = try StorePostgresCLITests.run(["find", "--table", "presents"], options, directory)
+        StoreCLITests.ok(found, "find")
+        let stored = Set(
+            try found.stdoutText.split(separator: "\n").map { try JSONDecoder().decode(Gift.self, from: Data($0.utf8)) }
+        )
+        let expected = try JSONDecoder().decode([Gift].self, from: Data(try directory.read("expected.json")))
+        #expect(stored == Set(expected))
+    }
+    #endif
 }
