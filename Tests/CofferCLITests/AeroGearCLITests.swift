@@ -186,6 +186,21 @@ import Testing
                 ["convert", "--from", from, "--passphrase-file", "password", "-r", recipient, "value"],
                 in: directory.url)
             #expect(neither.status == 64 && neither.stderr.contains("--aerogear-salt"), "\(neither.stderr)")
+            // The import's own password option works here too; two password options do not.
+            let sameOption = try CLI.coffer(
+                [
+                    "convert", "--from", from, "--aerogear-password-file", "password", "--aerogear-defaults",
+                    "defaults.plist", "--aerogear-prefix", "xmas", "-r", recipient, "-o", "same.age", "value",
+                ], in: directory.url)
+            StoreCLITests.ok(sameOption, "convert \(from) --aerogear-password-file")
+            let reopened = try CLI.coffer(["decrypt", "-i", "id.txt", "same.age"], in: directory.url)
+            #expect(reopened.stdoutText == expected.description)
+            let twice = try CLI.coffer(
+                [
+                    "convert", "--from", from, "--aerogear-password-file", "password", "--passphrase-file", "password",
+                    "--aerogear-defaults", "defaults.plist", "--aerogear-prefix", "xmas", "-r", recipient, "value",
+                ], in: directory.url)
+            #expect(twice.status == 64 && twice.stderr.contains("give the password once"), "\(twice.stderr)")
         }
     }
 

@@ -366,6 +366,27 @@ extension KeychainCLITests {
         ])
         #expect(decrypted.status == 0 && decrypted.stdoutText == "for the keyring", "\(decrypted.stderr)")
 
+        // A store whose KEK the keyring keeps (made by init, found by put and get).
+        let schema = try directory.write(
+            "schema.json",
+            Array(
+                #"{"tables": [{"name": "notes", "primaryKey": "id", "fields": [{"name": "id", "type": "integer"}, {"name": "body", "type": "text", "sealed": true}]}]}"#
+                    .utf8))
+        let store = [
+            "--db", directory.path("notes.sqlite"), "--kek-keychain", name, "--kek-tag", "stores/notes",
+            "--kek-keychain-backend", "secret-service",
+        ]
+        let made = try CLI.coffer(["store", "init"] + store + ["--schema", schema])
+        #expect(made.status == 0, "\(made.stderr)")
+        let put = try CLI.coffer(
+            ["store", "put"] + store + ["--table", "notes"], stdin: Array(#"{"body": "kept"}"#.utf8))
+        #expect(put.status == 0 && put.stdoutText == "{\"id\":1}\n", "\(put.stderr)")
+        let got = try CLI.coffer(["store", "get"] + store + ["--table", "notes", "--id", "1"])
+        #expect(got.status == 0 && got.stdoutText.contains(#""body":"kept""#), "\(got.stdout) \(got.stderr)")
+        #expect(try coffer(["delete", "--tag", "stores/notes"]).status == 0)
+        let gone = try CLI.coffer(["store", "get"] + store + ["--table", "notes", "--id", "1"])
+        #expect(gone.status != 0 && gone.stderr.contains("stores/notes"), "\(gone.stderr)")
+
         let passphrase = try directory.write("pass", Array("x".utf8))
         #expect(try coffer(["list", "--passphrase-file", passphrase]).status == 64)
         #expect(try coffer(["create"]).status == 64)

@@ -206,7 +206,7 @@ struct Convert: ParsableCommand {
     @Option(name: .customLong("passphrase-file"), help: "rncryptor, legacy-*, aerogear-*: the password file.")
     var passphraseFile: String?
 
-    @OptionGroup var aeroGear: AeroGearValueOptions
+    @OptionGroup var aeroGear: AeroGearOptions
 
     @Option(name: .customLong("key-file"), help: "rncryptor: 64 bytes; cryptokit-*: 32 bytes.")
     var keyFile: String?
@@ -225,6 +225,9 @@ struct Convert: ParsableCommand {
 
     func validate() throws {
         if recipients.isEmpty { throw ValidationError("give at least one recipient (-r or -R)") }
+        if passphraseFile != nil && aeroGear.passwordFile != nil {
+            throw ValidationError("give the password once: --passphrase-file or --aerogear-password-file")
+        }
     }
 
     func run() throws {

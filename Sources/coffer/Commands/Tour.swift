@@ -16,12 +16,8 @@ struct Tour: ParsableCommand {
     var keep = false
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "coffer-tour-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(
-            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let directory = try TourDirectory("tour", keep: keep)
+        let path = directory.path
 
         // 1. Identities.
         let alice = X25519.Identity()
@@ -88,7 +84,7 @@ struct Tour: ParsableCommand {
         // 9. The seed's presents list: sealed fields, clear fields, a blind index.
         try presents(in: path("presents.sqlite"))
 
-        if keep { print("\nThe tour's files are in \(directory.path)") }
+        directory.finish()
         let coffer = Self.invocation
         print(
             "\nTour complete. Try: \(coffer) keygen -o key.txt; \(coffer) encrypt -r age1… -o file.age file"

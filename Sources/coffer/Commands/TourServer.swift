@@ -20,12 +20,9 @@ struct TourServer: ParsableCommand {
     }
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "coffer-tour-server-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(
-            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try DevServer(data: directory.appendingPathComponent("server").path)
+        let directory = try TourDirectory("tour-server")
+        defer { directory.finish() }
+        let server = try DevServer(data: directory.path("server"))
         defer { server.stop() }
         let tour = Tour()
         tour.step("started a development key server", "\(server.url) (its own issuer; never for production)")
@@ -40,7 +37,7 @@ struct TourServer: ParsableCommand {
             "the server made alice's key for presents on her first request",
             "version \(key.version), key id \(key.keyID); the key itself stays in memory")
 
-        let ringPath = directory.appendingPathComponent("presents.ckr").path
+        let ringPath = directory.path("presents.ckr")
         let secret = try Blocking.await { try await client.unlockSecret(purpose: "presents") }
         let ring = KeyRingStore(path: ringPath, secret: secret, rollbackGuard: nil)
         try ring.create()

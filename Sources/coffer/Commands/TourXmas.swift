@@ -27,12 +27,8 @@ struct TourPresents: ParsableCommand {
     ]
 
     func run() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "coffer-tour-presents-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(
-            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let directory = try TourDirectory("tour-presents", keep: keep)
+        let path = directory.path
         let tour = Tour()
 
         // 1. What the Xmas app wrote: one salt and one IV for every present.
@@ -93,7 +89,7 @@ struct TourPresents: ParsableCommand {
         tour.step(
             "no description is readable in the store's file",
             "the migration is `coffer store import --from aerogear-plist` (docs/compat.md)")
-        if keep { print("\nThe tour's files are in \(directory.path)") }
+        directory.finish()
     }
 }
 

@@ -43,7 +43,7 @@ struct KeyRingPasswd: ParsableCommand {
             throw ValidationError(
                 "give one of --new-passphrase-file, --new-kek-file, --new-kek-keychain and --new-kek-server")
         }
-        if newKEKServer && !unlock.server.given {
+        if newKEKServer && !unlock.kek.server.given {
             throw ValidationError("--new-kek-server moves a ring opened with --kek-server")
         }
         if (newKEKKeychain == nil) != (newKEKTag == nil) {
@@ -53,13 +53,13 @@ struct KeyRingPasswd: ParsableCommand {
 
     func run() throws {
         let secret: UnlockSecret
-        if newKEKServer, let current = try unlock.server.currentSecret() {
+        if newKEKServer, let current = try unlock.kek.server.currentSecret() {
             secret = current
         } else if let newKEKKeychain, let newKEKTag {
             let keychain = try KeychainOptions.open(
                 name: newKEKKeychain, backend: newKEKKeychainBackend,
                 passphraseFile: newKEKKeychainPassphraseFile, keyFile: newKEKKeychainKeyFile)
-            secret = try KeyRingUnlock.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
+            secret = try KEKOptions.keychainKEK(keychain, name: newKEKKeychain, tag: newKEKTag, creating: true)
         } else {
             secret = try SecretSource.unlock(
                 keyFile: newKEKFile, passphraseFile: newPassphraseFile, keyWhat: "the new KEK file",

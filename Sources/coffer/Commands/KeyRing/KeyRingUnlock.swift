@@ -20,13 +20,11 @@ extension PasswordKDF {
     }
 }
 
-/// How a command unlocks a key ring: a passphrase file, a 32-byte KEK
-/// file, a symmetric key kept in a keychain, or (on a terminal) a prompt.
-struct KeyRingUnlock: ParsableArguments {
-    @Option(name: .customLong("keyring"), help: "The key ring file.")
-    var keyring: String
-
-    @Option(name: .customLong("passphrase-file"), help: "Read the key ring's passphrase from this file.")
+/// What unlocks a key ring or a store: a passphrase file, a 32-byte KEK
+/// file, a symmetric key kept in a keychain, a key server's key, or (on a
+/// terminal) a prompt. `coffer keyring` and `coffer store` take the same.
+struct KEKOptions: ParsableArguments {
+    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file.")
     var passphraseFile: String?
 
     @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
@@ -35,7 +33,7 @@ struct KeyRingUnlock: ParsableArguments {
     @Option(
         name: .customLong("kek-keychain"),
         help:
-            "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new makes it when missing)."
+            "Use the symmetric256 key under --kek-tag in this keychain as the key-encryption key (keyring new and store init make it when missing)."
     )
     var kekKeychain: String?
 
@@ -63,6 +61,24 @@ struct KeyRingUnlock: ParsableArguments {
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
     }
 
+    /// The keychain that keeps the KEK, opened, with the KEK's secret
+    /// (made first when `creating` and missing); nil without --kek-keychain.
+    func keychain(creating: Bool) throws -> (keychain: any Keychain, secret: UnlockSecret)? {
+        guard let kekKeychain, let kekTag else { return nil }
+        let keychain = try KeychainOptions.open(
+            name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
+            keyFile: kekKeychainKeyFile)
+        return (keychain, try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating))
+    }
+
+    /// The key server's key, the KEK file or the passphrase (asked for
+    /// with `prompt` on a terminal); not a keychain's KEK.
+    func secret(confirm: Bool, prompt: String) throws -> UnlockSecret {
+        if let secret = try server.secret() { return secret }
+        return try SecretSource.unlock(
+            keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: prompt, confirm: confirm)
+    }
+
     /// The key-encryption key kept in a keychain under `tag`, made first when
     /// `creating` and missing (keyring new, passwd --new-kek-keychain).
     static func keychainKEK(_ keychain: any Keychain, name: String, tag: String, creating: Bool) throws
@@ -80,15 +96,14 @@ struct KeyRingUnlock: ParsableArguments {
         }
         return .keychainKEK(in: keychain, tag: tag)
     }
+}
 
-    /// The passphrase or KEK file (a KEK kept in a keychain comes with its
-    /// store: ``store(confirm:creating:)``).
-    private func secret(confirm: Bool) throws -> UnlockSecret {
-        if let secret = try server.secret() { return secret }
-        return try SecretSource.unlock(
-            keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Key ring passphrase",
-            confirm: confirm)
-    }
+/// How a command unlocks a key ring: the ring's file and what opens it.
+struct KeyRingUnlock: ParsableArguments {
+    @Option(name: .customLong("keyring"), help: "The key ring file.")
+    var keyring: String
+
+    @OptionGroup var kek: KEKOptions
 
     /// The store for this key ring, its secret resolved once. With a KEK
     /// kept in a keychain, the keychain is opened once and holds both the
@@ -98,22 +113,18 @@ struct KeyRingUnlock: ParsableArguments {
     ///   - confirm: ask for a new passphrase twice (keyring new).
     ///   - creating: make the keychain KEK when it is missing (keyring new).
     func store(confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
-        if let kekKeychain, let kekTag {
-            let keychain = try KeychainOptions.open(
-                name: kekKeychain, backend: kekKeychainBackend, passphraseFile: kekKeychainPassphraseFile,
-                keyFile: kekKeychainKeyFile)
-            let secret = try Self.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
+        if let (keychain, secret) = try kek.keychain(creating: creating) {
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
         if !creating,
-            let secret = try server.open({ secret -> UnlockSecret in
+            let secret = try kek.server.open({ secret -> UnlockSecret in
                 _ = try KeyRingStore(path: keyring, secret: secret).read()
                 return secret
             })
         {
             return KeyRingStore(path: keyring, secret: secret)
         }
-        return KeyRingStore(path: keyring, secret: try secret(confirm: confirm))
+        return KeyRingStore(path: keyring, secret: try kek.secret(confirm: confirm, prompt: "Key ring passphrase"))
     }
 
     func unlockFile() throws -> KeyRingFile {

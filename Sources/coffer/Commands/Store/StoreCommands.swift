@@ -34,31 +34,9 @@ struct StoreOptions: ParsableArguments {
         help: "The PostgreSQL password, from this file (else PGPASSWORD; never on the command line).")
     var databasePasswordFile: String?
 
-    @Option(name: .customLong("passphrase-file"), help: "Read the store's passphrase from this file.")
-    var passphraseFile: String?
-
-    @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
-    var kekFile: String?
-
-    @Option(name: .customLong("kek-keychain"), help: "Use the symmetric256 key under --kek-tag in this keychain.")
-    var kekKeychain: String?
-
-    @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
-    var kekTag: String?
-
-    @Option(name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase.")
-    var kekKeychainPassphraseFile: String?
-
-    @Option(name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file.")
-    var kekKeychainKeyFile: String?
-
-    @OptionGroup var server: ServerKEKOptions
+    @OptionGroup var kek: KEKOptions
 
     func validate() throws {
-        if [passphraseFile, kekFile, kekKeychain, server.kekServer].compactMap({ $0 }).count > 1 {
-            throw ValidationError("give one of --passphrase-file, --kek-file, --kek-keychain and --kek-server")
-        }
-        if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
         if databasePasswordFile != nil && !isPostgres {
             throw ValidationError("--db-password-file is for a postgres:// store")
         }
@@ -76,16 +54,8 @@ struct StoreOptions: ParsableArguments {
     }
 
     func secret(confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
-        if let kekKeychain, let kekTag {
-            let keychain = try KeychainOptions.open(
-                name: kekKeychain, backend: .file, passphraseFile: kekKeychainPassphraseFile,
-                keyFile: kekKeychainKeyFile)
-            return try KeyRingUnlock.keychainKEK(keychain, name: kekKeychain, tag: kekTag, creating: creating)
-        }
-        if let secret = try server.secret() { return secret }
-        return try SecretSource.unlock(
-            keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: "Store passphrase",
-            confirm: confirm)
+        if let (_, secret) = try kek.keychain(creating: creating) { return secret }
+        return try kek.secret(confirm: confirm, prompt: "Store passphrase")
     }
 
     func open() throws -> RecordStore {
@@ -95,7 +65,7 @@ struct StoreOptions: ParsableArguments {
             }
             return try RecordStore.open(sqlite: database, secret: secret)
         }
-        if kekKeychain == nil, let store = try server.open(open) { return store }
+        if kek.kekKeychain == nil, let store = try kek.server.open(open) { return store }
         return try open(try secret(confirm: false))
     }
 

@@ -41,18 +41,7 @@ struct StoreImport: ParsableCommand {
     var table: String
     @Option(name: .customLong("from"), help: "What the file is: aerogear-plist.")
     var from: Source
-    @Option(
-        name: .customLong("aerogear-defaults"),
-        help: "The app's defaults property list (Library/Preferences/BUNDLE-ID.plist), XML or binary.")
-    var defaults: String
-    @Option(
-        name: .customLong("aerogear-prefix"),
-        help: "The defaults keys' prefix (PREFIX.salt, …); the store file's name when absent.")
-    var prefix: String?
-    @Option(
-        name: .customLong("aerogear-password-file"),
-        help: "The app user's password, from this file (else asked on the terminal).")
-    var passwordFile: String?
+    @OptionGroup var aeroGear: AeroGearOptions
     @Option(
         name: .customLong("aerogear-generation"),
         help: "cbc (AeroGear-Crypto 0.1.0 – 0.2.1) or secretbox (0.2.2 –); read from the IV or nonce when absent.")
@@ -65,11 +54,10 @@ struct StoreImport: ParsableCommand {
         // asked for or the store's key is stretched.
         let old = try AeroGear.PropertyListStore(
             propertyList: try Input.readAll(path: file, what: "the AeroGear store"))
-        let prefix = prefix ?? URL(fileURLWithPath: file).lastPathComponent
-        let parameters = try AeroGear.Parameters(
-            defaults: try Input.readAll(path: defaults, what: "the defaults"), prefix: prefix, generation: generation)
-        let opened = try Self.hintingPassword {
-            try AeroGear.open(old, parameters: parameters, password: try Self.password(file: passwordFile))
+        let parameters = try aeroGear.parameters(
+            generation: generation, defaultPrefix: URL(fileURLWithPath: file).lastPathComponent, hexAllowed: false)
+        let opened = try aeroGear.hintingPassword {
+            try AeroGear.open(old, parameters: parameters, password: try aeroGear.password())
         }
 
         let target = try store.open()
@@ -82,29 +70,6 @@ struct StoreImport: ParsableCommand {
         StandardError.write(
             "coffer: imported \(keys.count) records from \(file) (AeroGear \(parameters.generation == .cbc ? "AES-128-CBC, unauthenticated" : "secretbox")) into \(table.name)\n"
         )
-    }
-
-    /// A wrong AeroGear password is said as such, not as the store's own.
-    static func hintingPassword<T>(_ work: () throws -> T) throws -> T {
-        do {
-            return try work()
-        } catch let error as CofferError where error.code == .wrongPassword {
-            throw CLIFailure(
-                error.description,
-                hint:
-                    "check the AeroGear password (--aerogear-password-file FILE); a value that alone fails was damaged",
-                status: ExitStatus.of(error))
-        }
-    }
-
-    /// The password as the app's user typed it: text, for the UTF-16 quirk.
-    static func password(file: String?) throws -> String {
-        let bytes =
-            try file.map(Passphrase.read(file:)) ?? Passphrase.prompt("AeroGear password: ", confirm: false)
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CLIFailure("the AeroGear password is not UTF-8 text", status: 64)
-        }
-        return text
     }
 
     /// One AeroGear record as a record of `table`: text, opened data as
