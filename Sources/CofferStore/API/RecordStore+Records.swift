@@ -28,27 +28,13 @@ extension RecordStore {
         throws -> [StoreValue]
     {
         let table = try state.schema.table(tableName)
-        for record in records {
-            for name in record.keys where table.field(name) == nil {
-                throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
-            }
-        }
-        let keys = try state.primaryKeys(for: records, table: table, db)
+        let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
         let sealer = try RowSealer(
             keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
             version: state.keys.currentIndexVersion)
-        let clear = table.fields.filter { !$0.sealed }
-        // Sealing runs on every core, ahead of this thread, which
-        // writes the rows in order (and seals too when it would wait).
-        try Self.pipeline(
-            Array(zip(records, keys)), chunk: 256,
-            map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
-            consume: { _, rows in
-                try state.insert(rows, clear: clear, columns: sealer.columns, table: table, db)
-                for row in rows where !row.tokens.isEmpty {
-                    try state.writeTokens(row.tokens, key: row.key, table: table, db, replacing: false)
-                }
-            })
+        try put(
+            contentsOf: records, keys: keys, clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table,
+            db, state)
         return keys
     }
 }
@@ -60,9 +46,31 @@ extension StoreState {
     func primaryKeys(for records: [StoreRecord], table: StoreSchema.Table, _ db: any StoreConnection) throws
         -> [StoreValue]
     {
+        let (keys, last) = try Self.assignKeys(to: records, table: table) {
+            try db.lockKeys(of: table.name)
+            return try Self.highestKey(table, db)
+        }
+        if let last, db.dialect == .postgres {
+            // PostgreSQL's identity does not move for keys given in the
+            // INSERT: it is set to the last one here (SQLite's
+            // AUTOINCREMENT follows every insert by itself).
+            _ = try db.rows(
+                "SELECT setval(seq, ?) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
+                [last.databaseValue, StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
+        }
+        return keys
+    }
+
+    /// The keys of `records`: each one's own, or for an integer key left
+    /// out, the next past `highest()` (asked once, only if needed) and
+    /// every key the records give; also the last key assigned.
+    static func assignKeys(
+        to records: [StoreRecord], table: StoreSchema.Table, highest: () throws -> Int64
+    ) throws -> (keys: [StoreValue], last: Int64?) {
         let keyField = table.field(table.primaryKey)!
         var next: Int64?
         var keys: [StoreValue] = []
+        keys.reserveCapacity(records.count)
         for record in records {
             if let key = record[table.primaryKey], key != .null {
                 keys.append(key)
@@ -72,33 +80,28 @@ extension StoreState {
                 throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
             }
             if next == nil {
-                try db.lockKeys(of: table.name)
-                let stored =
-                    try db.integer(
-                        "SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))") ?? 0
                 let given =
                     records.compactMap { record -> Int64? in
                         if case .integer(let number) = record[table.primaryKey] { return number }
                         return nil
                     }.max() ?? 0
-                let used = try Self.highestKeyEverUsed(table, db) ?? 0
-                guard max(stored, given, used) < Int64.max else {
+                let floor = max(try highest(), given)
+                guard floor < Int64.max else {
                     throw CofferError(.refused, "\(table.name) has used every integer primary key")
                 }
-                next = max(stored, given, used) + 1
+                next = floor + 1
             }
             keys.append(.integer(next!))
             next! += 1
         }
-        if let last = next, db.dialect == .postgres {
-            // PostgreSQL's identity does not move for keys given in the
-            // INSERT: it is set to the last one here (SQLite's
-            // AUTOINCREMENT follows every insert by itself).
-            _ = try db.rows(
-                "SELECT setval(seq, ?) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
-                [(last - 1).databaseValue, StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
-        }
-        return keys
+        return (keys, next.map { $0 - 1 })
+    }
+
+    /// The highest integer key the table holds or ever held (0 when none).
+    static func highestKey(_ table: StoreSchema.Table, _ db: any StoreConnection) throws -> Int64 {
+        let stored =
+            try db.integer("SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))") ?? 0
+        return max(stored, try highestKeyEverUsed(table, db) ?? 0)
     }
 
     /// The highest integer key the table ever held, deleted rows' too, when

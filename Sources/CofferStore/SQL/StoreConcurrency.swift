@@ -20,21 +20,49 @@ extension RecordStore {
     }
 
     /// Maps `items` in chunks of `chunk` and hands each chunk's results to
-    /// `consume`, in order, on the calling thread. Helper threads (one per
-    /// core but the caller's) map chunks ahead; whenever the next chunk is
-    /// not ready, the calling thread maps an unclaimed one itself instead of
-    /// waiting, so every core stays busy whether mapping or consuming is
-    /// the slower. An error from either stops the helpers and is thrown.
+    /// `consume`, in order, on the calling thread (see ``ChunkPipeline``).
+    /// An error from either stops the helpers and is thrown.
     static func pipeline<T: Sendable, R: Sendable>(
         _ items: [T], chunk: Int, map transform: @escaping @Sendable (T) throws -> R,
         consume: (ArraySlice<T>, [R]) throws -> Void
     ) throws {
-        let chunks = (items.count + chunk - 1) / chunk
-        let board = Locked(PipelineBoard<R>())
-        let finished = DispatchSemaphore(value: 0)
-        let slice = { @Sendable (index: Int) in items[index * chunk..<min(items.count, (index + 1) * chunk)] }
+        try ChunkPipeline(items, chunk: chunk, map: transform).consume(consume)
+    }
+
+    /// `items` mapped in chunks, started at once: helper threads (one per
+    /// core but the caller's) map chunks ahead; ``consume(_:)`` hands each
+    /// chunk's results over in order on the calling thread, and whenever
+    /// the next chunk is not ready, that thread maps an unclaimed one
+    /// itself instead of waiting, so every core stays busy whether mapping
+    /// or consuming is the slower. One made before its consumer is ready
+    /// maps ahead meanwhile; ``stop()`` ends one that is not wanted.
+    final class ChunkPipeline<T: Sendable, R: Sendable>: Sendable {
+        private let items: [T]
+        private let chunk: Int
+        private let chunks: Int
+        private let transform: @Sendable (T) throws -> R
+        private let board = Locked(PipelineBoard<R>())
+        private let finished = DispatchSemaphore(value: 0)
+        private let group = DispatchGroup()
+
+        init(_ items: [T], chunk: Int, map transform: @escaping @Sendable (T) throws -> R) {
+            self.items = items
+            self.chunk = chunk
+            self.chunks = (items.count + chunk - 1) / chunk
+            self.transform = transform
+            for _ in 0..<max(0, min(chunks, ProcessInfo.processInfo.activeProcessorCount - 1)) {
+                DispatchQueue.global().async(group: group) { [self] in while work() {} }
+            }
+        }
+
+        deinit { stop() }
+
+        private func slice(_ index: Int) -> ArraySlice<T> {
+            items[index * chunk..<min(items.count, (index + 1) * chunk)]
+        }
+
         /// Claims the next unclaimed chunk and maps it; false when none is left.
-        let work: @Sendable () -> Bool = {
+        private func work() -> Bool {
             guard
                 let index = board.withLock({ board -> Int? in
                     guard !board.stopped, board.unclaimed < chunks else { return nil }
@@ -47,27 +75,29 @@ extension RecordStore {
             finished.signal()
             return true
         }
-        let helpers = min(chunks, ProcessInfo.processInfo.activeProcessorCount - 1)
-        let group = DispatchGroup()
-        for _ in 0..<max(0, helpers) {
-            DispatchQueue.global().async(group: group) { while work() {} }
+
+        /// Hands every chunk's results to `consume`, in order; then stops.
+        func consume(_ consume: (ArraySlice<T>, [R]) throws -> Void) throws {
+            defer { stop() }
+            for index in 0..<chunks {
+                while true {
+                    if let result = board.withLock({ $0.done.removeValue(forKey: index) }) {
+                        try consume(slice(index), result.get())
+                        break
+                    }
+                    if !work() { finished.wait() }
+                }
+            }
         }
-        defer {
+
+        /// Stops the helpers after the chunks they hold; waits for them.
+        func stop() {
             board.withLock { $0.stopped = true }
             group.wait()
         }
-        for index in 0..<chunks {
-            while true {
-                if let result = board.withLock({ $0.done.removeValue(forKey: index) }) {
-                    try consume(slice(index), result.get())
-                    break
-                }
-                if !work() { finished.wait() }
-            }
-        }
     }
 
-    /// What the threads of a ``pipeline(_:chunk:map:consume:)`` share.
+    /// What the threads of a ``ChunkPipeline`` share.
     struct PipelineBoard<R: Sendable>: Sendable {
         /// The first chunk no thread has taken yet.
         var unclaimed = 0

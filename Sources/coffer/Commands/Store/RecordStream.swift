@@ -34,12 +34,13 @@ final class RecordStream: @unchecked Sendable {
     init(batch: Int) { self.batch = batch }
 
     /// Reads `input` on a thread of its own, opens the store with `open` on
-    /// this one, and calls `write` with each batch of `batch` records in
-    /// order (the last may be smaller). A bad line stops the import before
-    /// its batch: every batch before it was written, and the error names it.
+    /// this one, and calls `write` with a function that gives the next
+    /// batch of `batch` records in order (the last may be smaller; nil
+    /// after it). A bad line stops the import before its batch: that
+    /// function gives every batch before it, then throws the error naming it.
     func run(
         _ input: Input, tableName: String, open: () throws -> RecordStore,
-        write: (RecordStore, StoreSchema.Table, [StoreRecord]) throws -> Void
+        write: (RecordStore, StoreSchema.Table, _ next: () throws -> [StoreRecord]?) throws -> Void
     ) throws {
         // The reader alone touches the input until it finishes, waited for below.
         nonisolated(unsafe) let input = input
@@ -82,12 +83,25 @@ final class RecordStream: @unchecked Sendable {
             condition.broadcast()
         }
         var carry: [StoreRecord] = []
-        while let piece = next() {
-            carry += piece.records
-            try flush(&carry, full: true) { try write(store, table, $0) }
-            if let failure = piece.failure { throw failure }
+        var failure: CofferError?
+        var done = false
+        try write(store, table) {
+            while carry.count < batch && failure == nil && !done {
+                guard let piece = next() else {
+                    done = true
+                    break
+                }
+                carry += piece.records
+                failure = piece.failure
+            }
+            if carry.count >= batch || (failure == nil && !carry.isEmpty) {
+                let part = Array(carry.prefix(batch))
+                carry.removeFirst(part.count)
+                return part
+            }
+            if let failure { throw failure }
+            return nil
         }
-        try flush(&carry, full: false) { try write(store, table, $0) }
     }
 
     /// The next piece, or nil once the reader is done.
@@ -142,15 +156,5 @@ final class RecordStream: @unchecked Sendable {
             while table == nil && !stopped { condition.wait() }
             return table
         }
-    }
-
-    /// Writes the full batches of `carry` (and with `full` false, the rest).
-    func flush(_ carry: inout [StoreRecord], full: Bool, _ write: ([StoreRecord]) throws -> Void) throws {
-        var start = 0
-        while carry.count - start >= batch || (!full && start < carry.count) {
-            try write(Array(carry[start..<min(carry.count, start + batch)]))
-            start += batch
-        }
-        carry.removeFirst(min(start, carry.count))
     }
 }

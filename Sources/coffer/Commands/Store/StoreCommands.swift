@@ -157,19 +157,21 @@ struct StorePut: ParsableCommand {
     func run() throws {
         let input = try Input(path: file)
         defer { input.finish() }
-        try RecordStream(batch: batch).run(input, tableName: table, open: store.open) { opened, table, part in
-            var keys = ""
+        try RecordStream(batch: batch).run(input, tableName: table, open: store.open) { opened, table, next in
             let keyOnly = table.keyOnly
             let prefix = "{" + StoreJSON.quoted(table.primaryKey) + ":"
-            for key in try opened.put(contentsOf: part, into: table.name) {
-                if case .integer(let number) = key {
-                    keys += prefix + String(number) + "}\n"
-                } else {
-                    keys += StoreJSON.line([table.primaryKey: key], table: keyOnly) + "\n"
+            try opened.put(batches: next, into: table.name) { committed in
+                var keys = ""
+                for key in committed {
+                    if case .integer(let number) = key {
+                        keys += prefix + String(number) + "}\n"
+                    } else {
+                        keys += StoreJSON.line([table.primaryKey: key], table: keyOnly) + "\n"
+                    }
                 }
+                print(keys, terminator: "")
+                fflush(nil)  // the keys of a committed batch leave before the next is committed
             }
-            print(keys, terminator: "")
-            fflush(nil)  // the keys of a committed batch leave before the next begins
         }
     }
 }
