@@ -146,7 +146,7 @@ struct StorePut: ParsableCommand {
     @Option(name: .customLong("table"), help: "The table.")
     var table: String
     @Option(name: .customLong("batch"), help: "Records per transaction.")
-    var batch = 10000
+    var batch = 25000
     @Argument(help: "The records file (standard input when absent).")
     var file: String = "-"
 
