@@ -42,32 +42,23 @@ struct DataOptions: ParsableArguments {
             valueName: "URL"))
     var database: String?
 
-    @Option(
-        name: .customLong("database-password-file"),
-        help: ArgumentHelp("The PostgreSQL password, from a file (else PGPASSWORD; never argv).", valueName: "F"))
+    @Option(help: ArgumentHelp("The PostgreSQL password, from a file (else PGPASSWORD; never argv).", valueName: "F"))
     var databasePasswordFile: String?
 
     @Option(
-        name: .customLong("kek-passphrase-file"),
         help: ArgumentHelp("The passphrase of the KEK key ring, from a file or /dev/fd/N (never argv).", valueName: "F")
     )
     var kekPassphraseFile: String?
 
     @Option(
-        name: .customLong("kek-keychain"),
         help: ArgumentHelp(
             "Unlock the KEK key ring with the symmetric256 key under --kek-tag in this file keychain (made when missing).",
             valueName: "PATH"))
     var kekKeychain: String?
 
-    @Option(
-        name: .customLong("kek-tag"), help: ArgumentHelp("The key's application tag in --kek-keychain.", valueName: "T")
-    )
-    var kekTag: String?
+    @Option(help: ArgumentHelp("The key's application tag in --kek-keychain.", valueName: "T")) var kekTag: String?
 
-    @Option(
-        name: .customLong("kek-keychain-passphrase-file"),
-        help: ArgumentHelp("The file keychain's passphrase, from a file.", valueName: "F"))
+    @Option(help: ArgumentHelp("The file keychain's passphrase, from a file.", valueName: "F"))
     var kekKeychainPassphraseFile: String?
 
     func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }

@@ -88,8 +88,7 @@ struct AppleKeyExchange: ParsableCommand {
     @Option(help: "kSecKeyKeyExchangeParameterRequestedSize: bytes to derive.")
     var size: Int = 32
 
-    @Option(name: .customLong("shared-info-file"), help: "kSecKeyKeyExchangeParameterSharedInfo, from a file.")
-    var sharedInfoFile: String?
+    @Option(help: "kSecKeyKeyExchangeParameterSharedInfo, from a file.") var sharedInfoFile: String?
 
     func run() throws {
         let algorithm = try AppleAlgorithm(self.algorithm)

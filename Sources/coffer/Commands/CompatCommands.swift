@@ -8,13 +8,9 @@ extension CryptoKitBox.Cipher: ExpressibleByArgument {}
 
 /// A password (from a file, or asked on the terminal) or a 64-byte key file.
 struct RNCryptorCredentials: ParsableArguments {
-    @Option(
-        name: .customLong("passphrase-file"),
-        help: "Read the password from this file (one final line break is ignored).")
-    var passphraseFile: String?
+    @Option(help: "Read the password from this file (one final line break is ignored).") var passphraseFile: String?
 
-    @Option(name: .customLong("key-file"), help: "64 bytes: the encryption key, then the HMAC key.")
-    var keyFile: String?
+    @Option(help: "64 bytes: the encryption key, then the HMAC key.") var keyFile: String?
 
     func validate() throws {
         if passphraseFile != nil && keyFile != nil {
@@ -100,8 +96,7 @@ struct LegacyDecrypt: ParsableCommand {
     @Option(help: "cbc or ecb: how the data was written. Never guessed.")
     var mode: LegacyRecipe.Mode
 
-    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file.")
-    var passphraseFile: String?
+    @Option(help: "Read the passphrase from this file.") var passphraseFile: String?
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
     var output: String?
@@ -132,8 +127,7 @@ struct CryptoKitOptions: ParsableArguments {
     @Option(help: "aesgcm (AES.GCM) or chachapoly (ChaChaPoly).")
     var cipher: CryptoKitBox.Cipher
 
-    @Option(name: .customLong("key-file"), help: "The 256-bit key: a file of 32 bytes.")
-    var keyFile: String
+    @Option(help: "The 256-bit key: a file of 32 bytes.") var keyFile: String
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
     var output: String?
@@ -203,13 +197,11 @@ struct Convert: ParsableCommand {
     @Option(name: [.customShort("k"), .customLong("key")], help: "apple-ecies: the private key file.")
     var key: String?
 
-    @Option(name: .customLong("passphrase-file"), help: "rncryptor, legacy-*, aerogear-*: the password file.")
-    var passphraseFile: String?
+    @Option(help: "rncryptor, legacy-*, aerogear-*: the password file.") var passphraseFile: String?
 
     @OptionGroup var aeroGear: AeroGearOptions
 
-    @Option(name: .customLong("key-file"), help: "rncryptor: 64 bytes; cryptokit-*: 32 bytes.")
-    var keyFile: String?
+    @Option(help: "rncryptor: 64 bytes; cryptokit-*: 32 bytes.") var keyFile: String?
 
     @OptionGroup var recipients: RecipientOptions
 

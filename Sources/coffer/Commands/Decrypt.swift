@@ -20,22 +20,15 @@ struct Decrypt: ParsableCommand, ErrorHinting {
     )
     var identityFiles: [String] = []
 
-    @Option(
-        name: .customLong("keychain"),
-        help: "Take the --identity labels from this keychain (coffer keychain add-identity).")
-    var keychain: String?
+    @Option(help: "Take the --identity labels from this keychain (coffer keychain add-identity).") var keychain: String?
 
-    @Option(name: .customLong("keychain-backend"), help: "file or secret-service (with --keychain).")
-    var keychainBackend: KeychainBackend = .file
+    @Option(help: "file or secret-service (with --keychain).") var keychainBackend: KeychainBackend = .file
 
-    @Option(name: .customLong("keychain-passphrase-file"), help: "The keychain's passphrase (with --keychain).")
-    var keychainPassphraseFile: String?
+    @Option(help: "The keychain's passphrase (with --keychain).") var keychainPassphraseFile: String?
 
-    @Option(name: .customLong("keychain-key-file"), help: "The keychain's 32-byte key file (with --keychain).")
-    var keychainKeyFile: String?
+    @Option(help: "The keychain's 32-byte key file (with --keychain).") var keychainKeyFile: String?
 
-    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file (a path or /dev/fd/N).")
-    var passphraseFile: String?
+    @Option(help: "Read the passphrase from this file (a path or /dev/fd/N).") var passphraseFile: String?
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write the plaintext to this file.")
     var output: String?

@@ -14,9 +14,7 @@ struct Encrypt: ParsableCommand {
         help: "Encrypt with a passphrase (asked twice on the terminal).")
     var passphrase = false
 
-    @Option(
-        name: .customLong("passphrase-file"),
-        help: "Read the passphrase from this file (a path or /dev/fd/N) instead of the terminal.")
+    @Option(help: "Read the passphrase from this file (a path or /dev/fd/N) instead of the terminal.")
     var passphraseFile: String?
 
     @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write ASCII armor (PEM) instead of binary.")

@@ -42,8 +42,7 @@ struct Hmac: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hmac", abstract: "Print the HMAC of files under a key read from a file.")
 
-    @Option(name: .customLong("key-file"), help: "The key: this file's raw bytes (at least 16).")
-    var keyFile: String
+    @Option(help: "The key: this file's raw bytes (at least 16).") var keyFile: String
 
     @OptionGroup var options: DigestOptions
 

@@ -109,8 +109,7 @@ struct Agree: ParsableCommand {
     @Option(name: .customLong("private"), help: "Your private key file.")
     var privateKey: String
 
-    @Option(name: .customLong("peer"), help: "The other side's public key file.")
-    var peer: String
+    @Option(help: "The other side's public key file.") var peer: String
 
     @Option(help: "x963-sha256, x963-sha1, x963-sha384, x963-sha512 or hkdf-sha256.")
     var kdf: KeyAgreement.KDF = .x963SHA256
@@ -118,15 +117,12 @@ struct Agree: ParsableCommand {
     @Option(help: "Bytes to derive.")
     var size: Int = 32
 
-    @Option(name: .customLong("shared-info-file"), help: "A file whose bytes are the KDF's shared info.")
-    var sharedInfoFile: String?
+    @Option(help: "A file whose bytes are the KDF's shared info.") var sharedInfoFile: String?
 
     @Flag(help: "Write the derived bytes, not hex (needs -o).")
     var raw = false
 
-    @Flag(
-        name: .customLong("insecure-raw-secret"),
-        help: "Output the ECDH shared secret without a KDF (for peers that apply their own).")
+    @Flag(help: "Output the ECDH shared secret without a KDF (for peers that apply their own).")
     var insecureRawSecret = false
 
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
@@ -198,8 +194,7 @@ struct Verify: ParsableCommand {
     @Option(name: [.customShort("s"), .customLong("signature")], help: "The signature file.")
     var signatureFile: String
 
-    @Option(name: .customLong("rsa-padding"), help: "pss, or pkcs1v15-insecure for old signatures.")
-    var rsaPadding: Signatures.RSAPadding = .pss
+    @Option(help: "pss, or pkcs1v15-insecure for old signatures.") var rsaPadding: Signatures.RSAPadding = .pss
 
     @Argument(help: "The signed file; standard input when absent or \"-\".")
     var input: String?

@@ -85,10 +85,7 @@ struct KeyRingDestroy: ParsableCommand {
         commandName: "destroy",
         abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
     @OptionGroup var unlock: KeyRingUnlock
-    @Flag(
-        name: .customLong("no-values-remain"),
-        help: "State that every value sealed under the key was rewrapped or deleted.")
-    var noValuesRemain = false
+    @Flag(help: "State that every value sealed under the key was rewrapped or deleted.") var noValuesRemain = false
     @Flag(help: "Destroy the key even if values sealed under it may remain.")
     var force = false
     @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")

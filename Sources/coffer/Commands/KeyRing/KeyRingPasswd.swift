@@ -15,24 +15,16 @@ struct KeyRingPasswd: ParsableCommand {
         commandName: "passwd",
         abstract: "Change the key ring's passphrase (or KEK) and add a new primary key; no value is re-encrypted.")
     @OptionGroup var unlock: KeyRingUnlock
-    @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
-    var newPassphraseFile: String?
-    @Option(name: .customLong("new-kek-file"), help: "A new 32-byte key-encryption key instead.")
-    var newKEKFile: String?
-    @Option(
-        name: .customLong("new-kek-keychain"),
-        help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
+    @Option(help: "The new passphrase.") var newPassphraseFile: String?
+    @Option(help: "A new 32-byte key-encryption key instead.") var newKEKFile: String?
+    @Option(help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
     var newKEKKeychain: String?
-    @Option(name: .customLong("new-kek-tag"), help: "The new KEK's application tag in --new-kek-keychain.")
-    var newKEKTag: String?
-    @Option(name: .customLong("new-kek-keychain-backend"), help: "file or secret-service (with --new-kek-keychain).")
+    @Option(help: "The new KEK's application tag in --new-kek-keychain.") var newKEKTag: String?
+    @Option(help: "file or secret-service (with --new-kek-keychain).")
     var newKEKKeychainBackend: KeychainBackend = .file
-    @Option(name: .customLong("new-kek-keychain-passphrase-file"), help: "That file keychain's passphrase.")
-    var newKEKKeychainPassphraseFile: String?
-    @Option(name: .customLong("new-kek-keychain-key-file"), help: "That file keychain's 32-byte key file.")
-    var newKEKKeychainKeyFile: String?
+    @Option(help: "That file keychain's passphrase.") var newKEKKeychainPassphraseFile: String?
+    @Option(help: "That file keychain's 32-byte key file.") var newKEKKeychainKeyFile: String?
     @Flag(
-        name: .customLong("new-kek-server"),
         help: "Move to the current version of the key server's key (the ring opens with --kek-server's, any version).")
     var newKEKServer = false
     @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")

@@ -24,11 +24,9 @@ extension PasswordKDF {
 /// file, a symmetric key kept in a keychain, a key server's key, or (on a
 /// terminal) a prompt. `coffer keyring` and `coffer store` take the same.
 struct KEKOptions: ParsableArguments {
-    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from this file.")
-    var passphraseFile: String?
+    @Option(help: "Read the passphrase from this file.") var passphraseFile: String?
 
-    @Option(name: .customLong("kek-file"), help: "A 32-byte key-encryption key file instead of a passphrase.")
-    var kekFile: String?
+    @Option(help: "A 32-byte key-encryption key file instead of a passphrase.") var kekFile: String?
 
     @Option(
         name: .customLong("kek-keychain"),
@@ -37,20 +35,13 @@ struct KEKOptions: ParsableArguments {
     )
     var kekKeychain: String?
 
-    @Option(name: .customLong("kek-tag"), help: "The KEK's application tag in --kek-keychain.")
-    var kekTag: String?
+    @Option(help: "The KEK's application tag in --kek-keychain.") var kekTag: String?
 
-    @Option(name: .customLong("kek-keychain-backend"), help: "file or secret-service (with --kek-keychain).")
-    var kekKeychainBackend: KeychainBackend = .file
+    @Option(help: "file or secret-service (with --kek-keychain).") var kekKeychainBackend: KeychainBackend = .file
 
-    @Option(
-        name: .customLong("kek-keychain-passphrase-file"), help: "The file keychain's passphrase (with --kek-keychain)."
-    )
-    var kekKeychainPassphraseFile: String?
+    @Option(help: "The file keychain's passphrase (with --kek-keychain).") var kekKeychainPassphraseFile: String?
 
-    @Option(
-        name: .customLong("kek-keychain-key-file"), help: "The file keychain's 32-byte key file (with --kek-keychain).")
-    var kekKeychainKeyFile: String?
+    @Option(help: "The file keychain's 32-byte key file (with --kek-keychain).") var kekKeychainKeyFile: String?
 
     @OptionGroup var server: ServerKEKOptions
 
@@ -100,8 +91,7 @@ struct KEKOptions: ParsableArguments {
 
 /// How a command unlocks a key ring: the ring's file and what opens it.
 struct KeyRingUnlock: ParsableArguments {
-    @Option(name: .customLong("keyring"), help: "The key ring file.")
-    var keyring: String
+    @Option(help: "The key ring file.") var keyring: String
 
     @OptionGroup var kek: KEKOptions
 

@@ -13,14 +13,12 @@ struct KeychainAgreement: ParsableArguments {
     @Option(help: "p256 or x25519.")
     var type: KeychainKeyType = .p256
 
-    @Option(name: .customLong("peer"), help: "The other side's public key file.")
-    var peer: String
+    @Option(help: "The other side's public key file.") var peer: String
 
     @Option(help: "x963-sha256, x963-sha1, x963-sha384, x963-sha512 or hkdf-sha256.")
     var kdf: KeyAgreement.KDF = .x963SHA256
 
-    @Option(name: .customLong("shared-info-file"), help: "A file whose bytes are the KDF's shared info.")
-    var sharedInfoFile: String?
+    @Option(help: "A file whose bytes are the KDF's shared info.") var sharedInfoFile: String?
 
     func validate() throws {
         if type != .p256 && type != .x25519 { throw ValidationError("key agreement uses a p256 or x25519 key") }

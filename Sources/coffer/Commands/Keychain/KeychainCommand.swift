@@ -27,11 +27,9 @@ struct KeychainOptions: ParsableArguments {
     )
     var backend: KeychainBackend = .file
 
-    @Option(name: .customLong("passphrase-file"), help: "Read the keychain passphrase from this file.")
-    var passphraseFile: String?
+    @Option(help: "Read the keychain passphrase from this file.") var passphraseFile: String?
 
-    @Option(name: .customLong("key-file"), help: "A 32-byte key file instead of a passphrase.")
-    var keyFile: String?
+    @Option(help: "A 32-byte key file instead of a passphrase.") var keyFile: String?
 
     /// What the options name, for the code that opens it.
     var location: KeychainLocation {
@@ -105,8 +103,7 @@ struct KeychainLocation {
 
 /// The secret value of a password item: from a file or standard input, never argv.
 struct SecretInput: ParsableArguments {
-    @Option(name: .customLong("secret-file"), help: "Read the secret from this file (standard input when absent).")
-    var secretFile: String?
+    @Option(help: "Read the secret from this file (standard input when absent).") var secretFile: String?
 
     func read() throws -> SecretBytes {
         SecretBytes(try Input.readAll(path: secretFile ?? "-", what: "the secret"))

@@ -74,10 +74,8 @@ struct KeychainPasswd: ParsableCommand {
         commandName: "passwd",
         abstract: "Change the keychain's passphrase or key file; the items are re-sealed under a new data key.")
     @OptionGroup var keychain: KeychainOptions
-    @Option(name: .customLong("new-passphrase-file"), help: "The new passphrase.")
-    var newPassphraseFile: String?
-    @Option(name: .customLong("new-key-file"), help: "A new 32-byte key file instead.")
-    var newKeyFile: String?
+    @Option(help: "The new passphrase.") var newPassphraseFile: String?
+    @Option(help: "A new 32-byte key file instead.") var newKeyFile: String?
 
     func run() throws {
         let secret = try SecretSource.unlock(

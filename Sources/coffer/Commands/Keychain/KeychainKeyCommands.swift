@@ -15,9 +15,7 @@ struct KeychainGenerateKey: ParsableCommand {
     var type: KeychainKeyType
     @Option(help: "A label.")
     var label: String?
-    @Flag(
-        name: .customLong("if-missing"),
-        help: "Return the existing key instead of failing when the tag is taken (get or create).")
+    @Flag(help: "Return the existing key instead of failing when the tag is taken (get or create).")
     var ifMissing = false
 
     func run() throws {

@@ -18,7 +18,6 @@ enum ServerKeyAuth {
 /// ring or a store.
 struct ServerKEKOptions: ParsableArguments {
     @Option(
-        name: .customLong("kek-server"),
         help: ArgumentHelp(
             "Unlock with your key from this Coffer key server (with --purpose, --token-file).", valueName: "URL"))
     var kekServer: String?

@@ -15,10 +15,8 @@ struct StoreAlter: ParsableCommand {
             --name in the store's authenticated state. Run again with the same name, it does nothing.
             """)
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("schema"), help: "The new schema (JSON, as for init).")
-    var schema: String
-    @Option(name: .customLong("name"), help: "The migration's name (default: the new schema's SHA-256).")
-    var name: String?
+    @Option(help: "The new schema (JSON, as for init).") var schema: String
+    @Option(help: "The migration's name (default: the new schema's SHA-256).") var name: String?
 
     func run() throws {
         let bytes = try Input.readAll(path: schema, what: "the schema")

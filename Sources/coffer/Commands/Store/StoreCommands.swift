@@ -106,14 +106,10 @@ struct StoreInit: ParsableCommand {
         commandName: "init",
         abstract: "Make a new store from a schema file (never overwrites), or adopt a plain database.")
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("schema"), help: "The schema, JSON (docs/store.md).")
-    var schema: String
-    @Flag(
-        name: .customLong("adopt"),
-        help: "Make the existing database --db a store, its tables as the schema describes them (every field clear).")
+    @Option(help: "The schema, JSON (docs/store.md).") var schema: String
+    @Flag(help: "Make the existing database --db a store, its tables as the schema describes them (every field clear).")
     var adopt = false
-    @Option(name: .customLong("kdf"), help: "scrypt (default) or pbkdf2, for a passphrase.")
-    var kdf = "scrypt"
+    @Option(help: "scrypt (default) or pbkdf2, for a passphrase.") var kdf = "scrypt"
 
     func run() throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
@@ -143,10 +139,8 @@ struct StorePut: ParsableCommand {
             stops the import before its batch, naming the line: the keys printed are exactly the records stored.
             """)
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("batch"), help: "Records per transaction.")
-    var batch = 25000
+    @Option(help: "The table.") var table: String
+    @Option(help: "Records per transaction.") var batch = 25000
     @Argument(help: "The records file (standard input when absent).")
     var file: String = "-"
 

@@ -13,8 +13,7 @@ struct StoreFind: ParsableCommand {
             null first); --count prints how many records match instead of the records.
             """)
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
+    @Option(help: "The table.") var table: String
     @Option(
         name: .customLong("where"),
         help: "FIELD=VALUE, repeated for several (all must hold); sealed fields need a blind index covering them.")
@@ -32,12 +31,9 @@ struct StoreFind: ParsableCommand {
     @Option(
         name: .customLong("order-by"), help: "FIELD or FIELD:desc, a clear field to order by (repeat for ties).")
     var ordering: [String] = []
-    @Option(name: .customLong("limit"), help: "At most N records.")
-    var limit: Int?
-    @Option(name: .customLong("offset"), help: "Skip the first N records.")
-    var offset = 0
-    @Flag(name: .customLong("count"), help: "Print only how many records match.")
-    var count = false
+    @Option(help: "At most N records.") var limit: Int?
+    @Option(help: "Skip the first N records.") var offset = 0
+    @Flag(help: "Print only how many records match.") var count = false
 
     func validate() throws {
         let tokens = [token, tokenFile].compactMap { $0 }.count

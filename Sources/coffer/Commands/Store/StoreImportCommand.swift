@@ -37,10 +37,8 @@ struct StoreImport: ParsableCommand {
             """)
 
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table to fill.")
-    var table: String
-    @Option(name: .customLong("from"), help: "What the file is: aerogear-plist.")
-    var from: Source
+    @Option(help: "The table to fill.") var table: String
+    @Option(help: "What the file is: aerogear-plist.") var from: Source
     @OptionGroup var aeroGear: AeroGearOptions
     @Option(
         name: .customLong("aerogear-generation"),

@@ -33,8 +33,7 @@ struct StoreRotate: ParsableCommand {
         commandName: "rotate",
         abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("batch"), help: "Rows per transaction.")
-    var batch = 1000
+    @Option(help: "Rows per transaction.") var batch = 1000
 
     func run() throws {
         let report = try store.open().rotateKeys(batchSize: batch, progress: StoreJobOutput.progress("re-sealed"))
@@ -47,8 +46,7 @@ struct StoreReindex: ParsableCommand {
         commandName: "reindex",
         abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("batch"), help: "Rows per transaction.")
-    var batch = 1000
+    @Option(help: "Rows per transaction.") var batch = 1000
 
     func run() throws {
         let report = try store.open().reindex(batchSize: batch, progress: StoreJobOutput.progress("reindexed"))
@@ -68,16 +66,11 @@ struct StoreMigrate: ParsableCommand {
             a resumed migration keeps the indexes and bound fields it began with.
             """)
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("field"), help: "The clear field to seal.")
-    var field: String
-    @Option(name: .customLong("bind"), help: "A clear field of the row each cell binds (repeat for more).")
-    var bind: [String] = []
-    @Option(name: .customLong("index"), help: "A blind index: NAME,BITS[,TRANSFORM…] (repeat for more).")
-    var index: [String] = []
-    @Option(name: .customLong("batch"), help: "Rows per transaction.")
-    var batch = 1000
+    @Option(help: "The table.") var table: String
+    @Option(help: "The clear field to seal.") var field: String
+    @Option(help: "A clear field of the row each cell binds (repeat for more).") var bind: [String] = []
+    @Option(help: "A blind index: NAME,BITS[,TRANSFORM…] (repeat for more).") var index: [String] = []
+    @Option(help: "Rows per transaction.") var batch = 1000
 
     func run() throws {
         let indexes = try index.map(Self.parseIndex)
@@ -109,14 +102,10 @@ struct StorePlanCommand: ParsableCommand {
             counts and shares are printed, never a value.
             """)
     @OptionGroup var store: StoreOptions
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("field"), help: "The field to index.")
-    var field: String
-    @Option(name: .customLong("transforms"), help: "Comma-separated transforms, e.g. trim,lowercase.")
-    var transforms: String?
-    @Option(name: .customLong("sample"), help: "Rows to read at most (at random when the table is larger).")
-    var sample = 100_000
+    @Option(help: "The table.") var table: String
+    @Option(help: "The field to index.") var field: String
+    @Option(help: "Comma-separated transforms, e.g. trim,lowercase.") var transforms: String?
+    @Option(help: "Rows to read at most (at random when the table is larger).") var sample = 100_000
 
     func run() throws {
         let steps = try transforms.map { try $0.split(separator: ",").map { try IndexTransform(parsing: String($0)) } }

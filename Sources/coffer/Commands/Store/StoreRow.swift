@@ -4,10 +4,8 @@ import CofferStore
 
 /// The record a command acts on: `--table T --id ID`, the id read as the primary key's type.
 struct StoreRow: ParsableArguments {
-    @Option(name: .customLong("table"), help: "The table.")
-    var table: String
-    @Option(name: .customLong("id"), help: "The primary key.")
-    var id: String
+    @Option(help: "The table.") var table: String
+    @Option(help: "The primary key.") var id: String
 
     func resolve(in store: RecordStore) throws -> (StoreSchema.Table, StoreValue) {
         let table = try store.schema.table(table)
