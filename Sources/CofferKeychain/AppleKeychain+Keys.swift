@@ -122,10 +122,7 @@ extension AppleKeychain {
         _ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
         hash: RSAEncryption.Hash = .sha256
     ) throws -> SecretBytes {
-        guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
-            throw KeychainError(
-                .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
-        }
+        try KeychainKeyType.requireRSA(type)
         let privateKey = try secKey(.key(tag: tag, type: type))
         let algorithm: SecKeyAlgorithm = hash == .sha256 ? .rsaEncryptionOAEPSHA256 : .rsaEncryptionOAEPSHA1
         var error: Unmanaged<CFError>?

@@ -131,10 +131,7 @@ extension Keychain {
         _ ciphertext: [UInt8], tag: String, type: KeychainKeyType = .rsa2048,
         hash: RSAEncryption.Hash = .sha256
     ) throws -> SecretBytes {
-        guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
-            throw KeychainError(
-                .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
-        }
+        try KeychainKeyType.requireRSA(type)
         return SecretBytes(
             try RSAEncryption.decrypt(ciphertext, with: try exportPrivateKey(tag: tag, type: type), hash: hash))
     }

@@ -31,6 +31,14 @@ public struct KeychainKeyType: RawRepresentable, Hashable, Codable, Sendable, Ca
     public static let rsa4096 = KeychainKeyType(.rsa4096)
     /// A 256-bit symmetric key.
     public static let symmetric256 = KeychainKeyType(.symmetric256)
+
+    /// Refuses `type` unless it is an RSA key (for RSA decryption).
+    package static func requireRSA(_ type: KeychainKeyType) throws {
+        guard [.rsa2048, .rsa3072, .rsa4096].contains(type) else {
+            throw KeychainError(
+                .invalidArgument, "RSA decryption needs an rsa2048, rsa3072 or rsa4096 key, not \(type.rawValue)")
+        }
+    }
 }
 
 /// When an item may be read (kSecAttrAccessible…): stored everywhere,

@@ -25,16 +25,12 @@ struct AppleOptions: ParsableArguments {
     @Option(name: [.customShort("k"), .customLong("key")], help: "The key file.")
     var keyFile: String
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 
     func load() throws -> (AppleAlgorithm, AppleKey, [UInt8]) {
         let algorithm = try AppleAlgorithm(self.algorithm)
         let key = try AppleKeyFile.load(keyFile)
-        return (algorithm, key, try Input.readAll(path: input ?? "-", what: "the input"))
+        return (algorithm, key, try Input.readAll(path: files.inputPath, what: "the input"))
     }
 }
 
@@ -55,7 +51,7 @@ struct AppleEncrypt: ParsableCommand {
     func run() throws {
         let (algorithm, key, plaintext) = try options.load()
         try KeyFile.write(
-            try AppleSecKey.encrypt(plaintext, to: key, algorithm: algorithm), to: options.output, binary: true)
+            try AppleSecKey.encrypt(plaintext, to: key, algorithm: algorithm), to: options.files.output, binary: true)
     }
 }
 
@@ -67,7 +63,8 @@ struct AppleDecrypt: ParsableCommand {
     func run() throws {
         let (algorithm, key, ciphertext) = try options.load()
         try KeyFile.write(
-            try AppleSecKey.decrypt(ciphertext, with: key, algorithm: algorithm), to: options.output, binary: false)
+            try AppleSecKey.decrypt(ciphertext, with: key, algorithm: algorithm), to: options.files.output,
+            binary: false)
     }
 }
 

@@ -42,16 +42,13 @@ struct RNCryptorCommand: ParsableCommand {
 struct RNCryptorEncrypt: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "encrypt", abstract: "Write an RNCryptor v3 message.")
     @OptionGroup var credentials: RNCryptorCredentials
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 
     func run() throws {
         let credentials = try credentials.resolve(confirm: true)
-        let file = try Input(path: input ?? "-")
+        let file = try Input(path: files.inputPath)
         defer { file.finish() }
-        let out = try Output(path: output, binary: true)
+        let out = try Output(path: files.output, binary: true)
         var source = file.source
         try out.write { sink in try RNCryptor.encrypt(from: &source, to: &sink, credentials: credentials) }
     }
@@ -60,16 +57,13 @@ struct RNCryptorEncrypt: ParsableCommand {
 struct RNCryptorDecrypt: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "decrypt", abstract: "Read an RNCryptor v3 message.")
     @OptionGroup var credentials: RNCryptorCredentials
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 
     func run() throws {
         let credentials = try credentials.resolve(confirm: false)
-        let file = try Input(path: input ?? "-")
+        let file = try Input(path: files.inputPath)
         defer { file.finish() }
-        let out = try Output(path: output, binary: false)
+        let out = try Output(path: files.output, binary: false)
         var source = file.source
         try out.write { sink in try RNCryptor.decrypt(from: &source, to: &sink, credentials: credentials) }
     }
@@ -129,11 +123,7 @@ struct CryptoKitOptions: ParsableArguments {
 
     @Option(help: "The 256-bit key: a file of 32 bytes.") var keyFile: String
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 }
 
 struct CryptoKitSeal: ParsableCommand {
@@ -142,9 +132,9 @@ struct CryptoKitSeal: ParsableCommand {
 
     func run() throws {
         let key = try Input.readAll(path: options.keyFile, what: "the key file")
-        let plaintext = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let plaintext = try Input.readAll(path: options.files.inputPath, what: "the input")
         try KeyFile.write(
-            try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.output, binary: true)
+            try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.files.output, binary: true)
     }
 }
 
@@ -155,9 +145,9 @@ struct CryptoKitOpen: ParsableCommand {
 
     func run() throws {
         let key = try Input.readAll(path: options.keyFile, what: "the key file")
-        let combined = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let combined = try Input.readAll(path: options.files.inputPath, what: "the input")
         try KeyFile.write(
-            try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.output, binary: false)
+            try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.files.output, binary: false)
     }
 }
 

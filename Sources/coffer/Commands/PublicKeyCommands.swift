@@ -61,11 +61,7 @@ struct RSAOptions: ParsableArguments {
     @Option(help: "OAEP's hash: sha256, or sha1 for older peers.")
     var hash: RSAEncryption.Hash = .sha256
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 }
 
 struct RSAEncrypt: ParsableCommand {
@@ -75,9 +71,9 @@ struct RSAEncrypt: ParsableCommand {
 
     func run() throws {
         let key = try KeyFile.publicKey(options.keyFile)
-        let message = try Input.readAll(path: options.input ?? "-", what: "the message")
+        let message = try Input.readAll(path: options.files.inputPath, what: "the message")
         try KeyFile.write(
-            try RSAEncryption.encrypt(message, to: key, hash: options.hash), to: options.output, binary: true)
+            try RSAEncryption.encrypt(message, to: key, hash: options.hash), to: options.files.output, binary: true)
     }
 }
 
@@ -88,9 +84,10 @@ struct RSADecrypt: ParsableCommand {
 
     func run() throws {
         let key = try KeyFile.privateKey(options.keyFile)
-        let ciphertext = try Input.readAll(path: options.input ?? "-", what: "the ciphertext")
+        let ciphertext = try Input.readAll(path: options.files.inputPath, what: "the ciphertext")
         try KeyFile.write(
-            try RSAEncryption.decrypt(ciphertext, with: key, hash: options.hash), to: options.output, binary: false)
+            try RSAEncryption.decrypt(ciphertext, with: key, hash: options.hash), to: options.files.output,
+            binary: false)
     }
 }
 

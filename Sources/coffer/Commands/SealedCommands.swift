@@ -14,10 +14,7 @@ struct SealOptions: ParsableArguments {
     @OptionGroup var unlock: KeyRingUnlock
     @Option(help: "Where the value belongs (e.g. notes/42/description): bound to it, not stored.")
     var context: String
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-    @Argument(help: "The input; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 }
 
 struct Seal: ParsableCommand {
@@ -30,12 +27,12 @@ struct Seal: ParsableCommand {
 
     func run() throws {
         let file = try options.unlock.unlockFile()
-        let plaintext = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let plaintext = try Input.readAll(path: options.files.inputPath, what: "the input")
         let sealed = try file.keyRing.seal(plaintext, context: Array(options.context.utf8))
         if text {
-            try KeyFile.write(Array((SealedValue.text(sealed) + "\n").utf8), to: options.output, binary: false)
+            try KeyFile.write(Array((SealedValue.text(sealed) + "\n").utf8), to: options.files.output, binary: false)
         } else {
-            try KeyFile.write(sealed, to: options.output, binary: true)
+            try KeyFile.write(sealed, to: options.files.output, binary: true)
         }
     }
 }
@@ -47,9 +44,10 @@ struct Open: ParsableCommand {
 
     func run() throws {
         let file = try options.unlock.unlockFile()
-        let sealed = try SealedValue.binary(try Input.readAll(path: options.input ?? "-", what: "the input"))
+        let sealed = try SealedValue.binary(try Input.readAll(path: options.files.inputPath, what: "the input"))
         try KeyFile.write(
-            try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.output, binary: false)
+            try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.files.output, binary: false
+        )
     }
 }
 
@@ -61,12 +59,12 @@ struct Rewrap: ParsableCommand {
 
     func run() throws {
         let file = try options.unlock.unlockFile()
-        let input = try Input.readAll(path: options.input ?? "-", what: "the input")
+        let input = try Input.readAll(path: options.files.inputPath, what: "the input")
         let rewrapped = try file.keyRing.rewrap(try SealedValue.binary(input), context: Array(options.context.utf8))
         if input.starts(with: Array(SealedValue.textPrefix.utf8)) {
-            try KeyFile.write(Array((SealedValue.text(rewrapped) + "\n").utf8), to: options.output, binary: false)
+            try KeyFile.write(Array((SealedValue.text(rewrapped) + "\n").utf8), to: options.files.output, binary: false)
         } else {
-            try KeyFile.write(rewrapped, to: options.output, binary: true)
+            try KeyFile.write(rewrapped, to: options.files.output, binary: true)
         }
     }
 }

@@ -59,14 +59,11 @@ struct KeychainRSADecrypt: ParsableCommand {
     var type: KeychainKeyType = .rsa2048
     @Option(help: "OAEP's hash: sha256, or sha1 for older peers.")
     var hash: RSAEncryption.Hash = .sha256
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
-    @Argument(help: "The input file; standard input when absent or \"-\".")
-    var input: String?
+    @OptionGroup var files: FileOptions
 
     func run() throws {
-        let ciphertext = try Input.readAll(path: input ?? "-", what: "the ciphertext")
+        let ciphertext = try Input.readAll(path: files.inputPath, what: "the ciphertext")
         let plaintext = try keychain.open().rsaDecrypt(ciphertext, tag: tag, type: type, hash: hash)
-        try KeyFile.write(plaintext.revealed(), to: output, binary: false)
+        try KeyFile.write(plaintext.revealed(), to: files.output, binary: false)
     }
 }
