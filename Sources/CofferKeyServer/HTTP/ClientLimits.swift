@@ -173,6 +173,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     let registry: ConnectionRegistry
     let requestTimeout: Duration
     private var deadline: Scheduled<Void>?
+    /// Whether a request's head came and its end has not.
+    private var inBody = false
     private var admitted = false
 
     init(registry: ConnectionRegistry, requestTimeout: Duration) {
@@ -204,14 +206,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
         case .head:
             registry.mark(id, busy: true)
             deadline?.cancel()
-            let channel = context.channel
-            deadline = context.eventLoop.scheduleTask(in: .init(requestTimeout)) { channel.close(promise: nil) }
+            deadline = nil
+            inBody = true
         case .end:
             deadline?.cancel()
             deadline = nil
+            inBody = false
         case .body: break
         }
         context.fireChannelRead(data)
+    }
+
+    /// The body's deadline is set once a read ends inside a body: a
+    /// request whose head and end came in one read (most) costs no timer.
+    /// The deadline counts from that read, a few microseconds after the head.
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if inBody && deadline == nil {
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: .init(requestTimeout)) { channel.close(promise: nil) }
+        }
+        context.fireChannelReadComplete()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
