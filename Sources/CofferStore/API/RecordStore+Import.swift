@@ -11,11 +11,11 @@ extension RecordStore {
     /// under the state and for the primary keys it will most likely get.
     /// When its transaction begins, both are checked: if the store's state
     /// moved (a rotation, a migration) or another writer took those keys,
-    /// the batch is sealed again in its transaction, as ``put(contentsOf:into:)``
+    /// the batch is sealed again in its transaction, as `put(contentsOf:into:)`
     /// does. A failure stops the load: the batches before it stay committed.
     ///
     /// ```swift
-    /// try store.put(batches: { reader.next(10_000) }, into: "people") { keys in
+    /// try store.put(batches: { reader.next(25_000) }, into: "people") { keys in
     ///     print("stored", keys.count)
     /// }
     /// ```
