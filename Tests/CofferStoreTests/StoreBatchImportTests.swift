@@ -19,6 +19,12 @@ import Testing
         }
     }
 
+    static func newStore(_ folder: Folder) throws -> RecordStore {
+        try RecordStore.create(
+            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
+            kdf: RecordStoreTests.fast)
+    }
+
     /// Reads every record back and checks it is the one put under its key.
     static func expectStored(_ store: RecordStore, _ expected: [StoreValue: Int]) throws {
         for (key, index) in expected {
@@ -35,9 +41,7 @@ import Testing
 
     @Test func batchesAreCommittedInOrderWithTheirKeys() throws {
         let folder = try Folder()
-        let store = try RecordStore.create(
-            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
-            kdf: RecordStoreTests.fast)
+        let store = try Self.newStore(folder)
         var batches = [Self.batch(0..<700), Self.batch(700..<1400), Self.batch(1400..<1500)]
         var seen: [StoreValue: Int] = [:]
         var committed: [Int] = []
@@ -60,9 +64,7 @@ import Testing
     /// own key.
     @Test func aBatchSealedAheadIsSealedAgainWhenItsKeysOrTheStateMoved() throws {
         let folder = try Folder()
-        let store = try RecordStore.create(
-            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
-            kdf: RecordStoreTests.fast)
+        let store = try Self.newStore(folder)
         let other = try RecordStore.open(sqlite: folder.database, secret: RecordStoreTests.passphrase)
         var batches = [Self.batch(0..<600), Self.batch(600..<1200), Self.batch(1200..<1800)]
         var seen: [StoreValue: Int] = [:]
@@ -88,9 +90,7 @@ import Testing
     /// a failure to read stops the load after the batches before it.
     @Test func aFailureStopsTheLoadAfterTheBatchesBeforeIt() throws {
         let folder = try Folder()
-        let store = try RecordStore.create(
-            sqlite: folder.database, schema: try RecordStoreTests.schema(), secret: RecordStoreTests.passphrase,
-            kdf: RecordStoreTests.fast)
+        let store = try Self.newStore(folder)
         struct ReadFailure: Error {}
         var batches = [Self.batch(0..<300), [["to": .text("x"), "colour": .text("red")]] + Self.batch(300..<310)]
         var committed = 0
