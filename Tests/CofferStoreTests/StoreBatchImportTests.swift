@@ -86,6 +86,36 @@ import Testing
         try Self.expectStored(store, seen)
     }
 
+    /// Between two batches, the sqlite3 tool moves the table's key
+    /// sequence on (a database writer without any key): the next batch,
+    /// sealed ahead for the keys it would have had, is sealed again for
+    /// the keys past the sequence, and every cell opens under its own key.
+    @Test func aKeySequenceMovedBySQLiteItselfIsFollowed() throws {
+        let folder = try Folder()
+        let store = try Self.newStore(folder)
+        var batches = [Self.batch(0..<500), Self.batch(500..<1000)]
+        var seen: [StoreValue: Int] = [:]
+        var firstKeys: [[StoreValue]] = []
+        let next = { batches.isEmpty ? nil : batches.removeFirst() }
+        try store.put(batches: next, into: "presents") { keys in
+            for key in keys { seen[key] = seen.count }
+            firstKeys.append(keys)
+            if firstKeys.count == 1 {
+                let tool = Process()
+                tool.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                tool.arguments = [
+                    "sqlite3", folder.database, "UPDATE sqlite_sequence SET seq = seq + 1000 WHERE name = 'presents'",
+                ]
+                try tool.run()
+                tool.waitUntilExit()
+                try #require(tool.terminationStatus == 0, "sqlite3 (scripts/test installs it) failed")
+            }
+        }
+        #expect(firstKeys.map(\.count) == [500, 500])
+        #expect(firstKeys.last?.first == .integer(1501), "keys continue past the moved sequence")
+        try Self.expectStored(store, seen)
+    }
+
     /// A bad record in the next batch does not stop the batch before it;
     /// a failure to read stops the load after the batches before it.
     @Test func aFailureStopsTheLoadAfterTheBatchesBeforeIt() throws {

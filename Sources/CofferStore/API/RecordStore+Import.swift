@@ -39,12 +39,12 @@ extension RecordStore {
                     version: state.keys.currentIndexVersion)
                 // The next batch starts sealing now, for the keys it would
                 // get if no one else writes in between, while this one is
-                // written. One that cannot (a record the table cannot
-                // take) is left to its own transaction to refuse.
-                let started = (following ?? nil).flatMap { following -> SealedBatch? in
+                // written. Its records are checked in its own transaction;
+                // one whose keys cannot be assigned is left to it to refuse.
+                let started = following.flatMap { following -> SealedBatch? in
                     guard
                         let expected = try? StoreState.assignKeys(
-                            to: Self.checked(following, table: table), table: table,
+                            to: following, table: table,
                             highest: { max(try StoreState.highestKey(table, db), Self.largestInteger(keys)) }
                         ).keys
                     else { return nil }
