@@ -1,3 +1,4 @@
+import Coffer
 import Foundation
 
 /// The key types a keychain generates and stores.
@@ -5,21 +6,14 @@ import Foundation
 /// A struct with static members rather than an enum, so that a later
 /// release can add a type without breaking code that switches over them.
 /// Stored and parsed by its raw value (`p256`, `rsa2048`, …).
-public struct KeychainKeyType: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible {
+public struct KeychainKeyType: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible,
+    OpenNameSet
+{
     package enum Kind: String, CaseIterable, Sendable {
         case p256, x25519, rsa2048, rsa3072, rsa4096, symmetric256
     }
-    /// For exhaustive switches inside the package.
     package let kind: Kind
-
     package init(_ kind: Kind) { self.kind = kind }
-    public init?(rawValue: String) {
-        guard let kind = Kind(rawValue: rawValue) else { return nil }
-        self.kind = kind
-    }
-    public var rawValue: String { kind.rawValue }
-    public var description: String { kind.rawValue }
-    public static var allCases: [KeychainKeyType] { Kind.allCases.map(KeychainKeyType.init) }
 
     /// A P-256 key-agreement key (the Secure Enclave's curve).
     public static let p256 = KeychainKeyType(.p256)
@@ -44,22 +38,15 @@ public struct KeychainKeyType: RawRepresentable, Hashable, Codable, Sendable, Ca
 /// When an item may be read (kSecAttrAccessible…): stored everywhere,
 /// enforced only by the Apple backend. A struct with static members, so
 /// that Apple's next class can be added without breaking switches.
-public struct Accessibility: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible {
+public struct Accessibility: RawRepresentable, Hashable, Codable, Sendable, CaseIterable, CustomStringConvertible,
+    OpenNameSet
+{
     package enum Kind: String, CaseIterable, Sendable {
         case whenUnlocked, afterFirstUnlock, whenUnlockedThisDeviceOnly, afterFirstUnlockThisDeviceOnly,
             whenPasscodeSetThisDeviceOnly
     }
-    /// For exhaustive switches inside the package.
     package let kind: Kind
-
     package init(_ kind: Kind) { self.kind = kind }
-    public init?(rawValue: String) {
-        guard let kind = Kind(rawValue: rawValue) else { return nil }
-        self.kind = kind
-    }
-    public var rawValue: String { kind.rawValue }
-    public var description: String { kind.rawValue }
-    public static var allCases: [Accessibility] { Kind.allCases.map(Accessibility.init) }
 
     public static let whenUnlocked = Accessibility(.whenUnlocked)
     public static let afterFirstUnlock = Accessibility(.afterFirstUnlock)

@@ -74,14 +74,7 @@ extension SecretServiceKeychain {
     /// This keychain's items of the query's class and primary key, narrowed
     /// by the rest of the query. Throws `interactionNotAllowed` if any is locked.
     func items(matching query: KeychainQuery, loadSecrets: Bool) throws -> [Found] {
-        var wanted = [Attribute.keychain: name, Attribute.itemClass: query.itemClass.rawValue]
-        wanted[Attribute.service] = query.service
-        wanted[Attribute.account] = query.account
-        wanted[Attribute.applicationTag] = query.applicationTag
-        wanted[Attribute.keyType] = query.keyType?.rawValue
-        wanted[Attribute.label] = query.label
-        wanted[Attribute.accessGroup] = query.accessGroup
-        let attributes = Self.table(wanted)
+        let attributes = Self.table(attributes(matching: query))
         defer { g_hash_table_unref(attributes) }
         var flags = SECRET_SEARCH_ALL.rawValue
         if loadSecrets { flags |= SECRET_SEARCH_LOAD_SECRETS.rawValue }

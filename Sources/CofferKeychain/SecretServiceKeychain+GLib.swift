@@ -10,29 +10,40 @@ import Glibc
 // How items and errors cross between Swift and libsecret/GLib, and the
 // serialisation every libsecret call goes through.
 extension SecretServiceKeychain {
-    func attributes(of item: KeychainItem) -> [String: String] {
-        var attributes = [
-            Attribute.keychain: name,
-            Attribute.itemClass: item.itemClass.rawValue,
-            Attribute.accessibility: item.accessibility.rawValue,
-            Attribute.synchronizable: item.synchronizable ? "1" : "0",
-            Attribute.created: String(item.created.timeIntervalSinceReferenceDate),
-            Attribute.modified: String(item.modified.timeIntervalSinceReferenceDate),
-        ]
-        attributes[Attribute.service] = item.service
-        attributes[Attribute.account] = item.account
-        attributes[Attribute.applicationTag] = item.applicationTag
-        attributes[Attribute.keyType] = item.keyType?.rawValue
-        attributes[Attribute.label] = item.label
-        attributes[Attribute.comment] = item.comment
-        attributes[Attribute.accessGroup] = item.accessGroup
+    /// The attributes a search for `query` names: this keychain, the class,
+    /// and each field the query sets.
+    func attributes(matching query: KeychainQuery) -> [Attribute: String] {
+        var attributes: [Attribute: String] = [.keychain: name, .itemClass: query.itemClass.rawValue]
+        attributes[.service] = query.service
+        attributes[.account] = query.account
+        attributes[.applicationTag] = query.applicationTag
+        attributes[.keyType] = query.keyType?.rawValue
+        attributes[.label] = query.label
+        attributes[.accessGroup] = query.accessGroup
         return attributes
+    }
+
+    /// Every attribute of `item`: those of its query, and the rest.
+    func attributes(of item: KeychainItem) -> [Attribute: String] {
+        let primary = KeychainQuery(
+            itemClass: item.itemClass, service: item.service, account: item.account,
+            applicationTag: item.applicationTag, keyType: item.keyType, label: item.label,
+            accessGroup: item.accessGroup)
+        return attributes(matching: primary).merging(
+            [
+                .comment: item.comment,
+                .accessibility: item.accessibility.rawValue,
+                .synchronizable: item.synchronizable ? "1" : "0",
+                .created: String(item.created.timeIntervalSinceReferenceDate),
+                .modified: String(item.modified.timeIntervalSinceReferenceDate),
+            ].compactMapValues { $0 }
+        ) { $1 }
     }
 
     static func item(from handle: UnsafeMutablePointer<SecretItem>) throws -> KeychainItem {
         let table = secret_item_get_attributes(handle)
         defer { if let table { g_hash_table_unref(table) } }
-        var attributes: [String: String] = [:]
+        var attributes: [Attribute: String] = [:]
         if let table {
             var iterator = GHashTableIter()
             g_hash_table_iter_init(&iterator, table)
@@ -40,30 +51,31 @@ extension SecretServiceKeychain {
             var value: gpointer?
             while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
                 guard let key, let value else { continue }
-                attributes[String(cString: key.assumingMemoryBound(to: CChar.self))] = String(
-                    cString: value.assumingMemoryBound(to: CChar.self))
+                guard let name = Attribute(rawValue: String(cString: key.assumingMemoryBound(to: CChar.self)))
+                else { continue }
+                attributes[name] = String(cString: value.assumingMemoryBound(to: CChar.self))
             }
         }
         func corrupted(_ what: String) -> KeychainError {
             KeychainError(.corrupted, "a Secret Service item of schema \(schemaName) has \(what)")
         }
-        guard let itemClass = attributes[Attribute.itemClass].flatMap(ItemClass.init(rawValue:)) else {
+        guard let itemClass = attributes[.itemClass].flatMap(ItemClass.init(rawValue:)) else {
             throw corrupted("no valid class")
         }
-        let accessibility = attributes[Attribute.accessibility].flatMap(Accessibility.init(rawValue:)) ?? .whenUnlocked
+        let accessibility = attributes[.accessibility].flatMap(Accessibility.init(rawValue:)) ?? .whenUnlocked
         // Dates are metadata: an item another client stored without them reads as made at the reference date.
-        let created = Date(timeIntervalSinceReferenceDate: attributes[Attribute.created].flatMap(Double.init) ?? 0)
-        let modified = Date(timeIntervalSinceReferenceDate: attributes[Attribute.modified].flatMap(Double.init) ?? 0)
+        let created = Date(timeIntervalSinceReferenceDate: attributes[.created].flatMap(Double.init) ?? 0)
+        let modified = Date(timeIntervalSinceReferenceDate: attributes[.modified].flatMap(Double.init) ?? 0)
         var keyType: KeychainKeyType?
-        if let raw = attributes[Attribute.keyType] {
+        if let raw = attributes[.keyType] {
             guard let type = KeychainKeyType(rawValue: raw) else { throw corrupted("an unknown key type") }
             keyType = type
         }
         let item = KeychainItem(
-            itemClass: itemClass, service: attributes[Attribute.service], account: attributes[Attribute.account],
-            applicationTag: attributes[Attribute.applicationTag], keyType: keyType, label: attributes[Attribute.label],
-            comment: attributes[Attribute.comment], accessGroup: attributes[Attribute.accessGroup],
-            accessibility: accessibility, synchronizable: attributes[Attribute.synchronizable] == "1",
+            itemClass: itemClass, service: attributes[.service], account: attributes[.account],
+            applicationTag: attributes[.applicationTag], keyType: keyType, label: attributes[.label],
+            comment: attributes[.comment], accessGroup: attributes[.accessGroup],
+            accessibility: accessibility, synchronizable: attributes[.synchronizable] == "1",
             created: created, modified: modified)
         do { try ItemStore.validate(item) } catch { throw corrupted("no primary key") }
         return item
@@ -100,10 +112,11 @@ extension SecretServiceKeychain {
     }
 
     /// A string → string table that owns copies of its keys and values.
-    static func table(_ attributes: [String: String]) -> OpaquePointer {
+    static func table(_ attributes: [Attribute: String]) -> OpaquePointer {
         let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
         for (key, value) in attributes {
-            g_hash_table_insert(table, UnsafeMutableRawPointer(g_strdup(key)), UnsafeMutableRawPointer(g_strdup(value)))
+            g_hash_table_insert(
+                table, UnsafeMutableRawPointer(g_strdup(key.rawValue)), UnsafeMutableRawPointer(g_strdup(value)))
         }
         return table
     }

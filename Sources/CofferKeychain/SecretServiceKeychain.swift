@@ -45,24 +45,14 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {
 
     static let schemaName = "org.coffer.Keychain"
 
-    enum Attribute {
-        static let keychain = "coffer-keychain"
-        static let itemClass = "class"
-        static let service = "service"
-        static let account = "account"
-        static let applicationTag = "application-tag"
-        static let keyType = "key-type"
-        static let label = "label"
-        static let comment = "comment"
-        static let accessGroup = "access-group"
-        static let accessibility = "accessibility"
-        static let synchronizable = "synchronizable"
-        static let created = "created"
-        static let modified = "modified"
-        static let all = [
-            keychain, itemClass, service, account, applicationTag, keyType, label, comment, accessGroup,
-            accessibility, synchronizable, created, modified,
-        ]
+    /// The schema's attributes, each a string, named as libsecret stores them.
+    enum Attribute: String, CaseIterable {
+        case keychain = "coffer-keychain"
+        case itemClass = "class"
+        case applicationTag = "application-tag"
+        case keyType = "key-type"
+        case accessGroup = "access-group"
+        case service, account, label, comment, accessibility, synchronizable, created, modified
     }
 
     /// Connects to the Secret Service on the session bus. Throws `io` when
@@ -78,9 +68,9 @@ public final class SecretServiceKeychain: Keychain, @unchecked Sendable {
         self.service = service
         // Every attribute is a string (SECRET_SCHEMA_ATTRIBUTE_STRING, 0): a table of names to 0.
         let schemaTypes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil)!
-        for attribute in Attribute.all {
+        for attribute in Attribute.allCases {
             g_hash_table_insert(
-                schemaTypes, UnsafeMutableRawPointer(g_strdup(attribute)),
+                schemaTypes, UnsafeMutableRawPointer(g_strdup(attribute.rawValue)),
                 UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
         }
         schema = secret_schema_newv(Self.schemaName, SECRET_SCHEMA_NONE, schemaTypes)

@@ -96,20 +96,21 @@ package final class FakeSecItems: SecItemBackend {
     }
 
     package func data(_ reference: [UInt8], base: SecItemAttributes) throws -> [UInt8] {
-        try locked { state in
-            let found = try Self.item(state, reference, base: base)
-            guard found.attributes[.itemClass] == .genericPasswordClass else {
-                throw KeychainError(.corrupted, "the keychain returned no data")
-            }
-            return found.value
-        }
+        try value(reference, base: base, of: .genericPasswordClass, missing: "data")
     }
 
     package func exportPrivateKey(_ reference: [UInt8], base: SecItemAttributes) throws -> [UInt8] {
+        try value(reference, base: base, of: .keyClass, missing: "key")
+    }
+
+    /// The secret of the item `reference` names, which must be of `itemClass`.
+    private func value(
+        _ reference: [UInt8], base: SecItemAttributes, of itemClass: SecItemValue, missing: String
+    ) throws -> [UInt8] {
         try locked { state in
             let found = try Self.item(state, reference, base: base)
-            guard found.attributes[.itemClass] == .keyClass else {
-                throw KeychainError(.corrupted, "the keychain returned no key")
+            guard found.attributes[.itemClass] == itemClass else {
+                throw KeychainError(.corrupted, "the keychain returned no \(missing)")
             }
             return found.value
         }

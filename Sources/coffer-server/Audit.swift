@@ -5,13 +5,11 @@ import Foundation
 
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "audit",
         abstract: "Checks the audit log's hash chain, prints its head, or exports one subject's history.",
         subcommands: [Verify.self, Head.self, Export.self])
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "verify",
             abstract:
                 "Checks every link of the audit chain and the server's anchors; exits 1 naming the first broken entry.",
             discussion: """
@@ -49,7 +47,6 @@ struct Audit: AsyncParsableCommand {
 
     struct Head: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "head",
             abstract:
                 "Prints the audit chain's head, SEQ:HASH, to keep outside the database (audit verify --expect-head).")
         @OptionGroup var data: DataOptions
@@ -68,7 +65,6 @@ struct Audit: AsyncParsableCommand {
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "export",
             abstract: "Prints every audit entry about one subject, one JSON object per line.")
         @OptionGroup var data: DataOptions
         @Option(help: "The subject, as the sign-in token names it.") var subject: String

@@ -10,7 +10,6 @@ import Foundation
 @main
 struct CofferServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "coffer-server",
         abstract: "Releases a key per user (and device, and purpose) to apps whose users have signed in.",
         discussion: """
             Keys are rows sealed under the server's KEK, a key ring in DIR/kek.ckr unlocked by a \

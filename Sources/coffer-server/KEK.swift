@@ -6,34 +6,38 @@ import Foundation
 
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "kek", abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
+        abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
         subcommands: [Rotate.self, Rewrap.self])
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "rotate",
             abstract: "Adds a new primary key to the KEK ring, then reseals every stored key under it.")
-        @OptionGroup var data: DataOptions
-        @Option(help: "Rows per transaction.") var batch = 500
+        @OptionGroup var options: RewrapOptions
 
         func run() async throws {
-            let settings = try await data.settings()
-            let id = try await data.kekRing(settings).modify { file in try file.update { try $0.rotate() } }
+            let settings = try await options.data.settings()
+            let id = try await options.data.kekRing(settings).modify { file in try file.update { try $0.rotate() } }
             FileHandle.standardError.write(Data("KEK primary is now \(String(format: "%08x", id))\n".utf8))
-            try await Rewrap.rewrap(try await data.open(settings), batch: batch)
+            try await options.rewrap(settings)
         }
     }
 
     struct Rewrap: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "rewrap",
             abstract: "Reseals every stored key not yet under the KEK's primary (resumes a rotation that stopped).")
+        @OptionGroup var options: RewrapOptions
+
+        func run() async throws { try await options.rewrap(try await options.data.settings()) }
+    }
+
+    /// The server's data and the size of the rewrap's transactions.
+    struct RewrapOptions: ParsableArguments {
         @OptionGroup var data: DataOptions
         @Option(help: "Rows per transaction.") var batch = 500
 
-        func run() async throws { try await Self.rewrap(try await data.open(try await data.settings()), batch: batch) }
-
-        static func rewrap(_ store: ServerKeyStore, batch: Int) async throws {
+        /// Reseals every stored key not yet under the KEK's primary, with progress.
+        func rewrap(_ settings: ServerSettings) async throws {
+            let store = try await data.open(settings)
             let total = try await store.rowsToRewrap()
             let done = try await store.rewrap(batchSize: batch) { done in
                 FileHandle.standardError.write(Data("resealed \(done) of \(total)\n".utf8))

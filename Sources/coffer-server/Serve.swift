@@ -14,7 +14,6 @@ import Prometheus
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
         abstract: "Serves keys over HTTP (plain HTTP on loopback only).")
 
     @Option(
@@ -225,12 +224,10 @@ struct Serve: AsyncParsableCommand {
 
 struct Operator: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "operator",
         abstract: "Makes, lists and removes operator tokens.", subcommands: [Add.self, List.self, Remove.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "add",
             abstract: "Makes an operator token and prints it (the only time it is shown).")
         @OptionGroup var data: DataOptions
         @Option(help: "The operator's name (unique).") var name: String
@@ -248,7 +245,7 @@ struct Operator: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "Lists operators and their scopes (never tokens).")
+            abstract: "Lists operators and their scopes (never tokens).")
         @OptionGroup var data: DataOptions
 
         func run() async throws {
@@ -260,7 +257,7 @@ struct Operator: AsyncParsableCommand {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "remove", abstract: "Removes an operator; its token stops working.")
+            abstract: "Removes an operator; its token stops working.")
         @OptionGroup var data: DataOptions
         @Option(help: "The operator's name.") var name: String
 

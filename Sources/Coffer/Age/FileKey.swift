@@ -26,6 +26,16 @@ public struct FileKey: Sendable, Equatable, CustomStringConvertible, CustomDebug
 
     private init(key: SymmetricKey) { self.key = key }
 
+    /// The file key in a stanza body sealed with HPKE's base mode, or nil
+    /// when the receiver `makeReceiver` builds for this identity cannot be
+    /// made or cannot open it: a share or body that does not open means
+    /// "not for this identity", not an error.
+    static func openHPKE(_ body: some DataProtocol, with makeReceiver: () throws -> HPKE.Recipient) throws -> FileKey? {
+        guard var receiver = try? makeReceiver(), let plaintext = try? receiver.open(body, authenticating: Data())
+        else { return nil }
+        return try FileKey(unwrapped: plaintext)
+    }
+
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try key.withUnsafeBytes(body)
     }

@@ -72,6 +72,17 @@ extension Stanza {
         return Array(bytes)
     }
 
+    /// The two arguments of a tagged stanza (a 4-byte tag of the recipient,
+    /// then the sender's share of `shareSize` bytes), its body checked to
+    /// hold one wrapped file key.
+    func taggedShare(shareSize: Int) throws -> (tag: [UInt8], share: [UInt8]) {
+        try requireArgumentCount(2)
+        let tag = try decodedArgument(0, byteCount: 4, name: "tag")
+        let share = try decodedArgument(1, byteCount: shareSize, name: "share")
+        try requireBodyCount(FileKey.byteCount + 16)
+        return (tag, share)
+    }
+
     /// Checked before decrypting, against partitioning oracles.
     func requireBodyCount(_ byteCount: Int) throws {
         guard body.count == byteCount else {

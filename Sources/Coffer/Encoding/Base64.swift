@@ -6,12 +6,14 @@ import Foundation
 package enum Base64 {
     static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    /// 0xFF marks a byte outside the alphabet.
-    static let values: [UInt8] = {
+    static let values = decodingTable(alphabet)
+
+    /// Each byte's value in `alphabet`; 0xFF marks a byte outside it.
+    static func decodingTable(_ alphabet: [UInt8]) -> [UInt8] {
         var table = [UInt8](repeating: 0xFF, count: 256)
         for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
         return table
-    }()
+    }
 
     static func isBase64Character(_ byte: UInt8) -> Bool { values[Int(byte)] != 0xFF }
 
@@ -162,11 +164,7 @@ package enum Base64 {
 /// character outside the alphabet, no set bits after the last byte.
 package enum Base64URL {
     static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-    static let values: [UInt8] = {
-        var table = [UInt8](repeating: 0xFF, count: 256)
-        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
-        return table
-    }()
+    static let values = Base64.decodingTable(alphabet)
 
     package static func encode(_ bytes: some Collection<UInt8>) -> String {
         String(decoding: Base64.encode(bytes, padded: false, alphabet: alphabet), as: UTF8.self)

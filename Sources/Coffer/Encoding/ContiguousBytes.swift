@@ -11,3 +11,12 @@ func withContiguousBytes<R>(of data: some DataProtocol, _ body: (UnsafeRawBuffer
     }
     return try Array(data).withUnsafeBytes(body)
 }
+
+/// The same for two inputs at once (a value and its context).
+@inlinable
+func withContiguousBytes<R>(
+    of first: some DataProtocol, and second: some DataProtocol,
+    _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R
+) rethrows -> R {
+    try withContiguousBytes(of: first) { first in try withContiguousBytes(of: second) { try body(first, $0) } }
+}

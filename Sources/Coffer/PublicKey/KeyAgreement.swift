@@ -11,7 +11,7 @@ public enum KeyAgreement {
     /// The KDF over the ECDH secret. A struct with static members, so that
     /// a later release can add one without breaking switches; parsed and
     /// printed by its raw value (`x963-sha256`, `hkdf-sha256`, …).
-    public struct KDF: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    public struct KDF: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible, OpenNameSet {
         package enum Kind: String, CaseIterable, Sendable {
             case x963SHA256 = "x963-sha256"
             case x963SHA1 = "x963-sha1"
@@ -19,17 +19,8 @@ public enum KeyAgreement {
             case x963SHA512 = "x963-sha512"
             case hkdfSHA256 = "hkdf-sha256"
         }
-        /// For exhaustive switches inside the package.
         package let kind: Kind
-
         package init(_ kind: Kind) { self.kind = kind }
-        public init?(rawValue: String) {
-            guard let kind = Kind(rawValue: rawValue) else { return nil }
-            self.kind = kind
-        }
-        public var rawValue: String { kind.rawValue }
-        public var description: String { kind.rawValue }
-        public static var allCases: [KDF] { Kind.allCases.map(KDF.init) }
 
         /// ANSI X9.63 with SHA-256 (Apple's ECDHKeyExchange…X963SHA256).
         public static let x963SHA256 = KDF(.x963SHA256)

@@ -9,21 +9,12 @@ public enum RSAEncryption {
     /// OAEP's hash (and MGF1's). A struct with static members, so that a
     /// later release can add one without breaking switches; parsed and
     /// printed by its raw value (`sha256`, `sha1`).
-    public struct Hash: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    public struct Hash: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible, OpenNameSet {
         package enum Kind: String, CaseIterable, Sendable {
             case sha256, sha1
         }
-        /// For exhaustive switches inside the package.
         package let kind: Kind
-
         package init(_ kind: Kind) { self.kind = kind }
-        public init?(rawValue: String) {
-            guard let kind = Kind(rawValue: rawValue) else { return nil }
-            self.kind = kind
-        }
-        public var rawValue: String { kind.rawValue }
-        public var description: String { kind.rawValue }
-        public static var allCases: [Hash] { Kind.allCases.map(Hash.init) }
 
         /// SHA-256 (SecKey's rsaEncryptionOAEPSHA256).
         public static let sha256 = Hash(.sha256)

@@ -155,10 +155,7 @@ public enum MLKEM768P256Tag {
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let recipientPoint = p256.publicKey.x963Representation
             for stanza in stanzas where stanza.type == stanzaType {
-                try stanza.requireArgumentCount(2)
-                let tag = try stanza.decodedArgument(0, byteCount: 4, name: "tag")
-                let encapsulated = try stanza.decodedArgument(1, byteCount: encapsulatedKeySize, name: "share")
-                try stanza.requireBodyCount(FileKey.byteCount + 16)
+                let (tag, encapsulated) = try stanza.taggedShare(shareSize: encapsulatedKeySize)
                 let enc = Data(encapsulated)
                 guard MLKEM768P256Tag.tag(encapsulatedKey: enc, recipientPoint: recipientPoint) == tag else { continue }
                 let ctT = enc.suffix(pointSize)

@@ -110,12 +110,11 @@ public enum MLKEM768X25519 {
                     throw CofferError(.malformedHeader, "an mlkem768x25519 stanza's X25519 share is a low-order point")
                 }
                 // A share or body that does not open is "not for this identity".
-                guard
-                    var receiver = try? HPKE.Recipient(
-                        privateKey: privateKey, ciphersuite: suite, info: info, encapsulatedKey: Data(encapsulated)),
-                    let plaintext = try? receiver.open(stanza.body, authenticating: Data())
-                else { continue }
-                return try FileKey(unwrapped: plaintext)
+                let fileKey = try FileKey.openHPKE(stanza.body) {
+                    try HPKE.Recipient(
+                        privateKey: privateKey, ciphersuite: suite, info: info, encapsulatedKey: Data(encapsulated))
+                }
+                if let fileKey { return fileKey }
             }
             return nil
         }

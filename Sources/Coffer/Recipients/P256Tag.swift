@@ -84,18 +84,14 @@ public enum P256Tag {
         public func unwrap(_ stanzas: [Stanza]) throws -> FileKey? {
             let compressed = privateKey.publicKey.compressedRepresentation
             for stanza in stanzas where stanza.type == stanzaType {
-                try stanza.requireArgumentCount(2)
-                let tag = try stanza.decodedArgument(0, byteCount: 4, name: "tag")
-                let encapsulated = try stanza.decodedArgument(1, byteCount: 65, name: "share")
-                try stanza.requireBodyCount(FileKey.byteCount + 16)
+                let (tag, encapsulated) = try stanza.taggedShare(shareSize: 65)
                 // Another recipient's stanza: skip it without any ECDH.
                 guard P256Tag.tag(encapsulatedKey: Data(encapsulated), recipient: compressed) == tag else { continue }
-                guard
-                    var receiver = try? HPKE.Recipient(
-                        privateKey: privateKey, ciphersuite: suite, info: label, encapsulatedKey: Data(encapsulated)),
-                    let plaintext = try? receiver.open(stanza.body, authenticating: Data())
-                else { continue }
-                return try FileKey(unwrapped: plaintext)
+                let fileKey = try FileKey.openHPKE(stanza.body) {
+                    try HPKE.Recipient(
+                        privateKey: privateKey, ciphersuite: suite, info: label, encapsulatedKey: Data(encapsulated))
+                }
+                if let fileKey { return fileKey }
             }
             return nil
         }

@@ -134,9 +134,7 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// work is done by non-generic code behind it.
     @inlinable
     public func seal(_ plaintext: some DataProtocol, context: some DataProtocol) throws -> Data {
-        try withContiguousBytes(of: plaintext) { plaintext in
-            try withContiguousBytes(of: context) { try sealContiguous(plaintext, context: $0) }
-        }
+        try withContiguousBytes(of: plaintext, and: context) { try sealContiguous($0, context: $1) }
     }
 
     @usableFromInline
@@ -148,9 +146,7 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// Opens a value (binary form) sealed under any active key.
     @inlinable
     public func open(_ sealed: some DataProtocol, context: some DataProtocol) throws -> Data {
-        try withContiguousBytes(of: sealed) { sealed in
-            try withContiguousBytes(of: context) { try openContiguous(sealed, context: $0) }
-        }
+        try withContiguousBytes(of: sealed, and: context) { try openContiguous($0, context: $1) }
     }
 
     @usableFromInline

@@ -35,10 +35,8 @@ public enum SealedValue {
         _ plaintext: some DataProtocol, keyID: UInt32, key: SymmetricKey, context: some DataProtocol,
         nonce: AES.GCM._SIV.Nonce
     ) throws -> Data {
-        try withContiguousBytes(of: plaintext) { plaintext in
-            try withContiguousBytes(of: context) {
-                try seal(plaintext, keyID: keyID, key: key, context: $0, nonce: nonce)
-            }
+        try withContiguousBytes(of: plaintext, and: context) {
+            try seal($0, keyID: keyID, key: key, context: $1, nonce: nonce)
         }
     }
 

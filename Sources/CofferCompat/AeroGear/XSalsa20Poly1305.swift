@@ -179,24 +179,23 @@ enum Poly1305 {
 
             func w(_ value: UInt32) -> UInt64 { UInt64(value) }
             let d0 = w(h0) * w(r0) + w(h1) * w(s4) + w(h2) * w(s3) + w(h3) * w(s2) + w(h4) * w(s1)
-            var d1 = w(h0) * w(r1) + w(h1) * w(r0) + w(h2) * w(s4) + w(h3) * w(s3) + w(h4) * w(s2)
-            var d2 = w(h0) * w(r2) + w(h1) * w(r1) + w(h2) * w(r0) + w(h3) * w(s4) + w(h4) * w(s3)
-            var d3 = w(h0) * w(r3) + w(h1) * w(r2) + w(h2) * w(r1) + w(h3) * w(r0) + w(h4) * w(s4)
-            var d4 = w(h0) * w(r4) + w(h1) * w(r3) + w(h2) * w(r2) + w(h3) * w(r1) + w(h4) * w(r0)
-            var carry = d0 >> 26
-            h0 = UInt32(truncatingIfNeeded: d0) & mask
-            d1 += carry
-            carry = d1 >> 26
-            h1 = UInt32(truncatingIfNeeded: d1) & mask
-            d2 += carry
-            carry = d2 >> 26
-            h2 = UInt32(truncatingIfNeeded: d2) & mask
-            d3 += carry
-            carry = d3 >> 26
-            h3 = UInt32(truncatingIfNeeded: d3) & mask
-            d4 += carry
-            carry = d4 >> 26
-            h4 = UInt32(truncatingIfNeeded: d4) & mask
+            let d1 = w(h0) * w(r1) + w(h1) * w(r0) + w(h2) * w(s4) + w(h3) * w(s3) + w(h4) * w(s2)
+            let d2 = w(h0) * w(r2) + w(h1) * w(r1) + w(h2) * w(r0) + w(h3) * w(s4) + w(h4) * w(s3)
+            let d3 = w(h0) * w(r3) + w(h1) * w(r2) + w(h2) * w(r1) + w(h3) * w(r0) + w(h4) * w(s4)
+            let d4 = w(h0) * w(r4) + w(h1) * w(r3) + w(h2) * w(r2) + w(h3) * w(r1) + w(h4) * w(r0)
+            // Each limb keeps its low 26 bits and carries the rest into the
+            // next; the top limb's carry wraps round times 5 (2^130 ≡ 5).
+            var carry: UInt64 = 0
+            func reduce(_ d: UInt64) -> UInt32 {
+                let sum = d + carry
+                carry = sum >> 26
+                return UInt32(truncatingIfNeeded: sum) & mask
+            }
+            h0 = reduce(d0)
+            h1 = reduce(d1)
+            h2 = reduce(d2)
+            h3 = reduce(d3)
+            h4 = reduce(d4)
             h0 &+= UInt32(truncatingIfNeeded: carry) &* 5
             h1 &+= h0 >> 26
             h0 &= mask

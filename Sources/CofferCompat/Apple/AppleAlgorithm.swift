@@ -53,18 +53,17 @@ public struct AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
             .invalidArgument,
             "unknown SecKey algorithm \"\(name)\"; expected e.g. eciesEncryptionCofactorVariableIVX963SHA256AESGCM, rsaEncryptionOAEPSHA256AESGCM or ecdhKeyExchangeCofactorX963SHA256 (or their kSecKeyAlgorithm… constants)"
         )
+        /// Takes "Standard" (false) or "Cofactor" (true) off the front.
+        func variant(_ rest: inout Substring) throws -> Bool {
+            for (word, cofactor) in [("Standard", false), ("Cofactor", true)] where rest.hasPrefix(word) {
+                rest = rest.dropFirst(word.count)
+                return cofactor
+            }
+            throw unknown
+        }
         if text.hasPrefix("eciesEncryption"), text.hasSuffix("AESGCM") {
             var middle = text.dropFirst("eciesEncryption".count).dropLast("AESGCM".count)
-            let cofactor: Bool
-            if middle.hasPrefix("Standard") {
-                cofactor = false
-                middle = middle.dropFirst(8)
-            } else if middle.hasPrefix("Cofactor") {
-                cofactor = true
-                middle = middle.dropFirst(8)
-            } else {
-                throw unknown
-            }
+            let cofactor = try variant(&middle)
             let variableIV = middle.hasPrefix("VariableIV")
             if variableIV { middle = middle.dropFirst(10) }
             guard middle.hasPrefix("X963"), let hash = hash(middle.dropFirst(4)) else { throw unknown }
@@ -77,16 +76,7 @@ public struct AppleAlgorithm: Sendable, Hashable, CustomStringConvertible {
             self = .rsaOAEPAESGCM(hash: hash)
         } else if text.hasPrefix("ecdhKeyExchange") {
             var rest = text.dropFirst("ecdhKeyExchange".count)
-            let cofactor: Bool
-            if rest.hasPrefix("Standard") {
-                cofactor = false
-                rest = rest.dropFirst(8)
-            } else if rest.hasPrefix("Cofactor") {
-                cofactor = true
-                rest = rest.dropFirst(8)
-            } else {
-                throw unknown
-            }
+            let cofactor = try variant(&rest)
             if rest.isEmpty {
                 self = .ecdhKeyExchange(cofactor: cofactor, hash: nil)
                 return

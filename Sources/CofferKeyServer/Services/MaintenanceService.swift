@@ -21,15 +21,23 @@ public struct MaintenanceService: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                do { try await store.sweep() } catch {
-                    logger.warning(
-                        "the shred sweep failed; it runs again", metadata: ["error.type": "\(type(of: error))"])
-                }
-                try? await BlockingWork.run { try store.reloadKEK() }
+        await everyInterval(interval) {
+            do { try await store.sweep() } catch {
+                logger.warning(
+                    "the shred sweep failed; it runs again", metadata: ["error.type": "\(type(of: error))"])
             }
+            try? await BlockingWork.run { try store.reloadKEK() }
+        }
+    }
+}
+
+/// Runs `work` every `interval` until the server's graceful shutdown (or
+/// the task's cancellation).
+func everyInterval(_ interval: Duration, _ work: @escaping @Sendable () async -> Void) async {
+    try? await cancelWhenGracefulShutdown {
+        while !Task.isCancelled {
+            try await Task.sleep(for: interval)
+            await work()
         }
     }
 }
@@ -60,12 +68,7 @@ public struct AuditAnchorService: Service {
     }
 
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                await anchor()
-            }
-        }
+        await everyInterval(interval) { await anchor() }
         await anchor()
     }
 

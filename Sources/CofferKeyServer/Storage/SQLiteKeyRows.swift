@@ -1,4 +1,5 @@
 #if Server
+import CofferStore
 import Foundation
 import GRDB
 
@@ -11,12 +12,8 @@ final class SQLiteKeyRows: KeyRows {
     let checkpointer: WALCheckpointer
 
     init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            // Destroyed rows are overwritten, not left in free pages.
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            // Checkpoints run beside the writer, not in its commits.
+        // Checkpoints run beside the writer, not in its commits.
+        let configuration = Configuration.secureDelete(busyTimeout: 10) { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)

@@ -174,6 +174,24 @@ struct SQLiteConnection: StoreConnection {
     }
 }
 
+extension Configuration {
+    /// GRDB's settings for a Coffer database file: a writer waits up to
+    /// `busyTimeout` seconds for another process's transaction, and every
+    /// connection runs with `secure_delete` on (deleted rows are
+    /// overwritten, not left in free pages), then `prepare`.
+    package static func secureDelete(
+        busyTimeout: TimeInterval, prepare: @escaping @Sendable (Database) throws -> Void
+    ) -> Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try prepare(db)
+        }
+        return configuration
+    }
+}
+
 /// One SQLite file through GRDB: WAL, several processes writing at once
 /// (SQLite runs one write transaction at a time), a 30 s busy timeout,
 /// `secure_delete` on.
@@ -182,10 +200,7 @@ struct SQLiteBackend: StoreBackend {
     let location: String
 
     init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
+        let configuration = Configuration.secureDelete(busyTimeout: 30) { db in
             // Blind index values are random, so each insert lands on a random
             // page of the index and a bulk put dirties most of the index's
             // pages: the writer keeps up to 32 MiB of pages in memory

@@ -5,7 +5,6 @@ import Foundation
 
 struct Apple: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apple",
         abstract: "Read and write what Apple's SecKey encrypts (ECIES, RSA-OAEP + AES-GCM), byte for byte.",
         discussion: """
             --algorithm takes the Swift spelling (eciesEncryptionCofactorVariableIVX963SHA256AESGCM, \
@@ -27,10 +26,13 @@ struct AppleOptions: ParsableArguments {
 
     @OptionGroup var files: FileOptions
 
-    func load() throws -> (AppleAlgorithm, AppleKey, [UInt8]) {
+    /// Reads the algorithm and key, then transforms the input to the output.
+    func transform(
+        binary: Bool, _ body: ([UInt8], AppleKey, AppleAlgorithm) throws -> some Collection<UInt8>
+    ) throws {
         let algorithm = try AppleAlgorithm(self.algorithm)
         let key = try AppleKeyFile.load(keyFile)
-        return (algorithm, key, try Input.readAll(path: files.inputPath, what: "the input"))
+        try files.transform("the input", binary: binary) { try body($0, key, algorithm) }
     }
 }
 
@@ -49,9 +51,7 @@ struct AppleEncrypt: ParsableCommand {
     @OptionGroup var options: AppleOptions
 
     func run() throws {
-        let (algorithm, key, plaintext) = try options.load()
-        try KeyFile.write(
-            try AppleSecKey.encrypt(plaintext, to: key, algorithm: algorithm), to: options.files.output, binary: true)
+        try options.transform(binary: true) { try AppleSecKey.encrypt($0, to: $1, algorithm: $2) }
     }
 }
 
@@ -61,10 +61,7 @@ struct AppleDecrypt: ParsableCommand {
     @OptionGroup var options: AppleOptions
 
     func run() throws {
-        let (algorithm, key, ciphertext) = try options.load()
-        try KeyFile.write(
-            try AppleSecKey.decrypt(ciphertext, with: key, algorithm: algorithm), to: options.files.output,
-            binary: false)
+        try options.transform(binary: false) { try AppleSecKey.decrypt($0, with: $1, algorithm: $2) }
     }
 }
 

@@ -25,6 +25,24 @@ struct RNCryptorCredentials: ParsableArguments {
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt("Password", confirm: confirm))
     }
+
+    /// Encrypts or decrypts the input to the output as a stream (a new
+    /// password is asked twice; decryption writes nothing that did not
+    /// authenticate).
+    func stream(_ files: FileOptions, encrypting: Bool) throws {
+        let credentials = try resolve(confirm: encrypting)
+        let file = try Input(path: files.inputPath)
+        defer { file.finish() }
+        let out = try Output(path: files.output, binary: encrypting)
+        var source = file.source
+        try out.write { sink in
+            if encrypting {
+                try RNCryptor.encrypt(from: &source, to: &sink, credentials: credentials)
+            } else {
+                try RNCryptor.decrypt(from: &source, to: &sink, credentials: credentials)
+            }
+        }
+    }
 }
 
 struct RNCryptorCommand: ParsableCommand {
@@ -44,14 +62,7 @@ struct RNCryptorEncrypt: ParsableCommand {
     @OptionGroup var credentials: RNCryptorCredentials
     @OptionGroup var files: FileOptions
 
-    func run() throws {
-        let credentials = try credentials.resolve(confirm: true)
-        let file = try Input(path: files.inputPath)
-        defer { file.finish() }
-        let out = try Output(path: files.output, binary: true)
-        var source = file.source
-        try out.write { sink in try RNCryptor.encrypt(from: &source, to: &sink, credentials: credentials) }
-    }
+    func run() throws { try credentials.stream(files, encrypting: true) }
 }
 
 struct RNCryptorDecrypt: ParsableCommand {
@@ -59,19 +70,11 @@ struct RNCryptorDecrypt: ParsableCommand {
     @OptionGroup var credentials: RNCryptorCredentials
     @OptionGroup var files: FileOptions
 
-    func run() throws {
-        let credentials = try credentials.resolve(confirm: false)
-        let file = try Input(path: files.inputPath)
-        defer { file.finish() }
-        let out = try Output(path: files.output, binary: false)
-        var source = file.source
-        try out.write { sink in try RNCryptor.decrypt(from: &source, to: &sink, credentials: credentials) }
-    }
+    func run() throws { try credentials.stream(files, encrypting: false) }
 }
 
 struct Legacy: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "legacy",
         abstract: "Read the CommonCrypto \"data at rest\" recipe's stored dictionaries.",
         subcommands: [LegacyDecrypt.self])
 }
@@ -124,6 +127,8 @@ struct CryptoKitOptions: ParsableArguments {
     @Option(help: "The 256-bit key: a file of 32 bytes.") var keyFile: String
 
     @OptionGroup var files: FileOptions
+
+    func key() throws -> [UInt8] { try Input.readAll(path: keyFile, what: "the key file") }
 }
 
 struct CryptoKitSeal: ParsableCommand {
@@ -131,10 +136,10 @@ struct CryptoKitSeal: ParsableCommand {
     @OptionGroup var options: CryptoKitOptions
 
     func run() throws {
-        let key = try Input.readAll(path: options.keyFile, what: "the key file")
-        let plaintext = try Input.readAll(path: options.files.inputPath, what: "the input")
-        try KeyFile.write(
-            try CryptoKitBox.seal(plaintext, key: key, cipher: options.cipher), to: options.files.output, binary: true)
+        let key = try options.key()
+        try options.files.transform("the input", binary: true) {
+            try CryptoKitBox.seal($0, key: key, cipher: options.cipher)
+        }
     }
 }
 
@@ -144,10 +149,10 @@ struct CryptoKitOpen: ParsableCommand {
     @OptionGroup var options: CryptoKitOptions
 
     func run() throws {
-        let key = try Input.readAll(path: options.keyFile, what: "the key file")
-        let combined = try Input.readAll(path: options.files.inputPath, what: "the input")
-        try KeyFile.write(
-            try CryptoKitBox.open(combined, key: key, cipher: options.cipher), to: options.files.output, binary: false)
+        let key = try options.key()
+        try options.files.transform("the input", binary: false) {
+            try CryptoKitBox.open($0, key: key, cipher: options.cipher)
+        }
     }
 }
 
@@ -164,7 +169,6 @@ struct Convert: ParsableCommand {
     }
 
     static let configuration = CommandConfiguration(
-        commandName: "convert",
         abstract: "Migrate stored data to an age file: read the old format, encrypt to age recipients.",
         discussion: """
             Credentials as for the old format's own command: apple-ecies takes --algorithm and \

@@ -5,7 +5,6 @@ import Foundation
 
 struct Decrypt: ParsableCommand, ErrorHinting {
     static let configuration = CommandConfiguration(
-        commandName: "decrypt",
         abstract: "Decrypt an age file, binary or armored.",
         discussion: """
             Without -i, the file must be passphrase-encrypted: the passphrase comes from \

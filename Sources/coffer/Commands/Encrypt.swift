@@ -3,7 +3,6 @@ import Coffer
 
 struct Encrypt: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "encrypt",
         abstract: "Encrypt a file to recipients or with a passphrase.",
         discussion: "Reads INPUT (or standard input) and writes the age file to -o (or standard output).")
 

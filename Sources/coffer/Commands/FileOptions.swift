@@ -11,4 +11,11 @@ struct FileOptions: ParsableArguments {
 
     /// The input's path, "-" for standard input.
     var inputPath: String { input ?? "-" }
+
+    /// Reads the whole input (`what` names it in errors) and writes what
+    /// `transform` makes of it; `binary` output is refused on a terminal.
+    func transform(_ what: String, binary: Bool, _ transform: ([UInt8]) throws -> some Collection<UInt8>) throws {
+        let input = try Input.readAll(path: inputPath, what: what)
+        try KeyFile.write(try transform(input), to: output, binary: binary)
+    }
 }

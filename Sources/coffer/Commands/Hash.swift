@@ -30,7 +30,7 @@ struct DigestOptions: ParsableArguments {
 }
 
 struct Hash: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "hash", abstract: "Print the digest of files.")
+    static let configuration = CommandConfiguration(abstract: "Print the digest of files.")
     @OptionGroup var options: DigestOptions
 
     func run() throws {
@@ -40,7 +40,7 @@ struct Hash: ParsableCommand {
 
 struct Hmac: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "hmac", abstract: "Print the HMAC of files under a key read from a file.")
+        abstract: "Print the HMAC of files under a key read from a file.")
 
     @Option(help: "The key: this file's raw bytes (at least 16).") var keyFile: String
 

@@ -4,7 +4,6 @@ import Foundation
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "inspect",
         abstract: "Describe an age file without decrypting it.",
         discussion:
             "Shows the recipient stanza types, header size, armor, payload size and chunk count. The header MAC is not checked: that needs a key."

@@ -10,7 +10,6 @@ struct Keygen: ParsableCommand {
     }
 
     static let configuration = CommandConfiguration(
-        commandName: "keygen",
         abstract: "Generate an identity, or print the recipient of one.",
         discussion: """
             x25519 (the default) writes an AGE-SECRET-KEY-1… line, mlkem768x25519 a \

@@ -30,20 +30,32 @@ enum KeyFile {
         try output.write(replace: replace) { try $0.write(Array(bytes)) }
     }
 
-    /// A derived key (agree, keychain agree): a line of hex, or with `raw`
-    /// its bytes (validate() has made sure those go to a file).
-    static func writeDerivedKey(_ bytes: [UInt8], raw: Bool, to path: String?) throws {
+}
+
+/// Where a derived key goes (agree, keychain agree): a line of hex, or
+/// with --raw its bytes, which must go to a file.
+struct DerivedKeyOutput: ParsableArguments {
+    @Flag(help: "Write the derived bytes, not hex (needs -o).")
+    var raw = false
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
+    var output: String?
+
+    func validate() throws {
+        if raw && (output == nil || output == "-") { throw ValidationError("--raw writes binary: give -o FILE") }
+    }
+
+    func write(_ bytes: [UInt8]) throws {
         if raw {
-            try write(bytes, to: path, binary: true)
+            try KeyFile.write(bytes, to: output, binary: true)
         } else {
-            try write(Array((Hex.encode(bytes) + "\n").utf8), to: path, binary: false)
+            try KeyFile.write(Array((Hex.encode(bytes) + "\n").utf8), to: output, binary: false)
         }
     }
 }
 
 struct RSA: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rsa",
         abstract: "Encrypt or decrypt one short message with RSA-OAEP.",
         discussion: """
             Byte-compatible with SecKeyCreateEncryptedData(.rsaEncryptionOAEPSHA256) (or \
@@ -71,9 +83,9 @@ struct RSAEncrypt: ParsableCommand {
 
     func run() throws {
         let key = try KeyFile.publicKey(options.keyFile)
-        let message = try Input.readAll(path: options.files.inputPath, what: "the message")
-        try KeyFile.write(
-            try RSAEncryption.encrypt(message, to: key, hash: options.hash), to: options.files.output, binary: true)
+        try options.files.transform("the message", binary: true) {
+            try RSAEncryption.encrypt($0, to: key, hash: options.hash)
+        }
     }
 }
 
@@ -84,16 +96,14 @@ struct RSADecrypt: ParsableCommand {
 
     func run() throws {
         let key = try KeyFile.privateKey(options.keyFile)
-        let ciphertext = try Input.readAll(path: options.files.inputPath, what: "the ciphertext")
-        try KeyFile.write(
-            try RSAEncryption.decrypt(ciphertext, with: key, hash: options.hash), to: options.files.output,
-            binary: false)
+        try options.files.transform("the ciphertext", binary: false) {
+            try RSAEncryption.decrypt($0, with: key, hash: options.hash)
+        }
     }
 }
 
 struct Agree: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agree",
         abstract: "Derive a key by ECDH (P-256, P-384, P-521, X25519) and a KDF.",
         discussion: """
             The default, x963-sha256, gives the bytes SecKeyCopyKeyExchangeResult returns \
@@ -116,18 +126,10 @@ struct Agree: ParsableCommand {
 
     @Option(help: "A file whose bytes are the KDF's shared info.") var sharedInfoFile: String?
 
-    @Flag(help: "Write the derived bytes, not hex (needs -o).")
-    var raw = false
-
     @Flag(help: "Output the ECDH shared secret without a KDF (for peers that apply their own).")
     var insecureRawSecret = false
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
-    var output: String?
-
-    func validate() throws {
-        if raw && (output == nil || output == "-") { throw ValidationError("--raw writes binary: give -o FILE") }
-    }
+    @OptionGroup var destination: DerivedKeyOutput
 
     func run() throws {
         let privateKey = try KeyFile.privateKey(privateKey)
@@ -141,13 +143,12 @@ struct Agree: ParsableCommand {
                 privateKey: privateKey, peer: peer, kdf: kdf, size: size, sharedInfo: sharedInfo)
             bytes = key.withUnsafeBytes { Array($0) }
         }
-        try KeyFile.writeDerivedKey(bytes, raw: raw, to: output)
+        try destination.write(bytes)
     }
 }
 
 struct Sign: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sign",
         abstract: "Sign a file: Ed25519, ECDSA (P-256/384/521), RSA-PSS-SHA256 or ML-DSA-65.",
         discussion: """
             The scheme follows the key. ECDSA uses SHA-256, SHA-384 or SHA-512 for P-256, \
@@ -177,7 +178,6 @@ struct Sign: ParsableCommand {
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "verify",
         abstract: "Verify a signature; exit status 0 only when it is valid.",
         discussion: """
             ECDSA signatures are read as DER or raw r ‖ s. RSA signatures are PSS unless \
@@ -212,7 +212,6 @@ struct Verify: ParsableCommand {
 
 struct Key: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "key",
         abstract: "Inspect key files and convert them between formats.",
         subcommands: [KeyShow.self, KeyConvert.self])
 }

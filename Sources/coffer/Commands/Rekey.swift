@@ -3,7 +3,6 @@ import Coffer
 
 struct Rekey: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rekey",
         abstract: "Give an age file new recipients without re-encrypting its payload.",
         discussion: """
             Opens the header with -i, writes a new header for the -r/-R recipients, and \

@@ -19,7 +19,6 @@ struct SealOptions: ParsableArguments {
 
 struct Seal: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "seal",
         abstract: "Seal a small value under the key ring's primary key (docs/sealed-values.md).")
     @OptionGroup var options: SealOptions
     @Flag(help: "Write the text form (cs1.… base64url) instead of binary.")
@@ -39,7 +38,7 @@ struct Seal: ParsableCommand {
 
 struct Open: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "open", abstract: "Open a sealed value (binary or text form).")
+        abstract: "Open a sealed value (binary or text form).")
     @OptionGroup var options: SealOptions
 
     func run() throws {
@@ -53,7 +52,6 @@ struct Open: ParsableCommand {
 
 struct Rewrap: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rewrap",
         abstract: "Re-seal a value under the current primary key, without printing it; keeps its form.")
     @OptionGroup var options: SealOptions
 

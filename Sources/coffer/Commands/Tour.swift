@@ -4,7 +4,6 @@ import Foundation
 
 struct Tour: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tour",
         abstract:
             "A short tour with built-in defaults: make identities, encrypt, decrypt, rekey, read at random, keep sealed records.",
         discussion:

@@ -40,18 +40,10 @@ struct KeychainAgree: ParsableCommand {
     @OptionGroup var agreement: KeychainAgreement
     @Option(help: "Bytes to derive.")
     var size: Int = 32
-    @Flag(help: "Write the derived bytes, not hex (needs -o).")
-    var raw = false
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file.")
-    var output: String?
-
-    func validate() throws {
-        if raw && (output == nil || output == "-") { throw ValidationError("--raw writes binary: give -o FILE") }
-    }
+    @OptionGroup var destination: DerivedKeyOutput
 
     func run() throws {
-        let bytes = try agreement.derive(try keychain.open(), size: size).withUnsafeBytes { Array($0) }
-        try KeyFile.writeDerivedKey(bytes, raw: raw, to: output)
+        try destination.write(try agreement.derive(try keychain.open(), size: size).withUnsafeBytes { Array($0) })
     }
 }
 
