@@ -8,35 +8,27 @@ import Foundation
 /// nonce (its defaults, or given in hex — neither is secret), and the app
 /// user's password.
 struct AeroGearOptions: ParsableArguments {
-    @Option(
-        name: .customLong("aerogear-defaults"),
-        help: "The app's defaults property list (Library/Preferences/BUNDLE-ID.plist), XML or binary.")
-    var defaults: String?
+    @Option(help: "The app's defaults property list (Library/Preferences/BUNDLE-ID.plist), XML or binary.")
+    var aerogearDefaults: String?
 
-    @Option(
-        name: .customLong("aerogear-prefix"),
-        help: "The defaults keys' prefix (PREFIX.salt, PREFIX.IV, …); import: the store file's name when absent.")
-    var prefix: String?
+    @Option(help: "The defaults keys' prefix (PREFIX.salt, PREFIX.IV, …); import: the store file's name when absent.")
+    var aerogearPrefix: String?
 
-    @Option(name: .customLong("aerogear-salt"), help: "convert: the salt, in hex, instead of --aerogear-defaults.")
-    var salt: String?
+    @Option(help: "convert: the salt, in hex, instead of --aerogear-defaults.")
+    var aerogearSalt: String?
 
-    @Option(
-        name: .customLong("aerogear-iv"),
-        help: "convert: the IV (16 bytes) or nonce (24), in hex, instead of --aerogear-defaults.")
-    var iv: String?
+    @Option(help: "convert: the IV (16 bytes) or nonce (24), in hex, instead of --aerogear-defaults.")
+    var aerogearIV: String?
 
-    @Option(
-        name: .customLong("aerogear-password-file"),
-        help: "The app user's password, from this file (else asked on the terminal).")
-    var passwordFile: String?
+    @Option(help: "The app user's password, from this file (else asked on the terminal).")
+    var aerogearPasswordFile: String?
 
-    /// The salt and IV or nonce: from the defaults under `prefix` (or
+    /// The salt and IV or nonce: from the defaults under the prefix (or
     /// `defaultPrefix`), or from hex when `hexAllowed`.
     func parameters(generation: AeroGear.Generation?, defaultPrefix: String? = nil, hexAllowed: Bool) throws
         -> AeroGear.Parameters
     {
-        switch (defaults, prefix ?? defaultPrefix, salt, iv) {
+        switch (aerogearDefaults, aerogearPrefix ?? defaultPrefix, aerogearSalt, aerogearIV) {
         case (let defaults?, let prefix?, nil, nil):
             return try AeroGear.Parameters(
                 defaults: try Input.readAll(path: defaults, what: "the defaults"), prefix: prefix,
@@ -58,7 +50,7 @@ struct AeroGearOptions: ParsableArguments {
     /// quirk), from `--aerogear-password-file`, else `fallbackFile`, else
     /// the terminal.
     func password(fallbackFile: String? = nil) throws -> String {
-        let file = passwordFile ?? fallbackFile
+        let file = aerogearPasswordFile ?? fallbackFile
         let bytes = try file.map(Passphrase.read(file:)) ?? Passphrase.prompt("AeroGear password: ", confirm: false)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CLIFailure("the AeroGear password is not UTF-8 text", status: 64)

@@ -14,7 +14,7 @@ struct Apple: ParsableCommand {
             RSA-OAEP with SHA-224/384/512 is not available (swift-crypto has only SHA-1 and \
             SHA-256); P-192 keys are not supported.
             """,
-        subcommands: [AppleEncrypt.self, AppleDecrypt.self, AppleKeyExchange.self])
+        subcommands: [Encrypt.self, Decrypt.self, KeyExchange.self])
 }
 
 struct AppleOptions: ParsableArguments {
@@ -45,51 +45,51 @@ enum AppleKeyFile {
     }
 }
 
-struct AppleEncrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "encrypt", abstract: "Encrypt as SecKeyCreateEncryptedData does.")
-    @OptionGroup var options: AppleOptions
+extension Apple {
+    struct Encrypt: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Encrypt as SecKeyCreateEncryptedData does.")
+        @OptionGroup var options: AppleOptions
 
-    func run() throws {
-        try options.transform(binary: true) { try AppleSecKey.encrypt($0, to: $1, algorithm: $2) }
+        func run() throws {
+            try options.transform(binary: true) { try AppleSecKey.encrypt($0, to: $1, algorithm: $2) }
+        }
     }
-}
 
-struct AppleDecrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "decrypt", abstract: "Decrypt what SecKeyCreateEncryptedData wrote.")
-    @OptionGroup var options: AppleOptions
+    struct Decrypt: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Decrypt what SecKeyCreateEncryptedData wrote.")
+        @OptionGroup var options: AppleOptions
 
-    func run() throws {
-        try options.transform(binary: false) { try AppleSecKey.decrypt($0, with: $1, algorithm: $2) }
+        func run() throws {
+            try options.transform(binary: false) { try AppleSecKey.decrypt($0, with: $1, algorithm: $2) }
+        }
     }
-}
 
-struct AppleKeyExchange: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "key-exchange",
-        abstract: "Compute SecKeyCopyKeyExchangeResult (ECDH with an X9.63 KDF); prints hex.")
+    struct KeyExchange: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Compute SecKeyCopyKeyExchangeResult (ECDH with an X9.63 KDF); prints hex.")
 
-    @Option(help: "ecdhKeyExchange{Standard|Cofactor}X963SHA{1,224,256,384,512}, or without X963… for the raw secret.")
-    var algorithm: String
+        @Option(
+            help: "ecdhKeyExchange{Standard|Cofactor}X963SHA{1,224,256,384,512}, or without X963… for the raw secret.")
+        var algorithm: String
 
-    @Option(name: .customLong("private"), help: "Your private key file.")
-    var privateKey: String
+        @Option(name: .customLong("private"), help: "Your private key file.")
+        var privateKey: String
 
-    @Option(name: .customLong("public"), help: "The other side's public key file.")
-    var publicKey: String
+        @Option(name: .customLong("public"), help: "The other side's public key file.")
+        var publicKey: String
 
-    @Option(help: "kSecKeyKeyExchangeParameterRequestedSize: bytes to derive.")
-    var size: Int = 32
+        @Option(help: "kSecKeyKeyExchangeParameterRequestedSize: bytes to derive.")
+        var size: Int = 32
 
-    @Option(help: "kSecKeyKeyExchangeParameterSharedInfo, from a file.") var sharedInfoFile: String?
+        @Option(help: "kSecKeyKeyExchangeParameterSharedInfo, from a file.") var sharedInfoFile: String?
 
-    func run() throws {
-        let algorithm = try AppleAlgorithm(self.algorithm)
-        let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
-        let result = try AppleSecKey.keyExchange(
-            privateKey: try AppleKeyFile.load(privateKey), publicKey: try AppleKeyFile.load(publicKey),
-            algorithm: algorithm, size: size, sharedInfo: sharedInfo)
-        print(Hex.encode(result))
+        func run() throws {
+            let algorithm = try AppleAlgorithm(self.algorithm)
+            let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
+            let result = try AppleSecKey.keyExchange(
+                privateKey: try AppleKeyFile.load(privateKey), publicKey: try AppleKeyFile.load(publicKey),
+                algorithm: algorithm, size: size, sharedInfo: sharedInfo)
+            print(Hex.encode(result))
+        }
     }
 }

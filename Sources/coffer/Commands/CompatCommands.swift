@@ -128,7 +128,11 @@ struct CryptoKitOptions: ParsableArguments {
 
     @OptionGroup var files: FileOptions
 
-    func key() throws -> [UInt8] { try Input.readAll(path: keyFile, what: "the key file") }
+    /// Reads the key, then transforms the input to the output.
+    func transform(binary: Bool, _ body: ([UInt8], [UInt8]) throws -> some Collection<UInt8>) throws {
+        let key = try Input.readAll(path: keyFile, what: "the key file")
+        try files.transform("the input", binary: binary) { try body($0, key) }
+    }
 }
 
 struct CryptoKitSeal: ParsableCommand {
@@ -136,10 +140,7 @@ struct CryptoKitSeal: ParsableCommand {
     @OptionGroup var options: CryptoKitOptions
 
     func run() throws {
-        let key = try options.key()
-        try options.files.transform("the input", binary: true) {
-            try CryptoKitBox.seal($0, key: key, cipher: options.cipher)
-        }
+        try options.transform(binary: true) { try CryptoKitBox.seal($0, key: $1, cipher: options.cipher) }
     }
 }
 
@@ -149,10 +150,7 @@ struct CryptoKitOpen: ParsableCommand {
     @OptionGroup var options: CryptoKitOptions
 
     func run() throws {
-        let key = try options.key()
-        try options.files.transform("the input", binary: false) {
-            try CryptoKitBox.open($0, key: key, cipher: options.cipher)
-        }
+        try options.transform(binary: false) { try CryptoKitBox.open($0, key: $1, cipher: options.cipher) }
     }
 }
 
@@ -211,7 +209,7 @@ struct Convert: ParsableCommand {
 
     func validate() throws {
         if recipients.isEmpty { throw ValidationError("give at least one recipient (-r or -R)") }
-        if passphraseFile != nil && aeroGear.passwordFile != nil {
+        if passphraseFile != nil && aeroGear.aerogearPasswordFile != nil {
             throw ValidationError("give the password once: --passphrase-file or --aerogear-password-file")
         }
     }

@@ -29,7 +29,6 @@ enum KeyFile {
         let output = try Output(path: path, binary: binary)
         try output.write(replace: replace) { try $0.write(Array(bytes)) }
     }
-
 }
 
 /// Where a derived key goes (agree, keychain agree): a line of hex, or
@@ -63,7 +62,7 @@ struct RSA: ParsableCommand {
             bytes: 190 for RSA-2048 with SHA-256. For files, use coffer encrypt with an \
             ssh-rsa recipient.
             """,
-        subcommands: [RSAEncrypt.self, RSADecrypt.self])
+        subcommands: [Encrypt.self, Decrypt.self])
 }
 
 struct RSAOptions: ParsableArguments {
@@ -74,30 +73,38 @@ struct RSAOptions: ParsableArguments {
     var hash: RSAEncryption.Hash = .sha256
 
     @OptionGroup var files: FileOptions
-}
 
-struct RSAEncrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "encrypt", abstract: "Encrypt a message to an RSA public key.")
-    @OptionGroup var options: RSAOptions
-
-    func run() throws {
-        let key = try KeyFile.publicKey(options.keyFile)
-        try options.files.transform("the message", binary: true) {
-            try RSAEncryption.encrypt($0, to: key, hash: options.hash)
-        }
+    /// Reads the key file with `key` first, then transforms the input with
+    /// the key and the hash.
+    func transform<Key>(
+        _ what: String, binary: Bool, key: (String) throws -> Key,
+        _ body: ([UInt8], Key, RSAEncryption.Hash) throws -> some Collection<UInt8>
+    ) throws {
+        let key = try key(keyFile)
+        try files.transform(what, binary: binary) { try body($0, key, hash) }
     }
 }
 
-struct RSADecrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "decrypt", abstract: "Decrypt a message with an RSA private key.")
-    @OptionGroup var options: RSAOptions
+extension RSA {
+    struct Encrypt: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Encrypt a message to an RSA public key.")
+        @OptionGroup var options: RSAOptions
 
-    func run() throws {
-        let key = try KeyFile.privateKey(options.keyFile)
-        try options.files.transform("the ciphertext", binary: false) {
-            try RSAEncryption.decrypt($0, with: key, hash: options.hash)
+        func run() throws {
+            try options.transform("the message", binary: true, key: KeyFile.publicKey) {
+                try RSAEncryption.encrypt($0, to: $1, hash: $2)
+            }
+        }
+    }
+
+    struct Decrypt: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Decrypt a message with an RSA private key.")
+        @OptionGroup var options: RSAOptions
+
+        func run() throws {
+            try options.transform("the ciphertext", binary: false, key: KeyFile.privateKey) {
+                try RSAEncryption.decrypt($0, with: $1, hash: $2)
+            }
         }
     }
 }

@@ -15,6 +15,24 @@ struct SealOptions: ParsableArguments {
     @Option(help: "Where the value belongs (e.g. notes/42/description): bound to it, not stored.")
     var context: String
     @OptionGroup var files: FileOptions
+
+    /// The unlocked key ring and the context's bytes.
+    func keyRing() throws -> (KeyRing, [UInt8]) { (try unlock.unlockFile().keyRing, Array(context.utf8)) }
+
+    /// The same, and the whole input.
+    func read() throws -> (KeyRing, [UInt8], [UInt8]) {
+        let (ring, context) = try keyRing()
+        return (ring, context, try Input.readAll(path: files.inputPath, what: "the input"))
+    }
+
+    /// Writes a sealed value: its text form and a line break, or its bytes.
+    func write(sealed: Data, text: Bool) throws {
+        if text {
+            try KeyFile.write(Array((SealedValue.text(sealed) + "\n").utf8), to: files.output, binary: false)
+        } else {
+            try KeyFile.write(sealed, to: files.output, binary: true)
+        }
+    }
 }
 
 struct Seal: ParsableCommand {
@@ -25,14 +43,8 @@ struct Seal: ParsableCommand {
     var text = false
 
     func run() throws {
-        let file = try options.unlock.unlockFile()
-        let plaintext = try Input.readAll(path: options.files.inputPath, what: "the input")
-        let sealed = try file.keyRing.seal(plaintext, context: Array(options.context.utf8))
-        if text {
-            try KeyFile.write(Array((SealedValue.text(sealed) + "\n").utf8), to: options.files.output, binary: false)
-        } else {
-            try KeyFile.write(sealed, to: options.files.output, binary: true)
-        }
+        let (ring, context, plaintext) = try options.read()
+        try options.write(sealed: try ring.seal(plaintext, context: context), text: text)
     }
 }
 
@@ -42,11 +54,10 @@ struct Open: ParsableCommand {
     @OptionGroup var options: SealOptions
 
     func run() throws {
-        let file = try options.unlock.unlockFile()
-        let sealed = try SealedValue.binary(try Input.readAll(path: options.files.inputPath, what: "the input"))
-        try KeyFile.write(
-            try file.keyRing.open(sealed, context: Array(options.context.utf8)), to: options.files.output, binary: false
-        )
+        let (ring, context) = try options.keyRing()
+        try options.files.transform("the input", binary: false) {
+            try ring.open(try SealedValue.binary($0), context: context)
+        }
     }
 }
 
@@ -56,13 +67,8 @@ struct Rewrap: ParsableCommand {
     @OptionGroup var options: SealOptions
 
     func run() throws {
-        let file = try options.unlock.unlockFile()
-        let input = try Input.readAll(path: options.files.inputPath, what: "the input")
-        let rewrapped = try file.keyRing.rewrap(try SealedValue.binary(input), context: Array(options.context.utf8))
-        if input.starts(with: Array(SealedValue.textPrefix.utf8)) {
-            try KeyFile.write(Array((SealedValue.text(rewrapped) + "\n").utf8), to: options.files.output, binary: false)
-        } else {
-            try KeyFile.write(rewrapped, to: options.files.output, binary: true)
-        }
+        let (ring, context, input) = try options.read()
+        let rewrapped = try ring.rewrap(try SealedValue.binary(input), context: context)
+        try options.write(sealed: rewrapped, text: input.starts(with: Array(SealedValue.textPrefix.utf8)))
     }
 }

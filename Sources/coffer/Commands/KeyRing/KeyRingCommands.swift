@@ -15,127 +15,128 @@ struct KeyRingCommand: ParsableCommand {
         commandName: "keyring",
         abstract: "Create and manage key rings: data keys sealed under a passphrase or a KEK file.",
         subcommands: [
-            KeyRingNew.self, KeyRingRotate.self, KeyRingList.self, KeyRingDisable.self, KeyRingDestroy.self,
-            KeyRingPasswd.self,
-            KeyRingUpgrade.self, KeyRingAcceptRollback.self,
+            New.self, Rotate.self, List.self, Disable.self, Destroy.self,
+            Passwd.self,
+            Upgrade.self, AcceptRollback.self,
         ])
 }
 
-struct KeyRingNew: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "new", abstract: "Create a key ring with one primary key (never overwrites).")
-    @OptionGroup var unlock: KeyRingUnlock
-    @Option(help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
-    var kdf = "scrypt"
+extension KeyRingCommand {
+    struct New: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a key ring with one primary key (never overwrites).")
+        @OptionGroup var unlock: KeyRingUnlock
+        @Option(
+            help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
+        var kdf = "scrypt"
 
-    func run() throws {
-        let store = try unlock.store(confirm: true, creating: true)
-        let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
-        StandardError.write(
-            "Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
+        func run() throws {
+            let store = try unlock.store(confirm: true, creating: true)
+            let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
+            StandardError.write(
+                "Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
+        }
     }
-}
 
-struct KeyRingRotate: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rotate", abstract: "Add a new primary key; older keys stay active.")
-    @OptionGroup var unlock: KeyRingUnlock
+    struct Rotate: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a new primary key; older keys stay active.")
+        @OptionGroup var unlock: KeyRingUnlock
 
-    func run() throws {
-        var id: UInt32 = 0
-        try unlock.modify { file in try file.update { id = try $0.rotate() } }
-        print(String(format: "%08x", id))
+        func run() throws {
+            var id: UInt32 = 0
+            try unlock.modify { file in try file.update { id = try $0.rotate() } }
+            print(String(format: "%08x", id))
+        }
     }
-}
 
-struct KeyRingList: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List key ids, states and creation times (never key bytes).")
-    @OptionGroup var unlock: KeyRingUnlock
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List key ids, states and creation times (never key bytes).")
+        @OptionGroup var unlock: KeyRingUnlock
 
-    func run() throws {
-        let file = try unlock.unlockFile()
-        let formatter = ISO8601DateFormatter()
-        for key in file.keyRing.keys {
-            print(
-                "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))"
+        func run() throws {
+            let file = try unlock.unlockFile()
+            let formatter = ISO8601DateFormatter()
+            for key in file.keyRing.keys {
+                print(
+                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))"
+                )
+            }
+            print("# protected by \(file.kdf?.description ?? "a 32-byte key-encryption key")")
+        }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable a key: values sealed under it no longer open.")
+        @OptionGroup var unlock: KeyRingUnlock
+        @Argument(help: "The key id (8 hex digits, as list prints it).")
+        var id: String
+
+        func run() throws {
+            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+                throw ValidationError("a key id is up to 8 hex digits")
+            }
+            try unlock.modify { file in try file.update { try $0.disable(value) } }
+        }
+    }
+
+    struct Destroy: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
+        @OptionGroup var unlock: KeyRingUnlock
+        @Flag(help: "State that every value sealed under the key was rewrapped or deleted.") var noValuesRemain = false
+        @Flag(help: "Destroy the key even if values sealed under it may remain.")
+        var force = false
+        @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
+        var id: String
+
+        func run() throws {
+            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+                throw ValidationError("a key id is up to 8 hex digits")
+            }
+            do {
+                try unlock.modify { file in
+                    try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
+                }
+            } catch let error as CofferError where error.code == .refused {
+                throw CLIFailure(
+                    error.description,
+                    hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
+                    status: CLIFailure.refusedStatus)
+            }
+            StandardError.write(
+                "Destroyed key \(String(format: "%08x", value)); older copies of the ring still hold it, so delete those too\n"
             )
         }
-        print("# protected by \(file.kdf?.description ?? "a 32-byte key-encryption key")")
     }
-}
 
-struct KeyRingDisable: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "disable", abstract: "Disable a key: values sealed under it no longer open.")
-    @OptionGroup var unlock: KeyRingUnlock
-    @Argument(help: "The key id (8 hex digits, as list prints it).")
-    var id: String
-
-    func run() throws {
-        guard id.count <= 8, let value = UInt32(id, radix: 16) else {
-            throw ValidationError("a key id is up to 8 hex digits")
-        }
-        try unlock.modify { file in try file.update { try $0.disable(value) } }
-    }
-}
-
-struct KeyRingDestroy: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "destroy",
-        abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
-    @OptionGroup var unlock: KeyRingUnlock
-    @Flag(help: "State that every value sealed under the key was rewrapped or deleted.") var noValuesRemain = false
-    @Flag(help: "Destroy the key even if values sealed under it may remain.")
-    var force = false
-    @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
-    var id: String
-
-    func run() throws {
-        guard id.count <= 8, let value = UInt32(id, radix: 16) else {
-            throw ValidationError("a key id is up to 8 hex digits")
-        }
-        do {
-            try unlock.modify { file in
-                try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
-            }
-        } catch let error as CofferError where error.code == .refused {
-            throw CLIFailure(
-                error.description,
-                hint: "rewrap the values (coffer rewrap), then pass --no-values-remain; or --force to lose them",
-                status: CLIFailure.refusedStatus)
-        }
-        StandardError.write(
-            "Destroyed key \(String(format: "%08x", value)); older copies of the ring still hold it, so delete those too\n"
+    struct AcceptRollback: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose)."
         )
-    }
-}
+        @OptionGroup var unlock: KeyRingUnlock
 
-struct KeyRingAcceptRollback: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "accept-rollback",
-        abstract:
-            "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose)."
-    )
-    @OptionGroup var unlock: KeyRingUnlock
-
-    func run() throws {
-        let generation = try unlock.store().acceptCurrentGeneration()
-        StandardError.write("Accepted \(unlock.keyring) at generation \(generation)\n")
-    }
-}
-
-struct KeyRingUpgrade: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "upgrade", abstract: "Re-derive the passphrase key with today's default parameters.")
-    @OptionGroup var unlock: KeyRingUnlock
-
-    func run() throws {
-        // One store, so a passphrase typed at the prompt is asked once.
-        let store = try unlock.store()
-        guard store.secret.isPassword else {
-            throw CLIFailure("a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
+        func run() throws {
+            let generation = try unlock.store().acceptCurrentGeneration()
+            StandardError.write("Accepted \(unlock.keyring) at generation \(generation)\n")
         }
-        try store.modify { file in try file.upgrade(store.secret) }
+    }
+
+    struct Upgrade: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-derive the passphrase key with today's default parameters.")
+        @OptionGroup var unlock: KeyRingUnlock
+
+        func run() throws {
+            // One store, so a passphrase typed at the prompt is asked once.
+            let store = try unlock.store()
+            guard store.secret.isPassword else {
+                throw CLIFailure(
+                    "a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
+            }
+            try store.modify { file in try file.upgrade(store.secret) }
+        }
     }
 }

@@ -7,6 +7,8 @@ import Foundation
 /// A stored agreement key, the peer's public key and the KDF: what the
 /// keychain key agreement commands share.
 struct KeychainAgreement: ParsableArguments {
+    @OptionGroup var keychain: KeychainOptions
+
     @Option(help: "The application tag of your p256 or x25519 key.")
     var tag: String
 
@@ -24,10 +26,25 @@ struct KeychainAgreement: ParsableArguments {
         if type != .p256 && type != .x25519 { throw ValidationError("key agreement uses a p256 or x25519 key") }
     }
 
-    func derive(_ keychain: any Keychain, size: Int) throws -> SymmetricKey {
+    func derive(size: Int) throws -> SymmetricKey {
         let sharedInfo = try sharedInfoFile.map { try Input.readAll(path: $0, what: "the shared info file") } ?? []
-        return try keychain.agree(
+        return try keychain.open().agree(
             tag: tag, type: type, peer: try KeyFile.publicKey(peer), kdf: kdf, size: size, sharedInfo: sharedInfo)
+    }
+}
+
+/// What encrypt-to and decrypt-from share: the agreement, and where the
+/// output goes (standard input is their input).
+struct KeychainBoxOptions: ParsableArguments {
+    @OptionGroup var agreement: KeychainAgreement
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
+    var output: String?
+
+    /// Derives the 256-bit key, then writes what `body` makes of standard
+    /// input and the key.
+    func transform(_ what: String, binary: Bool, _ body: ([UInt8], SymmetricKey) throws -> [UInt8]) throws {
+        let key = try agreement.derive(size: 32)
+        try KeyFile.write(try body(try Input.readAll(path: "-", what: what), key), to: output, binary: binary)
     }
 }
 
@@ -36,14 +53,13 @@ struct KeychainAgree: ParsableCommand {
         commandName: "agree",
         abstract: "Derive a key by ECDH between a stored key and a peer's public key, then a KDF (as coffer agree).",
         discussion: "The key is printed in hex; --raw -o FILE writes its bytes instead.")
-    @OptionGroup var keychain: KeychainOptions
     @OptionGroup var agreement: KeychainAgreement
     @Option(help: "Bytes to derive.")
     var size: Int = 32
     @OptionGroup var destination: DerivedKeyOutput
 
     func run() throws {
-        try destination.write(try agreement.derive(try keychain.open(), size: size).withUnsafeBytes { Array($0) })
+        try destination.write(try agreement.derive(size: size).withUnsafeBytes { Array($0) })
     }
 }
 
@@ -56,18 +72,15 @@ struct KeychainEncryptTo: ParsableCommand {
             base64 with --base64. The peer decrypts with decrypt-from, its key and your public key, \
             and the same shared info.
             """)
-    @OptionGroup var keychain: KeychainOptions
-    @OptionGroup var agreement: KeychainAgreement
+    @OptionGroup var box: KeychainBoxOptions
     @Flag(help: "Write base64 text instead of bytes.")
     var base64 = false
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
 
     func run() throws {
-        let key = try agreement.derive(try keychain.open(), size: 32)
-        let sealed = try KeyAgreement.Box.seal(try Input.readAll(path: "-", what: "the message"), using: key)
-        let bytes = base64 ? Array((Data(sealed).base64EncodedString() + "\n").utf8) : Array(sealed)
-        try KeyFile.write(bytes, to: output, binary: !base64)
+        try box.transform("the message", binary: !base64) { message, key in
+            let sealed = try KeyAgreement.Box.seal(message, using: key)
+            return base64 ? Array((Data(sealed).base64EncodedString() + "\n").utf8) : Array(sealed)
+        }
     }
 }
 
@@ -75,27 +88,18 @@ struct KeychainDecryptFrom: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decrypt-from",
         abstract: "Decrypt what encrypt-to wrote (standard input), with your stored key and the sender's public key.")
-    @OptionGroup var keychain: KeychainOptions
-    @OptionGroup var agreement: KeychainAgreement
+    @OptionGroup var box: KeychainBoxOptions
     @Flag(help: "Read base64 text instead of bytes.")
     var base64 = false
-    @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
-    var output: String?
 
     func run() throws {
-        let key = try agreement.derive(try keychain.open(), size: 32)
-        var input = try Input.readAll(path: "-", what: "the ciphertext")
-        if base64 {
-            guard
-                let decoded = Data(
-                    base64Encoded: String(decoding: input, as: UTF8.self).trimmingCharacters(
-                        in: .whitespacesAndNewlines))
-            else {
+        try box.transform("the ciphertext", binary: true) { input, key in
+            guard base64 else { return Array(try KeyAgreement.Box.open(input, using: key)) }
+            let text = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let decoded = Data(base64Encoded: text) else {
                 throw CLIFailure("the input is not base64", status: 4)
             }
-            input = Array(decoded)
+            return Array(try KeyAgreement.Box.open(decoded, using: key))
         }
-        let plaintext = try KeyAgreement.Box.open(input, using: key)
-        try KeyFile.write(Array(plaintext), to: output, binary: true)
     }
 }

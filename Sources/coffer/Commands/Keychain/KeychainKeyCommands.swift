@@ -4,13 +4,18 @@ import CofferKeychain
 import Crypto
 import Foundation
 
+/// The keychain and the application tag that name a stored key.
+struct StoredKeyTag: ParsableArguments {
+    @OptionGroup var keychain: KeychainOptions
+    @Option(help: "The application tag.")
+    var tag: String
+}
+
 struct KeychainGenerateKey: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate-key",
         abstract: "Generate a key into the keychain and print its public key (SPKI PEM).")
-    @OptionGroup var keychain: KeychainOptions
-    @Option(help: "The application tag.")
-    var tag: String
+    @OptionGroup var key: StoredKeyTag
     @Option(help: "p256, x25519, rsa2048, rsa3072, rsa4096 or symmetric256.")
     var type: KeychainKeyType
     @Option(help: "A label.")
@@ -19,10 +24,11 @@ struct KeychainGenerateKey: ParsableCommand {
     var ifMissing = false
 
     func run() throws {
-        let file = try keychain.open()
+        let file = try key.keychain.open()
         let publicKey =
             ifMissing
-            ? try file.getOrCreateKey(type, tag: tag, label: label) : try file.generateKey(type, tag: tag, label: label)
+            ? try file.getOrCreateKey(type, tag: key.tag, label: label)
+            : try file.generateKey(type, tag: key.tag, label: label)
         if let publicKey {
             print(String(decoding: try KeyFiles.encode(publicKey, as: .spki), as: UTF8.self), terminator: "")
         }
@@ -32,9 +38,7 @@ struct KeychainGenerateKey: ParsableCommand {
 struct KeychainPublicKey: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "public-key", abstract: "Write a stored key's public key.", aliases: ["export-public"])
-    @OptionGroup var keychain: KeychainOptions
-    @Option(help: "The application tag.")
-    var tag: String
+    @OptionGroup var key: StoredKeyTag
     @Option(help: "The key type.")
     var type: KeychainKeyType
     @Option(help: "spki (PEM), openssh or apple (SecKey's external representation).")
@@ -43,7 +47,7 @@ struct KeychainPublicKey: ParsableCommand {
     var output: String?
 
     func run() throws {
-        let publicKey = try keychain.open().publicKey(tag: tag, type: type)
+        let publicKey = try key.keychain.open().publicKey(tag: key.tag, type: type)
         try KeyFile.write(try KeyFiles.encode(publicKey, as: format), to: output, binary: format == .apple)
     }
 }
@@ -52,9 +56,7 @@ struct KeychainRSADecrypt: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rsa-decrypt",
         abstract: "Decrypt an RSA-OAEP message (coffer rsa encrypt, SecKeyCreateEncryptedData) with a stored RSA key.")
-    @OptionGroup var keychain: KeychainOptions
-    @Option(help: "The application tag.")
-    var tag: String
+    @OptionGroup var key: StoredKeyTag
     @Option(help: "rsa2048, rsa3072 or rsa4096.")
     var type: KeychainKeyType = .rsa2048
     @Option(help: "OAEP's hash: sha256, or sha1 for older peers.")
@@ -62,8 +64,8 @@ struct KeychainRSADecrypt: ParsableCommand {
     @OptionGroup var files: FileOptions
 
     func run() throws {
-        let ciphertext = try Input.readAll(path: files.inputPath, what: "the ciphertext")
-        let plaintext = try keychain.open().rsaDecrypt(ciphertext, tag: tag, type: type, hash: hash)
-        try KeyFile.write(plaintext.revealed(), to: files.output, binary: false)
+        try files.transform("the ciphertext", binary: false) {
+            try key.keychain.open().rsaDecrypt($0, tag: key.tag, type: type, hash: hash).revealed()
+        }
     }
 }

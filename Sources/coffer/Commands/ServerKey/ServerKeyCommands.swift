@@ -98,42 +98,47 @@ struct OperatorOptions: ParsableArguments {
     var operatorTokenFile: String
     @Option(help: "The subject (user) whose keys change.") var subject: String
 
-    func admin() throws -> KeyServerAdmin {
-        try KeyServerAdmin(server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
+    /// Runs `body` with an operator client of the server and the subject,
+    /// and waits for its answer.
+    func send<T: Sendable>(_ body: @escaping @Sendable (KeyServerAdmin, String) async throws -> T) throws -> T {
+        let admin = try KeyServerAdmin(
+            server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
+        let subject = subject
+        return try Blocking.await { try await body(admin, subject) }
     }
+}
+
+/// An operator command about one of the subject's keys.
+struct OperatorKeyOptions: ParsableArguments {
+    @OptionGroup var server: OperatorOptions
+    @Option(help: "The key's purpose.") var purpose: String
+    @Option(help: "The device, for a key per device.") var device: String?
 }
 
 struct ServerKeyRotate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate", abstract: "Add a version to a subject's key and make it current (scope keys:rotate).")
-    @OptionGroup var options: OperatorOptions
-    @Option(help: "The key's purpose.") var purpose: String
-    @Option(help: "The device, for a key per device.") var device: String?
+    @OptionGroup var key: OperatorKeyOptions
 
     func run() throws {
-        let admin = try options.admin()
-        let rotated = try Blocking.await { [options, purpose, device] in
-            try await admin.rotate(subject: options.subject, purpose: purpose, device: device)
+        let rotated = try key.server.send { [purpose = key.purpose, device = key.device] admin, subject in
+            try await admin.rotate(subject: subject, purpose: purpose, device: device)
         }
-        print("purpose \(purpose), version \(rotated.version), key id \(rotated.keyID)")
+        print("purpose \(key.purpose), version \(rotated.version), key id \(rotated.keyID)")
     }
 }
 
 struct ServerKeyRetire: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retire", abstract: "Stop releasing a key's versions below a minimum (scope keys:retire).")
-    @OptionGroup var options: OperatorOptions
-    @Option(help: "The key's purpose.") var purpose: String
-    @Option(help: "The device, for a key per device.") var device: String?
+    @OptionGroup var key: OperatorKeyOptions
     @Option(help: "The lowest version still released.") var minimumVersion: Int
 
     func run() throws {
-        let admin = try options.admin()
-        try Blocking.await { [options, purpose, device, minimumVersion] in
-            try await admin.retire(
-                subject: options.subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
+        try key.server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
+            try await admin.retire(subject: subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
         }
-        StandardError.write("Versions below \(minimumVersion) of \(purpose) are retired\n")
+        StandardError.write("Versions below \(minimumVersion) of \(key.purpose) are retired\n")
     }
 }
 
@@ -145,10 +150,7 @@ struct ServerKeyShred: ParsableCommand {
     @Option(help: "Seconds during which undo-shred can cancel it (0: at once).") var undoWindow: Int64 = 86400
 
     func run() throws {
-        let admin = try options.admin()
-        let at = try Blocking.await { [options, undoWindow] in
-            try await admin.shred(subject: options.subject, undoWindow: undoWindow)
-        }
+        let at = try options.send { [undoWindow] in try await $0.shred(subject: $1, undoWindow: undoWindow) }
         print("shred at \(at)")
     }
 }
@@ -159,8 +161,7 @@ struct ServerKeyUndoShred: ParsableCommand {
     @OptionGroup var options: OperatorOptions
 
     func run() throws {
-        let admin = try options.admin()
-        try Blocking.await { [options] in try await admin.undoShred(subject: options.subject) }
+        try options.send { try await $0.undoShred(subject: $1) }
         StandardError.write("The shred is cancelled\n")
     }
 }

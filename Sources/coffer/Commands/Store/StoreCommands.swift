@@ -16,7 +16,7 @@ struct StoreCommand: ParsableCommand {
             """,
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
-            StoreVerify.self, StorePlanCommand.self, StoreRotate.self, StoreReindex.self, StoreMigrate.self,
+            StoreVerify.self, StorePlanCommand.self, Rotate.self, Reindex.self, StoreMigrate.self,
             StoreAcceptRollback.self, StoreAlter.self, StoreImport.self,
         ]
     )
@@ -173,14 +173,13 @@ struct StorePut: ParsableCommand {
 struct StoreGet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get", abstract: "Print one record as JSON, its sealed fields opened (exit 1 when missing).")
-    @OptionGroup var store: StoreOptions
     @OptionGroup var row: StoreRow
 
     func run() throws {
-        let opened = try store.open()
-        let (table, key) = try row.resolve(in: opened)
-        guard let record = try opened.get(table.name, id: key) else { throw row.missing(table) }
-        print(StoreJSON.line(record, table: table))
+        print(
+            try row.act { store, table, key in
+                try store.get(table.name, id: key).map { StoreJSON.line($0, table: table) }
+            })
     }
 }
 
@@ -188,7 +187,6 @@ struct StoreUpdate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Change fields of one record (a JSON object of the fields to change); prints the record.")
-    @OptionGroup var store: StoreOptions
     @OptionGroup var row: StoreRow
     @Argument(help: "The changes file (standard input when absent).")
     var file: String = "-"
@@ -201,25 +199,20 @@ struct StoreUpdate: ParsableCommand {
             throw CofferError(.malformed, "the changes are not UTF-8 JSON")
         }
         let parsed = try bytes.withUnsafeBufferPointer { try JSONLines.object($0) }
-        let opened = try store.open()
-        let (table, key) = try row.resolve(in: opened)
-        let changes = try StoreJSON.record(parsed, table: table)
-        guard let record = try opened.update(table.name, id: key, set: changes) else { throw row.missing(table) }
-        print(StoreJSON.line(record, table: table))
+        let line = try row.act { store, table, key in
+            let changes = try StoreJSON.record(parsed, table: table)
+            return try store.update(table.name, id: key, set: changes).map { StoreJSON.line($0, table: table) }
+        }
+        print(line)
     }
 }
 
 struct StoreDelete: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete one record (exit 1 when missing).")
-    @OptionGroup var store: StoreOptions
     @OptionGroup var row: StoreRow
 
-    func run() throws {
-        let opened = try store.open()
-        let (table, key) = try row.resolve(in: opened)
-        guard try opened.delete(table.name, id: key) else { throw row.missing(table) }
-    }
+    func run() throws { try row.act { store, table, key in try store.delete(table.name, id: key) ? () : nil } }
 }
 
 struct StoreVerify: ParsableCommand {

@@ -28,29 +28,35 @@ enum StoreJobOutput {
     }
 }
 
-struct StoreRotate: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rotate",
-        abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
+/// A job over every row of the store, in transactions of `batch` rows.
+struct StoreJobOptions: ParsableArguments {
     @OptionGroup var store: StoreOptions
     @Option(help: "Rows per transaction.") var batch = 1000
 
-    func run() throws {
-        let report = try store.open().rotateKeys(batchSize: batch, progress: StoreJobOutput.progress("re-sealed"))
-        StoreJobOutput.finish(report)
+    /// Runs `job` on the opened store (its batch size and progress
+    /// reporter given), then prints its report.
+    func run(
+        _ what: String, _ job: (RecordStore, Int, (StoreProgress) -> Void) throws -> StoreJobReport
+    ) throws {
+        StoreJobOutput.finish(try job(try store.open(), batch, StoreJobOutput.progress(what)))
     }
 }
 
-struct StoreReindex: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "reindex",
-        abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
-    @OptionGroup var store: StoreOptions
-    @Option(help: "Rows per transaction.") var batch = 1000
+extension StoreCommand {
+    struct Rotate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
+        @OptionGroup var job: StoreJobOptions
 
-    func run() throws {
-        let report = try store.open().reindex(batchSize: batch, progress: StoreJobOutput.progress("reindexed"))
-        StoreJobOutput.finish(report)
+        func run() throws { try job.run("re-sealed") { try $0.rotateKeys(batchSize: $1, progress: $2) } }
+    }
+
+    struct Reindex: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
+        @OptionGroup var job: StoreJobOptions
+
+        func run() throws { try job.run("reindexed") { try $0.reindex(batchSize: $1, progress: $2) } }
     }
 }
 

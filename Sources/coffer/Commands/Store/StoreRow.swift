@@ -2,18 +2,23 @@ import ArgumentParser
 import Coffer
 import CofferStore
 
-/// The record a command acts on: `--table T --id ID`, the id read as the primary key's type.
+/// The record a command acts on: the store, then `--table T --id ID`, the
+/// id read as the primary key's type.
 struct StoreRow: ParsableArguments {
+    @OptionGroup var store: StoreOptions
     @Option(help: "The table.") var table: String
     @Option(help: "The primary key.") var id: String
 
-    func resolve(in store: RecordStore) throws -> (StoreSchema.Table, StoreValue) {
-        let table = try store.schema.table(table)
-        return (table, try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name))
-    }
-
-    func missing(_ table: StoreSchema.Table) -> CLIFailure {
-        CLIFailure("\(table.name) has no record \(id)", status: 1)
+    /// Opens the store and runs `body` on the row's table and primary key;
+    /// nil from `body` means there is no such record (exit 1, naming it).
+    func act<T>(_ body: (RecordStore, StoreSchema.Table, StoreValue) throws -> T?) throws -> T {
+        let opened = try store.open()
+        let table = try opened.schema.table(table)
+        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        guard let result = try body(opened, table, key) else {
+            throw CLIFailure("\(table.name) has no record \(id)", status: 1)
+        }
+        return result
     }
 }
 
