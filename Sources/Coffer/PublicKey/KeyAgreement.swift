@@ -13,8 +13,11 @@ public enum KeyAgreement {
     /// printed by its raw value (`x963-sha256`, `hkdf-sha256`, …).
     public struct KDF: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible, OpenNameSet {
         package enum Kind: String, CaseIterable, Sendable {
-            case x963SHA256 = "x963-sha256", x963SHA1 = "x963-sha1", x963SHA384 = "x963-sha384"
-            case x963SHA512 = "x963-sha512", hkdfSHA256 = "hkdf-sha256"
+            case x963SHA256 = "x963-sha256"
+            case x963SHA1 = "x963-sha1"
+            case x963SHA384 = "x963-sha384"
+            case x963SHA512 = "x963-sha512"
+            case hkdfSHA256 = "hkdf-sha256"
         }
         package let kind: Kind
         package init(_ kind: Kind) { self.kind = kind }
