@@ -83,7 +83,7 @@ public final class KeyServerMetrics: Sendable {
             coffer_token_cache_total{result="miss"} \(cache.misses)
 
             """
-        let releases = await server.store.releases.counts
+        let releases = server.store.releases.counts
         text += """
             # HELP coffer_release_batches_total Batches of key releases run, one database transaction each.
             # TYPE coffer_release_batches_total counter

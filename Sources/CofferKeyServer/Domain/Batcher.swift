@@ -1,4 +1,5 @@
 #if Server
+import Coffer
 import Foundation
 
 /// One key release asked for: `version` nil for the latest; `proof` the
@@ -18,31 +19,43 @@ struct ReleaseRequest: Sendable {
 /// unaudited, and no DPoP proof is used twice). On PostgreSQL a batch
 /// costs one statement and one hold of the audit lock, instead of
 /// several each; on SQLite one write transaction instead of one each.
-actor Batcher<Item: Sendable, Answer: Sendable> {
+///
+/// Not an actor: a request joins the queue under a lock on its own thread
+/// (the connection's event loop), so it costs no hop to another executor
+/// and no wake-up of another thread; only the batch's runner does.
+final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
+    private struct State: Sendable {
+        var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
+        /// A runner is draining `pending`; the next request must not start another.
+        var running = false
+        var counts: (batches: Int, items: Int) = (0, 0)
+    }
     private let run: Run
-    private var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
-    private var running = false
+    private let state = Locked(State())
+
     /// Batches run and the items they carried, so far (`/metrics`).
-    private(set) var counts: (batches: Int, items: Int) = (0, 0)
+    var counts: (batches: Int, items: Int) { state.withLock { $0.counts } }
 
     init(_ run: @escaping Run) { self.run = run }
 
     func submit(_ item: Item) async throws -> Answer {
         try await withCheckedThrowingContinuation { continuation in
-            pending.append((item, continuation))
-            if !running {
-                running = true
-                Task { await self.flush() }
+            let start = state.withLock { state -> Bool in
+                state.pending.append((item, continuation))
+                guard !state.running else { return false }
+                state.running = true
+                return true
             }
+            if start { Task { await self.drain() } }
         }
     }
 
-    private func flush() async {
-        while !pending.isEmpty {
-            let batch = pending.prefix(1000)
-            pending.removeFirst(batch.count)
-            counts = (counts.batches + 1, counts.items + batch.count)
+    /// Runs batches until none waits; the check for an empty queue and the
+    /// end of `running` are one step under the lock, so a request that
+    /// joins as the runner stops starts the next runner.
+    private func drain() async {
+        while let batch = nextBatch() {
             do {
                 let answers = try await run(batch.map(\.0))
                 // One answer per request, or none waits for ever.
@@ -54,7 +67,19 @@ actor Batcher<Item: Sendable, Answer: Sendable> {
                 for (_, continuation) in batch { continuation.resume(throwing: error) }
             }
         }
-        running = false
+    }
+
+    private func nextBatch() -> [(Item, CheckedContinuation<Answer, any Error>)]? {
+        state.withLock { state in
+            guard !state.pending.isEmpty else {
+                state.running = false
+                return nil
+            }
+            let batch = Array(state.pending.prefix(1000))
+            state.pending.removeFirst(batch.count)
+            state.counts = (state.counts.batches + 1, state.counts.items + batch.count)
+            return batch
+        }
     }
 }
 #endif
