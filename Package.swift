@@ -285,17 +285,3 @@ for target in package.targets where target.type != .system {
             .enableUpcomingFeature("MemberImportVisibility"),
         ]
 }
-
-// scripts/test-tsan runs the library suites under ThreadSanitizer in a build
-// of its own. With COFFER_LIBRARIES_ONLY set, the tools, the key server, its
-// client and the suites that exercise them (which run in the plain build)
-// are left out of the package, so that build compiles only what those
-// suites link: no HTTP server, JWT or HTTP client stack.
-if Context.environment["COFFER_LIBRARIES_ONLY"] != nil {
-    let leftOut: Set<String> = [
-        "coffer", "coffer-server", "coffer-fuzz", "CofferKeyServer", "CofferKeyClient", "CofferKeyClientNIO",
-        "CofferCLITests", "CofferKeyServerTests",
-    ]
-    package.targets.removeAll { leftOut.contains($0.name) }
-    package.products.removeAll { leftOut.contains($0.name) }
-}
