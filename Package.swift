@@ -285,3 +285,11 @@ for target in package.targets where target.type != .system {
             .enableUpcomingFeature("MemberImportVisibility"),
         ]
 }
+
+// scripts/test-tsan builds the package with ThreadSanitizer for every suite
+// but the CLI's, which spawn the tool once per case and run in the plain
+// build. With COFFER_WITHOUT_CLI_SUITES set, those suites and the fuzzer are
+// left out of the package, so that build does not compile them.
+if Context.environment["COFFER_WITHOUT_CLI_SUITES"] != nil {
+    package.targets.removeAll { ["CofferCLITests", "coffer-fuzz"].contains($0.name) }
+}
