@@ -41,6 +41,36 @@ import Glibc
         return String(decoding: try Data(contentsOf: output), as: UTF8.self)
     }
 
+    /// What the kill -9 rounds of a job did, and whether to go on: 100
+    /// rounds, and more (up to 300) until `wanted` runs were killed and
+    /// resumed a killed one, since how many kills land inside a batch
+    /// depends on the machine's load, not only on the pause.
+    struct Rounds {
+        let wanted: (killed: Int, resumed: Int)
+        var round = 0
+        var killed = 0
+        var finished = 0
+        var resumed = 0
+
+        var enough: Bool { killed >= wanted.killed && resumed >= wanted.resumed }
+        var goOn: Bool { round < 100 || (round < 300 && !enough) }
+
+        /// One round: the run's standard output when it finished, nil when killed.
+        mutating func count(_ output: String?) {
+            round += 1
+            guard let output else {
+                killed += 1
+                return
+            }
+            finished += 1
+            if output.contains("(resumed)") { resumed += 1 }
+        }
+
+        func summary(pause: useconds_t) -> String {
+            "\(round) rounds, kills up to \(pause / 1000) ms in, \(killed) killed, \(finished) finished (\(resumed) of them resumed)"
+        }
+    }
+
     /// Every record, by `find` on a clear field, checked against what was put.
     static func check(_ directory: TemporaryDirectory, _ moment: String) throws {
         StoreCLITests.ok(try StoreCLITests.store(["verify"], directory), "verify \(moment)")
@@ -66,31 +96,20 @@ import Glibc
         StoreCLITests.ok(
             try StoreCLITests.store([job, "--batch", "100"], directory), "\(job) once, to time it")
         let pause = useconds_t(max(250_000, Date().timeIntervalSince(started) * 1_500_000))
-        var (finished, resumed, killed) = (0, 0, 0)
-        // 100 rounds, and more (up to 300) until at least 20 were killed
-        // and 5 resumed a killed run: how many land inside a batch depends
-        // on the machine's load, not only on the pause.
-        var round = 0
-        while round < 100 || (round < 300 && (killed < 20 || resumed < 5)) {
-            defer { round += 1 }
-            let output = try Self.interrupted(
-                ["store", job, "--db", "s.sqlite", "--kek-file", "kek", "--batch", "100"], in: directory,
-                pause: pause)
-            if let output {
-                finished += 1
-                if output.contains("(resumed)") { resumed += 1 }
-            } else {
-                killed += 1
-            }
+        var rounds = Rounds(wanted: (killed: 20, resumed: 5))
+        while rounds.goOn {
+            let round = rounds.round
+            rounds.count(
+                try Self.interrupted(
+                    ["store", job, "--db", "s.sqlite", "--kek-file", "kek", "--batch", "100"], in: directory,
+                    pause: pause))
             if round % 20 == 19 { try Self.check(directory, "\(job) round \(round)") }
         }
         let last = try StoreCLITests.store([job], directory)
         StoreCLITests.ok(last, "\(job) to the end")
         try Self.check(directory, "after \(job)")
-        print(
-            "store \(job) kill -9: \(round) rounds, kills up to \(pause / 1000) ms in, \(killed) killed, \(finished) finished (\(resumed) of them resumed)"
-        )
-        #expect(killed >= 20 && resumed >= 5)
+        print("store \(job) kill -9: \(rounds.summary(pause: pause))")
+        #expect(rounds.enough)
     }
 
     /// A plain database adopted, then its email column sealed by
@@ -162,27 +181,16 @@ import Glibc
         let pause = useconds_t(max(200_000, Date().timeIntervalSince(started) * 1_500_000))
         try check("after one whole migration")
         try fresh()
-        var (finished, resumed, killed) = (0, 0, 0)
-        // 100 rounds, and more (up to 300) until at least 20 were killed
-        // and 5 resumed a killed run: how many land inside a batch depends
-        // on the machine's load, not only on the pause.
-        var round = 0
-        while round < 100 || (round < 300 && (killed < 20 || resumed < 5)) {
-            defer { round += 1 }
+        var rounds = Rounds(wanted: (killed: 20, resumed: 3))
+        while rounds.goOn {
+            let round = rounds.round
             let output = try Self.interrupted(migrate, in: directory, pause: pause)
             if round % 20 == 19 || output != nil { try check("migrate round \(round)") }
-            if let output {
-                finished += 1
-                if output.contains("(resumed)") { resumed += 1 }
-                try fresh()
-            } else {
-                killed += 1
-            }
+            rounds.count(output)
+            if output != nil { try fresh() }
         }
-        print(
-            "store migrate kill -9: 100 rounds, kills up to \(pause / 1000) ms in, \(killed) killed, \(finished) finished (\(resumed) of them resumed)"
-        )
-        #expect(killed >= 20 && resumed >= 3)
+        print("store migrate kill -9: \(rounds.summary(pause: pause))")
+        #expect(rounds.enough)
     }
 
     /// A sealed field's search value can come from a file, off the command
