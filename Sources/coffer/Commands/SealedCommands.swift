@@ -11,17 +11,18 @@ import Darwin
 #endif
 
 struct SealOptions: ParsableArguments {
-    @OptionGroup var unlock: KeyRingUnlock
     @Option(help: "Where the value belongs (e.g. notes/42/description): bound to it, not stored.")
     var context: String
     @OptionGroup var files: FileOptions
 
-    /// The unlocked key ring and the context's bytes.
-    func keyRing() throws -> (KeyRing, [UInt8]) { (try unlock.unlockFile().keyRing, Array(context.utf8)) }
+    /// The key ring `unlock` opens and the context's bytes.
+    func keyRing(_ unlock: KeyRingUnlock, _ kek: KEKOptions) throws -> (KeyRing, [UInt8]) {
+        (try unlock.unlockFile(kek).keyRing, Array(context.utf8))
+    }
 
     /// The same, and the whole input.
-    func read() throws -> (KeyRing, [UInt8], [UInt8]) {
-        let (ring, context) = try keyRing()
+    func read(_ unlock: KeyRingUnlock, _ kek: KEKOptions) throws -> (KeyRing, [UInt8], [UInt8]) {
+        let (ring, context) = try keyRing(unlock, kek)
         return (ring, context, try Input.readAll(path: files.inputPath, what: "the input"))
     }
 
@@ -38,12 +39,14 @@ struct SealOptions: ParsableArguments {
 struct Seal: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Seal a small value under the key ring's primary key (docs/sealed-values.md).")
+    @OptionGroup var unlock: KeyRingUnlock
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var options: SealOptions
     @Flag(help: "Write the text form (cs1.… base64url) instead of binary.")
     var text = false
 
     func run() throws {
-        let (ring, context, plaintext) = try options.read()
+        let (ring, context, plaintext) = try options.read(unlock, kek)
         try options.write(sealed: try ring.seal(plaintext, context: context), text: text)
     }
 }
@@ -51,10 +54,12 @@ struct Seal: ParsableCommand {
 struct Open: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Open a sealed value (binary or text form).")
+    @OptionGroup var unlock: KeyRingUnlock
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var options: SealOptions
 
     func run() throws {
-        let (ring, context) = try options.keyRing()
+        let (ring, context) = try options.keyRing(unlock, kek)
         try options.files.transform("the input", binary: false) {
             try ring.open(try SealedValue.binary($0), context: context)
         }
@@ -64,10 +69,12 @@ struct Open: ParsableCommand {
 struct Rewrap: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Re-seal a value under the current primary key, without printing it; keeps its form.")
+    @OptionGroup var unlock: KeyRingUnlock
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var options: SealOptions
 
     func run() throws {
-        let (ring, context, input) = try options.read()
+        let (ring, context, input) = try options.read(unlock, kek)
         let rewrapped = try ring.rewrap(try SealedValue.binary(input), context: context)
         try options.write(sealed: rewrapped, text: input.starts(with: Array(SealedValue.textPrefix.utf8)))
     }

@@ -26,12 +26,13 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a key ring with one primary key (never overwrites).")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
         @Option(
             help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
         var kdf = "scrypt"
 
         func run() throws {
-            let store = try unlock.store(confirm: true, creating: true)
+            let store = try unlock.store(kek, confirm: true, creating: true)
             let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
             StandardError.write(
                 "Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
@@ -41,10 +42,11 @@ extension KeyRingCommand {
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a new primary key; older keys stay active.")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
 
         func run() throws {
             var id: UInt32 = 0
-            try unlock.modify { file in try file.update { id = try $0.rotate() } }
+            try unlock.modify(kek) { file in try file.update { id = try $0.rotate() } }
             print(String(format: "%08x", id))
         }
     }
@@ -53,9 +55,10 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "List key ids, states and creation times (never key bytes).")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
 
         func run() throws {
-            let file = try unlock.unlockFile()
+            let file = try unlock.unlockFile(kek)
             let formatter = ISO8601DateFormatter()
             for key in file.keyRing.keys {
                 print(
@@ -70,6 +73,7 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Disable a key: values sealed under it no longer open.")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
         @Argument(help: "The key id (8 hex digits, as list prints it).")
         var id: String
 
@@ -77,7 +81,7 @@ extension KeyRingCommand {
             guard id.count <= 8, let value = UInt32(id, radix: 16) else {
                 throw ValidationError("a key id is up to 8 hex digits")
             }
-            try unlock.modify { file in try file.update { try $0.disable(value) } }
+            try unlock.modify(kek) { file in try file.update { try $0.disable(value) } }
         }
     }
 
@@ -85,6 +89,7 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
         @Flag(help: "State that every value sealed under the key was rewrapped or deleted.") var noValuesRemain = false
         @Flag(help: "Destroy the key even if values sealed under it may remain.")
         var force = false
@@ -96,7 +101,7 @@ extension KeyRingCommand {
                 throw ValidationError("a key id is up to 8 hex digits")
             }
             do {
-                try unlock.modify { file in
+                try unlock.modify(kek) { file in
                     try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
                 }
             } catch let error as CofferError where error.code == .refused {
@@ -117,9 +122,10 @@ extension KeyRingCommand {
                 "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose)."
         )
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
 
         func run() throws {
-            let generation = try unlock.store().acceptCurrentGeneration()
+            let generation = try unlock.store(kek).acceptCurrentGeneration()
             StandardError.write("Accepted \(unlock.keyring) at generation \(generation)\n")
         }
     }
@@ -128,10 +134,11 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-derive the passphrase key with today's default parameters.")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
 
         func run() throws {
             // One store, so a passphrase typed at the prompt is asked once.
-            let store = try unlock.store()
+            let store = try unlock.store(kek)
             guard store.secret.isPassword else {
                 throw CLIFailure(
                     "a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)

@@ -15,6 +15,7 @@ extension KeyRingCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change the key ring's passphrase (or KEK) and add a new primary key; no value is re-encrypted.")
         @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
         @Option(help: "The new passphrase.") var newPassphraseFile: String?
         @Option(help: "A new 32-byte key-encryption key instead.") var newKEKFile: String?
         @Option(help: "Or a symmetric256 key in this keychain (made when missing), under --new-kek-tag.")
@@ -37,7 +38,7 @@ extension KeyRingCommand {
                 throw ValidationError(
                     "give one of --new-passphrase-file, --new-kek-file, --new-kek-keychain and --new-kek-server")
             }
-            if newKEKServer && !unlock.kek.server.given {
+            if newKEKServer && !kek.server.given {
                 throw ValidationError("--new-kek-server moves a ring opened with --kek-server")
             }
             if (newKEKKeychain == nil) != (newKEKTag == nil) {
@@ -47,7 +48,7 @@ extension KeyRingCommand {
 
         func run() throws {
             let secret: UnlockSecret
-            if newKEKServer, let current = try unlock.kek.server.currentSecret() {
+            if newKEKServer, let current = try kek.server.currentSecret() {
                 secret = current
             } else if let newKEKKeychain, let newKEKTag {
                 let keychain = try KeychainOptions.open(
@@ -60,7 +61,7 @@ extension KeyRingCommand {
                     prompt: "New key ring passphrase", confirm: true)
             }
             let kdf = try PasswordKDF.named(kdf)
-            let primary = try unlock.modify { file in try file.changeSecret(to: secret, kdf: kdf) }
+            let primary = try unlock.modify(kek) { file in try file.changeSecret(to: secret, kdf: kdf) }
             StandardError.write(
                 "New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n"
             )

@@ -43,9 +43,29 @@ struct KEKOptions: ParsableArguments {
 
     @Option(help: "The file keychain's 32-byte key file (with --kek-keychain).") var kekKeychainKeyFile: String?
 
-    @OptionGroup var server: ServerKEKOptions
+    @Option(
+        help: ArgumentHelp(
+            "Unlock with your key from this Coffer key server (with --purpose, --token-file).", valueName: "URL"))
+    var kekServer: String?
+
+    @Option(help: "The purpose of the key server's key (with --kek-server).") var purpose: String?
+
+    @Option(help: ArgumentHelp("Your sign-in token (a JWT), from this file (with --kek-server).", valueName: "F"))
+    var tokenFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Use this version of the server's key (default: the current one, then older ones to open).",
+            valueName: "N"))
+    var kekVersion: Int?
+
+    /// The --kek-server options, as one value.
+    var server: ServerKEKOptions {
+        ServerKEKOptions(kekServer: kekServer, purpose: purpose, tokenFile: tokenFile, kekVersion: kekVersion)
+    }
 
     func validate() throws {
+        try server.validate()
         if [passphraseFile, kekFile, kekKeychain, server.kekServer].compactMap({ $0 }).count > 1 {
             throw ValidationError("give one of --passphrase-file, --kek-file, --kek-keychain and --kek-server")
         }
@@ -89,20 +109,21 @@ struct KEKOptions: ParsableArguments {
     }
 }
 
-/// How a command unlocks a key ring: the ring's file and what opens it.
+/// How a command unlocks a key ring: the ring's file, and what opens it
+/// (`KEKOptions`, beside this group in each command rather than inside it:
+/// argument groups inside groups make a debug build's argument checks slow).
 struct KeyRingUnlock: ParsableArguments {
     @Option(help: "The key ring file.") var keyring: String
-
-    @OptionGroup var kek: KEKOptions
 
     /// The store for this key ring, its secret resolved once. With a KEK
     /// kept in a keychain, the keychain is opened once and holds both the
     /// KEK and the ring's high-water mark; otherwise the mark lives in the
     /// per-user state file.
     /// - Parameters:
+    ///   - kek: what opens the ring.
     ///   - confirm: ask for a new passphrase twice (keyring new).
     ///   - creating: make the keychain KEK when it is missing (keyring new).
-    func store(confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
+    func store(_ kek: KEKOptions, confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
         if let (keychain, secret) = try kek.keychain(creating: creating) {
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
@@ -117,8 +138,8 @@ struct KeyRingUnlock: ParsableArguments {
         return KeyRingStore(path: keyring, secret: try kek.secret(confirm: confirm, prompt: "Key ring passphrase"))
     }
 
-    func unlockFile() throws -> KeyRingFile {
-        let file = try store().read()
+    func unlockFile(_ kek: KEKOptions) throws -> KeyRingFile {
+        let file = try store(kek).read()
         warnIfWeak(file)
         return file
     }
@@ -133,8 +154,8 @@ struct KeyRingUnlock: ParsableArguments {
 
     /// Read-modify-write under the key ring's lock (``KeyRingStore/modify(_:)``).
     @discardableResult
-    func modify<T>(_ change: (inout KeyRingFile) throws -> T) throws -> T {
-        try store().modify { file in
+    func modify<T>(_ kek: KEKOptions, _ change: (inout KeyRingFile) throws -> T) throws -> T {
+        try store(kek).modify { file in
             warnIfWeak(file)
             return try change(&file)
         }

@@ -33,16 +33,19 @@ struct KeychainAgreement: ParsableArguments {
     }
 }
 
-/// What encrypt-to and decrypt-from share: the agreement, and where the
-/// output goes (standard input is their input).
+/// Where the output of encrypt-to and decrypt-from goes (standard input
+/// is their input); after the agreement's options, beside them rather
+/// than holding them: argument groups inside groups make a debug build's
+/// argument checks slow.
 struct KeychainBoxOptions: ParsableArguments {
-    @OptionGroup var agreement: KeychainAgreement
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
     var output: String?
 
-    /// Derives the 256-bit key, then writes what `body` makes of standard
-    /// input and the key.
-    func transform(_ what: String, binary: Bool, _ body: ([UInt8], SymmetricKey) throws -> [UInt8]) throws {
+    /// Derives the 256-bit key of `agreement`, then writes what `body`
+    /// makes of standard input and the key.
+    func transform(
+        _ what: String, _ agreement: KeychainAgreement, binary: Bool, _ body: ([UInt8], SymmetricKey) throws -> [UInt8]
+    ) throws {
         let key = try agreement.derive(size: 32)
         try KeyFile.write(try body(try Input.readAll(path: "-", what: what), key), to: output, binary: binary)
     }
@@ -72,12 +75,13 @@ struct KeychainEncryptTo: ParsableCommand {
             base64 with --base64. The peer decrypts with decrypt-from, its key and your public key, \
             and the same shared info.
             """)
+    @OptionGroup var agreement: KeychainAgreement
     @OptionGroup var box: KeychainBoxOptions
     @Flag(help: "Write base64 text instead of bytes.")
     var base64 = false
 
     func run() throws {
-        try box.transform("the message", binary: !base64) { message, key in
+        try box.transform("the message", agreement, binary: !base64) { message, key in
             let sealed = try KeyAgreement.Box.seal(message, using: key)
             return base64 ? Array((Data(sealed).base64EncodedString() + "\n").utf8) : Array(sealed)
         }
@@ -88,12 +92,13 @@ struct KeychainDecryptFrom: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decrypt-from",
         abstract: "Decrypt what encrypt-to wrote (standard input), with your stored key and the sender's public key.")
+    @OptionGroup var agreement: KeychainAgreement
     @OptionGroup var box: KeychainBoxOptions
     @Flag(help: "Read base64 text instead of bytes.")
     var base64 = false
 
     func run() throws {
-        try box.transform("the ciphertext", binary: true) { input, key in
+        try box.transform("the ciphertext", agreement, binary: true) { input, key in
             guard base64 else { return Array(try KeyAgreement.Box.open(input, using: key)) }
             let text = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard let decoded = Data(base64Encoded: text) else {

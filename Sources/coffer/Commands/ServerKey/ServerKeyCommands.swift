@@ -108,9 +108,10 @@ struct OperatorOptions: ParsableArguments {
     }
 }
 
-/// An operator command about one of the subject's keys.
+/// Which of the subject's keys an operator command is about (after
+/// ``OperatorOptions``, beside them rather than holding them: argument
+/// groups inside groups make a debug build's argument checks slow).
 struct OperatorKeyOptions: ParsableArguments {
-    @OptionGroup var server: OperatorOptions
     @Option(help: "The key's purpose.") var purpose: String
     @Option(help: "The device, for a key per device.") var device: String?
 }
@@ -118,10 +119,11 @@ struct OperatorKeyOptions: ParsableArguments {
 struct ServerKeyRotate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate", abstract: "Add a version to a subject's key and make it current (scope keys:rotate).")
+    @OptionGroup var server: OperatorOptions
     @OptionGroup var key: OperatorKeyOptions
 
     func run() throws {
-        let rotated = try key.server.send { [purpose = key.purpose, device = key.device] admin, subject in
+        let rotated = try server.send { [purpose = key.purpose, device = key.device] admin, subject in
             try await admin.rotate(subject: subject, purpose: purpose, device: device)
         }
         print("purpose \(key.purpose), version \(rotated.version), key id \(rotated.keyID)")
@@ -131,11 +133,12 @@ struct ServerKeyRotate: ParsableCommand {
 struct ServerKeyRetire: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retire", abstract: "Stop releasing a key's versions below a minimum (scope keys:retire).")
+    @OptionGroup var server: OperatorOptions
     @OptionGroup var key: OperatorKeyOptions
     @Option(help: "The lowest version still released.") var minimumVersion: Int
 
     func run() throws {
-        try key.server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
+        try server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
             try await admin.retire(subject: subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
         }
         StandardError.write("Versions below \(minimumVersion) of \(key.purpose) are retired\n")

@@ -16,22 +16,11 @@ enum ServerKeyAuth {
 /// `--kek-server URL --purpose P --token-file F`: the key server's key for
 /// P, for the signed-in user of the token, as the secret that unlocks a key
 /// ring or a store.
-struct ServerKEKOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            "Unlock with your key from this Coffer key server (with --purpose, --token-file).", valueName: "URL"))
-    var kekServer: String?
-
-    @Option(help: "The purpose of the key server's key (with --kek-server).") var purpose: String?
-
-    @Option(help: ArgumentHelp("Your sign-in token (a JWT), from this file (with --kek-server).", valueName: "F"))
-    var tokenFile: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "Use this version of the server's key (default: the current one, then older ones to open).",
-            valueName: "N"))
-    var kekVersion: Int?
+struct ServerKEKOptions {
+    let kekServer: String?
+    let purpose: String?
+    let tokenFile: String?
+    let kekVersion: Int?
 
     var given: Bool { kekServer != nil }
 

@@ -15,6 +15,7 @@ struct StoreAlter: ParsableCommand {
             --name in the store's authenticated state. Run again with the same name, it does nothing.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The new schema (JSON, as for init).") var schema: String
     @Option(help: "The migration's name (default: the new schema's SHA-256).") var name: String?
 
@@ -22,7 +23,7 @@ struct StoreAlter: ParsableCommand {
         let bytes = try Input.readAll(path: schema, what: "the schema")
         let target = try StoreSchema(json: bytes)
         let name = self.name ?? "schema " + Hex.encode(Array(SHA256.hash(data: bytes).prefix(16)))
-        let opened = try store.open()
+        let opened = try store.open(kek)
         var preview = StoreSchemaChange(schema: opened.schema)
         try preview.add(missingFrom: target)
         var migrator = StoreMigrator()

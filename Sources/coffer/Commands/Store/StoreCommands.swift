@@ -22,7 +22,10 @@ struct StoreCommand: ParsableCommand {
     )
 }
 
-/// Where the store is and what unlocks it: the key ring options, as for `coffer keyring`.
+/// Where the store is. What unlocks it is `KEKOptions`, as for `coffer keyring`,
+/// beside these in each command rather than inside them: argument groups
+/// inside groups make a debug build's argument checks slow (five times per
+/// level, swift-argument-parser 1.x).
 struct StoreOptions: ParsableArguments {
     @Option(
         name: .customLong("db"),
@@ -33,8 +36,6 @@ struct StoreOptions: ParsableArguments {
         name: .customLong("db-password-file"),
         help: "The PostgreSQL password, from this file (else PGPASSWORD; never on the command line).")
     var databasePasswordFile: String?
-
-    @OptionGroup var kek: KEKOptions
 
     func validate() throws {
         if databasePasswordFile != nil && !isPostgres {
@@ -53,12 +54,12 @@ struct StoreOptions: ParsableArguments {
             })
     }
 
-    func secret(confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
+    func secret(_ kek: KEKOptions, confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
         if let (_, secret) = try kek.keychain(creating: creating) { return secret }
         return try kek.secret(confirm: confirm, prompt: "Store passphrase")
     }
 
-    func open() throws -> RecordStore {
+    func open(_ kek: KEKOptions) throws -> RecordStore {
         let open = { (secret: UnlockSecret) throws -> RecordStore in
             if isPostgres {
                 return try PostgresStores.open(database, password: try databasePassword(), secret: secret)
@@ -66,11 +67,11 @@ struct StoreOptions: ParsableArguments {
             return try RecordStore.open(sqlite: database, secret: secret)
         }
         if kek.kekKeychain == nil, let store = try kek.server.open(open) { return store }
-        return try open(try secret(confirm: false))
+        return try open(try secret(kek, confirm: false))
     }
 
-    func create(schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
-        let secret = try secret(confirm: true, creating: true)
+    func create(_ kek: KEKOptions, schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
+        let secret = try secret(kek, confirm: true, creating: true)
         if isPostgres {
             return try PostgresStores.create(
                 database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
@@ -89,9 +90,10 @@ struct StoreAcceptRollback: ParsableCommand {
             the backup was taken are not brought back.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
 
     func run() throws {
-        let secret = try store.secret(confirm: false)
+        let secret = try store.secret(kek, confirm: false)
         let epoch =
             store.isPostgres
             ? try PostgresStores.acceptCurrentState(
@@ -106,6 +108,7 @@ struct StoreInit: ParsableCommand {
         commandName: "init",
         abstract: "Make a new store from a schema file (never overwrites), or adopt a plain database.")
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The schema, JSON (docs/store.md).") var schema: String
     @Flag(help: "Make the existing database --db a store, its tables as the schema describes them (every field clear).")
     var adopt = false
@@ -114,7 +117,7 @@ struct StoreInit: ParsableCommand {
     func run() throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
         if adopt {
-            let secret = try store.secret(confirm: true, creating: true)
+            let secret = try store.secret(kek, confirm: true, creating: true)
             if store.isPostgres {
                 _ = try PostgresStores.adopt(
                     store.database, password: try store.databasePassword(), schema: schema, secret: secret,
@@ -124,7 +127,7 @@ struct StoreInit: ParsableCommand {
                     sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
             }
         } else {
-            _ = try store.create(schema: schema, kdf: try PasswordKDF.named(kdf))
+            _ = try store.create(kek, schema: schema, kdf: try PasswordKDF.named(kdf))
         }
     }
 }
@@ -139,6 +142,7 @@ struct StorePut: ParsableCommand {
             stops the import before its batch, naming the line: the keys printed are exactly the records stored.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The table.") var table: String
     @Option(help: "Records per transaction.") var batch = 25000
     @Argument(help: "The records file (standard input when absent).")
@@ -151,7 +155,8 @@ struct StorePut: ParsableCommand {
     func run() throws {
         let input = try Input(path: file)
         defer { input.finish() }
-        try RecordStream(batch: batch).run(input, tableName: table, open: store.open) { opened, table, next in
+        let open = { try store.open(kek) }
+        try RecordStream(batch: batch).run(input, tableName: table, open: open) { opened, table, next in
             let keyOnly = table.keyOnly
             let prefix = "{" + StoreJSON.quoted(table.primaryKey) + ":"
             try opened.put(batches: next, into: table.name) { committed in
@@ -173,11 +178,13 @@ struct StorePut: ParsableCommand {
 struct StoreGet: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get", abstract: "Print one record as JSON, its sealed fields opened (exit 1 when missing).")
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var row: StoreRow
 
     func run() throws {
         print(
-            try row.act { store, table, key in
+            try row.act(store, kek) { store, table, key in
                 try store.get(table.name, id: key).map { StoreJSON.line($0, table: table) }
             })
     }
@@ -187,6 +194,8 @@ struct StoreUpdate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Change fields of one record (a JSON object of the fields to change); prints the record.")
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var row: StoreRow
     @Argument(help: "The changes file (standard input when absent).")
     var file: String = "-"
@@ -199,7 +208,7 @@ struct StoreUpdate: ParsableCommand {
             throw CofferError(.malformed, "the changes are not UTF-8 JSON")
         }
         let parsed = try bytes.withUnsafeBufferPointer { try JSONLines.object($0) }
-        let line = try row.act { store, table, key in
+        let line = try row.act(store, kek) { store, table, key in
             let changes = try StoreJSON.record(parsed, table: table)
             return try store.update(table.name, id: key, set: changes).map { StoreJSON.line($0, table: table) }
         }
@@ -210,9 +219,13 @@ struct StoreUpdate: ParsableCommand {
 struct StoreDelete: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete one record (exit 1 when missing).")
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @OptionGroup var row: StoreRow
 
-    func run() throws { try row.act { store, table, key in try store.delete(table.name, id: key) ? () : nil } }
+    func run() throws {
+        try row.act(store, kek) { store, table, key in try store.delete(table.name, id: key) ? () : nil }
+    }
 }
 
 struct StoreVerify: ParsableCommand {
@@ -220,9 +233,10 @@ struct StoreVerify: ParsableCommand {
         commandName: "verify",
         abstract: "Open every sealed cell and recompute every index entry (exit 3 naming the rows that fail).")
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
 
     func run() throws {
-        let opened = try store.open()
+        let opened = try store.open(kek)
         let terminal = isatty(STDERR_FILENO) == 1
         let result = try opened.verify { rows in
             if terminal { StandardError.write("\rcoffer: verified \(rows) rows") }

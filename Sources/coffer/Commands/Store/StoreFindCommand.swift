@@ -13,6 +13,7 @@ struct StoreFind: ParsableCommand {
             null first); --count prints how many records match instead of the records.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The table.") var table: String
     @Option(
         name: .customLong("where"),
@@ -59,7 +60,7 @@ struct StoreFind: ParsableCommand {
     }
 
     func run() throws {
-        let opened = try store.open()
+        let opened = try store.open(kek)
         let table = try opened.schema.table(table)
         if let given = token ?? tokenFile {
             let (name, value) = try Self.split(

@@ -37,6 +37,7 @@ struct StoreImport: ParsableCommand {
             """)
 
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The table to fill.") var table: String
     @Option(help: "What the file is: aerogear-plist.") var from: Source
     @OptionGroup var aeroGear: AeroGearOptions
@@ -58,7 +59,7 @@ struct StoreImport: ParsableCommand {
             try AeroGear.open(old, parameters: parameters, password: try aeroGear.password())
         }
 
-        let target = try store.open()
+        let target = try store.open(kek)
         let table = try target.schema.table(table)
         let records = try opened.map { try Self.storeRecord($0, table: table) }
         let keys = try target.put(contentsOf: records, into: table.name)

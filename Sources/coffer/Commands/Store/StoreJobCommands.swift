@@ -28,17 +28,15 @@ enum StoreJobOutput {
     }
 }
 
-/// A job over every row of the store, in transactions of `batch` rows.
-struct StoreJobOptions: ParsableArguments {
-    @OptionGroup var store: StoreOptions
-    @Option(help: "Rows per transaction.") var batch = 1000
-
-    /// Runs `job` on the opened store (its batch size and progress
+extension StoreOptions {
+    /// Runs `job`, a job over every row of the store in transactions of
+    /// `batch` rows, on the opened store (its batch size and progress
     /// reporter given), then prints its report.
-    func run(
-        _ what: String, _ job: (RecordStore, Int, (StoreProgress) -> Void) throws -> StoreJobReport
+    func runJob(
+        _ kek: KEKOptions, _ what: String, batch: Int,
+        _ job: (RecordStore, Int, (StoreProgress) -> Void) throws -> StoreJobReport
     ) throws {
-        StoreJobOutput.finish(try job(try store.open(), batch, StoreJobOutput.progress(what)))
+        StoreJobOutput.finish(try job(try open(kek), batch, StoreJobOutput.progress(what)))
     }
 }
 
@@ -46,17 +44,25 @@ extension StoreCommand {
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
-        @OptionGroup var job: StoreJobOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var kek: KEKOptions
+        @Option(help: "Rows per transaction.") var batch = 1000
 
-        func run() throws { try job.run("re-sealed") { try $0.rotateKeys(batchSize: $1, progress: $2) } }
+        func run() throws {
+            try store.runJob(kek, "re-sealed", batch: batch) { try $0.rotateKeys(batchSize: $1, progress: $2) }
+        }
     }
 
     struct Reindex: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
-        @OptionGroup var job: StoreJobOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var kek: KEKOptions
+        @Option(help: "Rows per transaction.") var batch = 1000
 
-        func run() throws { try job.run("reindexed") { try $0.reindex(batchSize: $1, progress: $2) } }
+        func run() throws {
+            try store.runJob(kek, "reindexed", batch: batch) { try $0.reindex(batchSize: $1, progress: $2) }
+        }
     }
 }
 
@@ -72,6 +78,7 @@ struct StoreMigrate: ParsableCommand {
             a resumed migration keeps the indexes and bound fields it began with.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The table.") var table: String
     @Option(help: "The clear field to seal.") var field: String
     @Option(help: "A clear field of the row each cell binds (repeat for more).") var bind: [String] = []
@@ -80,7 +87,7 @@ struct StoreMigrate: ParsableCommand {
 
     func run() throws {
         let indexes = try index.map(Self.parseIndex)
-        let report = try store.open().migrate(
+        let report = try store.open(kek).migrate(
             table, field: field, bind: bind, indexes: indexes, batchSize: batch,
             progress: StoreJobOutput.progress("sealed"))
         StoreJobOutput.finish(report)
@@ -108,6 +115,7 @@ struct StorePlanCommand: ParsableCommand {
             counts and shares are printed, never a value.
             """)
     @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
     @Option(help: "The table.") var table: String
     @Option(help: "The field to index.") var field: String
     @Option(help: "Comma-separated transforms, e.g. trim,lowercase.") var transforms: String?
@@ -115,7 +123,7 @@ struct StorePlanCommand: ParsableCommand {
 
     func run() throws {
         let steps = try transforms.map { try $0.split(separator: ",").map { try IndexTransform(parsing: String($0)) } }
-        let plan = try store.open().plan(table, field: field, transforms: steps, sampleSize: sample)
+        let plan = try store.open(kek).plan(table, field: field, transforms: steps, sampleSize: sample)
         print(plan.description)
         if plan.refusal != nil { throw CLIFailure("no standalone blind index for \(table).\(field)", status: 6) }
     }

@@ -2,17 +2,20 @@ import ArgumentParser
 import Coffer
 import CofferStore
 
-/// The record a command acts on: the store, then `--table T --id ID`, the
-/// id read as the primary key's type.
+/// The record a command acts on: `--table T --id ID` (after the store's
+/// options, beside them rather than holding them: argument groups inside
+/// groups make a debug build's argument checks slow), the id read as the
+/// primary key's type.
 struct StoreRow: ParsableArguments {
-    @OptionGroup var store: StoreOptions
     @Option(help: "The table.") var table: String
     @Option(help: "The primary key.") var id: String
 
     /// Opens the store and runs `body` on the row's table and primary key;
     /// nil from `body` means there is no such record (exit 1, naming it).
-    func act<T>(_ body: (RecordStore, StoreSchema.Table, StoreValue) throws -> T?) throws -> T {
-        let opened = try store.open()
+    func act<T>(
+        _ store: StoreOptions, _ kek: KEKOptions, _ body: (RecordStore, StoreSchema.Table, StoreValue) throws -> T?
+    ) throws -> T {
+        let opened = try store.open(kek)
         let table = try opened.schema.table(table)
         let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
         guard let result = try body(opened, table, key) else {
