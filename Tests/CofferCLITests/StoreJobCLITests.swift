@@ -29,7 +29,7 @@ import Glibc
         process.arguments = arguments
         process.currentDirectoryURL = directory.url
         let output = directory.url.appendingPathComponent("job.out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -49,9 +49,9 @@ import Glibc
         let wanted: (killed: Int, resumed: Int)
         var round = 0
         var killed = 0
-        var finished = 0
         var resumed = 0
 
+        var finished: Int { round - killed }
         var enough: Bool { killed >= wanted.killed && resumed >= wanted.resumed }
         var goOn: Bool { round < 100 || (round < 300 && !enough) }
 
@@ -62,7 +62,6 @@ import Glibc
                 killed += 1
                 return
             }
-            finished += 1
             if output.contains("(resumed)") { resumed += 1 }
         }
 
