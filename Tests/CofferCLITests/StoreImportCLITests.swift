@@ -114,4 +114,17 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("sealed"), "\(refused.stderr)")
         #expect(try StoreCLITests.store(["find", "--table", "things", "--limit", "-1"], directory).status == 64)
     }
+
+    /// The whole-store jobs refuse a batch below one row as a usage
+    /// error, before they open the store (no store here to open).
+    @Test func jobsRefuseAnEmptyBatch() throws {
+        let directory = try TemporaryDirectory()
+        for job in [["rotate"], ["reindex"], ["migrate", "--table", "t", "--field", "f"]] {
+            let refused = try CLI.coffer(
+                ["store"] + job + ["--db", "missing.sqlite", "--kek-file", "kek", "--batch", "0"], in: directory.url)
+            #expect(refused.status == 64, "\(job): \(refused.status)")
+            #expect(refused.stderr.contains("--batch is at least 1"), "\(job): \(refused.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("missing.sqlite").path))
+    }
 }

@@ -28,15 +28,25 @@ enum StoreJobOutput {
     }
 }
 
+/// `--batch` of the jobs over every row (rotate, reindex, migrate),
+/// refused when below 1 before the store is opened.
+struct StoreJobBatch: ParsableArguments {
+    @Option(help: "Rows per transaction.") var batch = 1000
+
+    func validate() throws {
+        guard batch > 0 else { throw ValidationError("--batch is at least 1") }
+    }
+}
+
 extension StoreOptions {
     /// Runs `job`, a job over every row of the store in transactions of
-    /// `batch` rows, on the opened store (its batch size and progress
+    /// `rows.batch` rows, on the opened store (its batch size and progress
     /// reporter given), then prints its report.
     func runJob(
-        _ kek: KEKOptions, _ what: String, batch: Int,
+        _ kek: KEKOptions, _ what: String, _ rows: StoreJobBatch,
         _ job: (RecordStore, Int, (StoreProgress) -> Void) throws -> StoreJobReport
     ) throws {
-        StoreJobOutput.finish(try job(try open(kek), batch, StoreJobOutput.progress(what)))
+        StoreJobOutput.finish(try job(try open(kek), rows.batch, StoreJobOutput.progress(what)))
     }
 }
 
@@ -46,10 +56,10 @@ extension StoreCommand {
             abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
-        @Option(help: "Rows per transaction.") var batch = 1000
+        @OptionGroup var rows: StoreJobBatch
 
         func run() throws {
-            try store.runJob(kek, "re-sealed", batch: batch) { try $0.rotateKeys(batchSize: $1, progress: $2) }
+            try store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
         }
     }
 
@@ -58,10 +68,10 @@ extension StoreCommand {
             abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
-        @Option(help: "Rows per transaction.") var batch = 1000
+        @OptionGroup var rows: StoreJobBatch
 
         func run() throws {
-            try store.runJob(kek, "reindexed", batch: batch) { try $0.reindex(batchSize: $1, progress: $2) }
+            try store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
         }
     }
 }
@@ -83,12 +93,12 @@ struct StoreMigrate: ParsableCommand {
     @Option(help: "The clear field to seal.") var field: String
     @Option(help: "A clear field of the row each cell binds (repeat for more).") var bind: [String] = []
     @Option(help: "A blind index: NAME,BITS[,TRANSFORM…] (repeat for more).") var index: [String] = []
-    @Option(help: "Rows per transaction.") var batch = 1000
+    @OptionGroup var rows: StoreJobBatch
 
     func run() throws {
         let indexes = try index.map(Self.parseIndex)
         let report = try store.open(kek).migrate(
-            table, field: field, bind: bind, indexes: indexes, batchSize: batch,
+            table, field: field, bind: bind, indexes: indexes, batchSize: rows.batch,
             progress: StoreJobOutput.progress("sealed"))
         StoreJobOutput.finish(report)
     }
