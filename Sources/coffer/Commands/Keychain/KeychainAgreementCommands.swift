@@ -35,8 +35,7 @@ struct KeychainAgreement: ParsableArguments {
 
 /// Where the output of encrypt-to and decrypt-from goes (standard input
 /// is their input); after the agreement's options, beside them rather
-/// than holding them: argument groups inside groups make a debug build's
-/// argument checks slow.
+/// than holding them (``KEKOptions`` says why).
 struct KeychainBoxOptions: ParsableArguments {
     @Option(name: [.customShort("o"), .customLong("output")], help: "Write to this file instead of standard output.")
     var output: String?

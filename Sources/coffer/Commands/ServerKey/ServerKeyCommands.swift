@@ -108,9 +108,9 @@ struct OperatorOptions: ParsableArguments {
     }
 }
 
-/// Which of the subject's keys an operator command is about (after
-/// ``OperatorOptions``, beside them rather than holding them: argument
-/// groups inside groups make a debug build's argument checks slow).
+/// Which of the subject's keys an operator command is about; after
+/// ``OperatorOptions``, beside them rather than holding them (``KEKOptions``
+/// says why).
 struct OperatorKeyOptions: ParsableArguments {
     @Option(help: "The key's purpose.") var purpose: String
     @Option(help: "The device, for a key per device.") var device: String?

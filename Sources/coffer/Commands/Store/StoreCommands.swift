@@ -22,10 +22,8 @@ struct StoreCommand: ParsableCommand {
     )
 }
 
-/// Where the store is. What unlocks it is `KEKOptions`, as for `coffer keyring`,
-/// beside these in each command rather than inside them: argument groups
-/// inside groups make a debug build's argument checks slow (five times per
-/// level, swift-argument-parser 1.x).
+/// Where the store is. What unlocks it is ``KEKOptions``, as for `coffer keyring`,
+/// beside these in each command (see there why).
 struct StoreOptions: ParsableArguments {
     @Option(
         name: .customLong("db"),

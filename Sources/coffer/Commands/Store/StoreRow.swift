@@ -2,10 +2,9 @@ import ArgumentParser
 import Coffer
 import CofferStore
 
-/// The record a command acts on: `--table T --id ID` (after the store's
-/// options, beside them rather than holding them: argument groups inside
-/// groups make a debug build's argument checks slow), the id read as the
-/// primary key's type.
+/// The record a command acts on: `--table T --id ID`, the id read as the
+/// primary key's type; after the store's options, beside them rather than
+/// holding them (``KEKOptions`` says why).
 struct StoreRow: ParsableArguments {
     @Option(help: "The table.") var table: String
     @Option(help: "The primary key.") var id: String
