@@ -151,6 +151,39 @@ import Testing
         #expect(entries == 301)  // the first use's create and 300 releases
         await store.close()
     }
+
+    /// Under writes without a pause the WAL stays bounded: once it holds
+    /// ``WALCheckpointer/restartFrames`` the checkpointer restarts it, and
+    /// the next commit writes it from its start. With passive checkpoints
+    /// alone it grew by every commit, to 64 MiB here.
+    @Test func theWALStaysBoundedUnderWritesWithoutAPause() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-wal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("w.sqlite").path
+        // The server's writer: no automatic checkpoint, every commit synced,
+        // and a busy timeout, so that it waits while a restart runs.
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try await pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        }
+        let checkpointer = WALCheckpointer(path: path, every: .milliseconds(10))
+        defer { checkpointer.stop() }
+        // 16 KiB a commit until the WAL was restarted three times, or 64 MiB.
+        let body = Data(repeating: 0x5a, count: 16_384)
+        var written = 0
+        while checkpointer.restarts < 3 && written < 64 << 20 {
+            try await pool.write { db in try db.execute(sql: "INSERT INTO t (body) VALUES (?)", arguments: [body]) }
+            written += body.count
+        }
+        let wal = try #require(try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int)
+        #expect(checkpointer.restarts >= 3)
+        #expect(wal < 16 << 20, "a WAL of \(wal) bytes after \(written) bytes written")
+    }
 }
 
 /// What arrives while a batch runs waits and shares the next batch; the
