@@ -161,14 +161,10 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("w.sqlite").path
-        // The server's writer: no automatic checkpoint, every commit synced,
-        // and a busy timeout, so that it waits while a restart runs.
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
-        let pool = try DatabasePool(path: path, configuration: configuration)
-        try await pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+        // The server's writer (no automatic checkpoint, every commit synced,
+        // a busy timeout to wait while a restart runs), on a table of its own.
+        let pool = try SQLiteKeyRows.openPool(path)
+        try await pool.write { db in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
         }
         let checkpointer = WALCheckpointer(path: path, every: .milliseconds(10))

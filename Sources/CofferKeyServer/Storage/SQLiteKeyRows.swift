@@ -12,19 +12,26 @@ final class SQLiteKeyRows: KeyRows {
     let checkpointer: WALCheckpointer
 
     init(path: String) throws {
+        pool = try Self.openPool(path)
+        try Self.migrator.migrate(pool)
+        checkpointer = WALCheckpointer(path: path)
+    }
+
+    /// The server's connections to the file at `path`, as its writer needs
+    /// them; the checkpointer's tests open theirs here too.
+    static func openPool(_ path: String) throws -> DatabasePool {
         // Checkpoints run beside the writer, not in its commits.
         let configuration = Configuration.secureDelete(busyTimeout: 10) { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        let pool = try DatabasePool(path: path, configuration: configuration)
         // GRDB puts a WAL database at `synchronous = NORMAL`, after
         // `prepareDatabase` has run: a commit then reaches the disk only at
         // the next checkpoint, so an OS crash or a power cut could take back
         // a key, a rotation or a shred the server had already answered. At
         // FULL every commit syncs the WAL before it returns.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        try Self.migrator.migrate(pool)
-        checkpointer = WALCheckpointer(path: path)
+        return pool
     }
 
     static var migrator: DatabaseMigrator {
