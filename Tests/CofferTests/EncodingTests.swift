@@ -47,6 +47,33 @@ import Testing
         #expect(Base64URL.decode("Z") == nil)
     }
 
+    /// Hex against Foundation's `%02x` on every byte value; decoding takes
+    /// either case and skips white space, and every other character below
+    /// U+0180 is refused.
+    @Test func hexAgreesWithFoundation() {
+        let every = (0...255).map { UInt8($0) }
+        let expected = every.map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(every) == expected)
+        #expect(Hex.encode(every.lazy.filter { _ in true }) == expected)  // no count known beforehand
+        #expect(Hex.decode(expected) == every)
+        #expect(Hex.decode(expected.uppercased()) == every)
+        #expect(Hex.decode(" 0a\n\tFF ") == [0x0A, 0xFF])
+        #expect(Hex.decode("") == [])
+        #expect(Hex.decode("abc") == nil)  // an odd number of digits
+        let digits = Set("0123456789abcdefABCDEF".unicodeScalars)
+        for value in UInt32(0)..<0x180 {
+            let scalar = Unicode.Scalar(value)!
+            let text = "0" + String(scalar)
+            if digits.contains(scalar) {
+                #expect(Hex.decode(text)?.count == 1, "\(value)")
+            } else if scalar.properties.isWhitespace {
+                #expect(Hex.decode(text + "0") == [0], "\(value)")
+            } else {
+                #expect(Hex.decode(text) == nil, "\(value)")
+            }
+        }
+    }
+
     /// Equal and unequal bytes through the pointer path (arrays, slices,
     /// Data) and the generic one (a lazy view), and unequal lengths.
     @Test func constantTimeComparison() {
