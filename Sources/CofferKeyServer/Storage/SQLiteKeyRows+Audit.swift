@@ -1,4 +1,5 @@
 #if Server
+import CofferStore
 import Foundation
 import GRDB
 
@@ -7,23 +8,40 @@ import GRDB
 extension SQLiteKeyRows {
     /// Appends `records` after the chain's last entry, inside `db`'s transaction.
     static func append(_ db: Database, _ records: [AuditEntry.Record], now: Int64) throws {
+        try append(SQLiteStoreConnection(db: db), records, now: now)
+    }
+
+    /// The same on a connection that binds through SQLite's C API: a key
+    /// release appends here, one entry per key released.
+    static func append(_ connection: SQLiteStoreConnection, _ records: [AuditEntry.Record], now: Int64) throws {
         guard !records.isEmpty else { return }
-        let head = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"))
-        var (seq, previous) = head.map { ($0["seq"] as Int64, $0["hash"] as Data) } ?? (0, AuditEntry.genesis)
-        let insert = try db.cachedStatement(
-            sql:
-                "INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
+        let head = try connection.rows("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", []).first
+        var seq: Int64 = 0
+        var previous = AuditEntry.genesis
+        if let head {
+            guard let last = head["seq"].flatMap(Int64.fromDatabaseValue),
+                let hash = head["hash"].flatMap(Data.fromDatabaseValue)
+            else {
+                throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "the audit log's last entry is malformed")
+            }
+            (seq, previous) = (last, hash)
+        }
+        var rows: [[DatabaseValue]] = []
+        rows.reserveCapacity(records.count)
         for record in records {
             seq += 1
             let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous)
-            try insert.execute(arguments: [
-                entry.seq, entry.at, entry.actor, entry.action, entry.realm, entry.subject, entry.device,
-                entry.purpose, entry.version, entry.detail, entry.hash,
+            rows.append([
+                entry.seq.databaseValue, entry.at.databaseValue, entry.actor.databaseValue,
+                entry.action.databaseValue, entry.realm.databaseValue, entry.subject.databaseValue,
+                entry.device.databaseValue, entry.purpose.databaseValue, entry.version.databaseValue,
+                entry.detail.databaseValue, entry.hash.databaseValue,
             ])
             previous = entry.hash
         }
+        try connection.execute(
+            "INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            eachOf: rows)
     }
 
     func auditEntries(after seq: Int64, limit: Int) async throws -> [AuditEntry] {

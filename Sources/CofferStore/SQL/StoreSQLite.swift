@@ -9,11 +9,14 @@ import GRDBSQLite
 /// `Row` go through unspecialised generic code that cost more than the
 /// query it served: a bulk put's INSERT, a lookup's SELECT.) Each
 /// statement is left reset and unbound, so GRDB runs it as usual next.
-struct SQLiteConnection: StoreConnection {
-    let db: Database
-    var dialect: StoreDialect { .sqlite }
+/// The key server's release transaction reads and writes through it too.
+package struct SQLiteStoreConnection: StoreConnection {
+    package let db: Database
+    package var dialect: StoreDialect { .sqlite }
 
-    func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]] {
+    package init(db: Database) { self.db = db }
+
+    package func rows(_ sql: String, _ arguments: [DatabaseValue]) throws -> [[String: DatabaseValue]] {
         let statement = try db.cachedStatement(sql: sql)
         let names = statement.columnNames
         return try bound(statement, arguments) { handle in
@@ -29,7 +32,7 @@ struct SQLiteConnection: StoreConnection {
         }
     }
 
-    func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
+    package func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
         // Statements that change the schema are not kept; the rest
         // (INSERT, UPDATE, DELETE, SELECT) are prepared once.
         if let first = sql.utf8.first,
@@ -48,14 +51,14 @@ struct SQLiteConnection: StoreConnection {
     }
 
     /// The statement is looked up once, not once per row.
-    func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws {
+    package func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws {
         let statement = try db.cachedStatement(sql: sql)
         for values in arguments {
             try bound(statement, values) { handle in while try step(handle, statement) {} }
         }
     }
 
-    func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
+    package func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
 
     /// Runs `body` with `values` bound to the statement, then resets and unbinds it.
     private func bound<T>(_ statement: Statement, _ values: [DatabaseValue], _ body: (SQLiteStatement) throws -> T)
@@ -222,13 +225,13 @@ struct SQLiteBackend: StoreBackend {
     }
 
     func read<T>(_ body: (any StoreConnection) throws -> T) throws -> T {
-        do { return try pool.read { try body(SQLiteConnection(db: $0)) } } catch let error as DatabaseError {
+        do { return try pool.read { try body(SQLiteStoreConnection(db: $0)) } } catch let error as DatabaseError {
             throw Self.coffer(error)
         }
     }
 
     func write<T>(exclusive: Bool, _ body: (any StoreConnection) throws -> T) throws -> T {
-        do { return try pool.write { try body(SQLiteConnection(db: $0)) } } catch let error as DatabaseError {
+        do { return try pool.write { try body(SQLiteStoreConnection(db: $0)) } } catch let error as DatabaseError {
             throw Self.coffer(error)
         }
     }
