@@ -142,7 +142,7 @@ import Testing
         ]
         try queue.write { db in
             try db.execute(sql: "CREATE TABLE t (n INTEGER PRIMARY KEY, v ANY) STRICT")
-            let connection = SQLiteConnection(db: db)
+            let connection = SQLiteStoreConnection(db: db)
             for (offset, value) in values.enumerated() {
                 #expect(
                     try connection.execute("INSERT INTO t (n, v) VALUES (?, ?)", [offset.databaseValue, value]) == 1)
