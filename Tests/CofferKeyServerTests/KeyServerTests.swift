@@ -135,6 +135,32 @@ import Testing
         }
     }
 
+    /// A key row rebuilt by a database writer without its column types
+    /// (its version made text, with sqlite3 beside the server) is a
+    /// database error: not read as no key, which would make a new one.
+    @Test func aKeyRowOfTheWrongTypeIsAnErrorNotAMissingKey() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer, backend: .sqlite)
+        let token = try issuer.token("erin")
+        try await server.run { client in
+            try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) {
+                #expect($0.status == .ok)
+            }
+            try server.execute(
+                """
+                CREATE TABLE old_keys AS SELECT * FROM keys; DROP TABLE keys;
+                CREATE TABLE keys (realm, subject, device, purpose, version, wrapped, created,
+                  PRIMARY KEY (realm, subject, device, purpose, version));
+                INSERT INTO keys SELECT realm, subject, device, purpose, 'one', wrapped, created FROM old_keys;
+                DROP TABLE old_keys;
+                """)
+            try await client.execute(uri: "/v1/keys/notes", method: .post, headers: bearer(token)) {
+                try expectProblem($0, .internalServerError, "database-error")
+            }
+        }
+        #expect(try server.count("SELECT count(*) FROM keys") == 1)
+    }
+
     static func rowCount(_ path: String, _ sql: String) throws -> Int {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -19,11 +19,8 @@ extension SQLiteKeyRows {
         var seq: Int64 = 0
         var previous = AuditEntry.genesis
         if let head {
-            guard let last = head["seq"].flatMap(Int64.fromDatabaseValue),
-                let hash = head["hash"].flatMap(Data.fromDatabaseValue)
-            else {
-                throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "the audit log's last entry is malformed")
-            }
+            guard let last = try value(head, "seq", as: Int64.self), let hash = try value(head, "hash", as: Data.self)
+            else { throw malformed("audit entry") }
             (seq, previous) = (last, hash)
         }
         var rows: [[DatabaseValue]] = []
@@ -61,17 +58,19 @@ extension SQLiteKeyRows {
         }
     }
 
-    static func entry(_ row: Row) -> AuditEntry {
-        AuditEntry(
-            seq: row["seq"], at: row["at"], actor: row["actor"], action: row["action"], realm: row["realm"],
-            subject: row["subject"], device: row["device"], purpose: row["purpose"], version: row["version"],
-            detail: row["detail"], hash: row["hash"])
+    static func entry(_ row: Row) throws -> AuditEntry {
+        try AuditEntry(
+            seq: row.decode(forColumn: "seq"), at: row.decode(forColumn: "at"), actor: row.decode(forColumn: "actor"),
+            action: row.decode(forColumn: "action"), realm: row.decode(forColumn: "realm"),
+            subject: row.decode(forColumn: "subject"), device: row.decode(forColumn: "device"),
+            purpose: row.decode(forColumn: "purpose"), version: row.decode(forColumn: "version"),
+            detail: row.decode(forColumn: "detail"), hash: row.decode(forColumn: "hash"))
     }
 
     func auditHead() async throws -> AuditHead? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").map {
-                AuditHead(seq: $0["seq"], hash: $0["hash"])
+                try AuditHead(seq: $0.decode(forColumn: "seq"), hash: $0.decode(forColumn: "hash"))
             }
         }
     }
@@ -89,7 +88,11 @@ extension SQLiteKeyRows {
             try Row.fetchAll(
                 db, sql: "SELECT seq, hash, at, mac FROM audit_anchors WHERE seq > ? ORDER BY seq LIMIT ?",
                 arguments: [seq, limit]
-            ).map { AuditAnchor(seq: $0["seq"], hash: $0["hash"], at: $0["at"], mac: $0["mac"]) }
+            ).map {
+                try AuditAnchor(
+                    seq: $0.decode(forColumn: "seq"), hash: $0.decode(forColumn: "hash"),
+                    at: $0.decode(forColumn: "at"), mac: $0.decode(forColumn: "mac"))
+            }
         }
     }
 

@@ -45,21 +45,33 @@ extension SQLiteKeyRows {
         if let version { arguments.append(version.databaseValue) }
         // One row always: the outer query is FROM (SELECT 1).
         guard let row = try connection.rows(sql, arguments).first else {
-            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "the key lookup returned no row")
+            throw KeyServerError(.failed, "database-error", "the key lookup returned no row")
         }
-        func value<T: DatabaseValueConvertible>(_ column: String, as _: T.Type) -> T? {
-            row[column].flatMap(T.fromDatabaseValue)
-        }
-        let version = value("version", as: Int.self)
+        let version = try Self.value(row, "version", as: Int.self)
         return KeySnapshot(
-            shredAt: value("shred_at", as: Int64.self), shredded: (value("shredded", as: Int64.self) ?? 0) != 0,
-            minimum: value("minimum", as: Int.self) ?? 1,
+            shredAt: try Self.value(row, "shred_at", as: Int64.self),
+            shredded: (try Self.value(row, "shredded", as: Int64.self) ?? 0) != 0,
+            minimum: try Self.value(row, "minimum", as: Int.self) ?? 1,
             stored: try version.map { version in
-                guard let wrapped = value("wrapped", as: Data.self) else {
-                    throw DatabaseError(resultCode: .SQLITE_ERROR, message: "a key row has no wrapped key")
+                guard let wrapped = try Self.value(row, "wrapped", as: Data.self) else {
+                    throw Self.malformed("key row (no wrapped key)")
                 }
                 return StoredVersion(version: version, wrapped: wrapped)
             })
+    }
+
+    /// A column's value: nil for NULL, and an error, not nil, for a value
+    /// of another type (a table someone rebuilt without its types).
+    static func value<T: DatabaseValueConvertible>(_ row: [String: DatabaseValue], _ column: String, as _: T.Type)
+        throws -> T?
+    {
+        guard let stored = row[column], !stored.isNull else { return nil }
+        guard let value = T.fromDatabaseValue(stored) else { throw malformed("\(column) value") }
+        return value
+    }
+
+    static func malformed(_ what: String) -> KeyServerError {
+        KeyServerError(.failed, "database-error", "the database holds a malformed \(what)")
     }
 }
 #endif

@@ -117,7 +117,9 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
-    static func stored(_ row: Row) -> StoredVersion { StoredVersion(version: row["version"], wrapped: row["wrapped"]) }
+    static func stored(_ row: Row) throws -> StoredVersion {
+        try StoredVersion(version: row.decode(forColumn: "version"), wrapped: row.decode(forColumn: "wrapped"))
+    }
 
     static func latest(_ db: Database, _ name: KeyName) throws -> StoredVersion? {
         try Row.fetchOne(
@@ -137,7 +139,7 @@ final class SQLiteKeyRows: KeyRows {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT shred_at, shredded FROM subjects WHERE realm = ? AND subject = ?"),
             arguments: [realm, subject]
-        ).map { ($0["shred_at"], ($0["shredded"] as Int64) != 0) }
+        ).map { (try $0.decode(forColumn: "shred_at"), try $0.decode(Int64.self, forColumn: "shredded") != 0) }
     }
 
     static func gate(_ db: Database, _ name: KeyName, now: Int64) throws {
@@ -176,7 +178,10 @@ final class SQLiteKeyRows: KeyRows {
                 db,
                 sql: "UPDATE subjects SET shredded = 1 WHERE shredded = 0 AND shred_at <= ? RETURNING realm, subject",
                 arguments: [now]
-            ).map { AuditEntry.Record.sweep(realm: $0["realm"], subject: $0["subject"]) }
+            ).map {
+                try AuditEntry.Record.sweep(
+                    realm: $0.decode(forColumn: "realm"), subject: $0.decode(forColumn: "subject"))
+            }
             try Self.append(db, due, now: now)
             for table in ["keys", "key_floors"] {
                 try db.execute(
@@ -205,10 +210,11 @@ final class SQLiteKeyRows: KeyRows {
                     "SELECT realm, subject, device, purpose, version, wrapped FROM keys WHERE substr(wrapped, 2, 4) != ? LIMIT ?",
                 arguments: [keyID, limit]
             ).map { row in
-                PendingRow(
-                    name: try KeyName(
-                        realm: row["realm"], subject: row["subject"], device: row["device"], purpose: row["purpose"]),
-                    version: row["version"], wrapped: row["wrapped"])
+                try PendingRow(
+                    name: KeyName(
+                        realm: row.decode(forColumn: "realm"), subject: row.decode(forColumn: "subject"),
+                        device: row.decode(forColumn: "device"), purpose: row.decode(forColumn: "purpose")),
+                    version: row.decode(forColumn: "version"), wrapped: row.decode(forColumn: "wrapped"))
             }
         }
     }
@@ -271,8 +277,10 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
-    static func info(_ row: Row) -> OperatorInfo {
-        OperatorInfo(name: row["name"] as String, scopes: row["scopes"] as String, created: row["created"] as Int64)
+    static func info(_ row: Row) throws -> OperatorInfo {
+        try OperatorInfo(
+            name: row.decode(String.self, forColumn: "name"), scopes: row.decode(String.self, forColumn: "scopes"),
+            created: row.decode(Int64.self, forColumn: "created"))
     }
 
     func ping() async throws { _ = try await pool.read { try Int.fetchOne($0, sql: "SELECT 1") } }
