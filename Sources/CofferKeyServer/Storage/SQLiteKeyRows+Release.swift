@@ -4,27 +4,26 @@ import Foundation
 import GRDB
 
 extension SQLiteKeyRows {
-    /// Reads every key of the batch and appends the releases in one write
+    /// Reads every key of the batch, records its DPoP proofs
+    /// (``SpentProofs``) and appends the releases in one write
     /// transaction: SQLite answers the reads (a few indexed lookups each)
     /// from its page cache in microseconds. Values are bound and read
     /// through SQLite's C API (CofferStore's `SQLiteStoreConnection`): GRDB's
     /// `StatementArguments` and `Row` cost more than the lookups.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
-        try await pool.write { db in
+        let (results, spent) = try await pool.write { db in
             let connection = SQLiteStoreConnection(db: db)
-            var recorded: Set<Data> = []
-            for proof in requests.compactMap(\.proof) {
-                let inserted = try connection.execute(
-                    "INSERT INTO dpop_proofs (hash, expires) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    [proof.hash.databaseValue, proof.expires.databaseValue])
-                if inserted == 1 { recorded.insert(proof.hash) }
-            }
+            let proofs = requests.compactMap(\.proof)
+            let (recorded, spent) = proofs.isEmpty ? ([], nil) : try self.spent.record(proofs, connection)
             let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
             let snapshots = try requests.map { ($0, try Self.snapshot(connection, $0.name, version: $0.version)) }
             let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
             try Self.append(connection, audit, now: now)
-            return results
+            return (results, spent)
         }
+        // Committed: the set may hold what the log now holds.
+        if let spent { self.spent.commit(spent, now: now) }
+        return results
     }
 
     /// The subject's shred state, the key's minimum version and the wanted

@@ -50,18 +50,15 @@ extension SQLiteKeyRows {
     /// the releases waiting on the writer wait for one short transaction,
     /// never for a sweep of a minute's worth of proofs.
     func forgetExpired(before now: Int64) async throws {
-        for sql in [
-            """
+        let sql = """
             DELETE FROM rate_counts WHERE (bucket, window_end) IN
               (SELECT bucket, window_end FROM rate_counts WHERE window_end <= ? LIMIT ?)
-            """,
-            "DELETE FROM dpop_proofs WHERE hash IN (SELECT hash FROM dpop_proofs WHERE expires <= ? LIMIT ?)",
-        ] {
-            while try await pool.write({ db in
-                try db.execute(sql: sql, arguments: [now, Self.forgetBatch])
-                return db.changesCount
-            }) == Self.forgetBatch {}
-        }
+            """
+        while try await pool.write({ db in
+            try db.execute(sql: sql, arguments: [now, Self.forgetBatch])
+            return db.changesCount
+        }) == Self.forgetBatch {}
+        try await forgetSpentProofs(before: now)
     }
 
 }

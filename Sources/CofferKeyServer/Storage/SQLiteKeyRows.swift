@@ -10,6 +10,8 @@ import GRDB
 final class SQLiteKeyRows: KeyRows {
     let pool: DatabasePool
     let checkpointer: WALCheckpointer
+    /// The DPoP proofs spent, as the log in the database holds them.
+    let spent = SpentProofs()
 
     init(path: String) throws {
         pool = try Self.openPool(path)
@@ -62,6 +64,7 @@ final class SQLiteKeyRows: KeyRows {
         }
         registerRateLimitMigration(&migrator)
         registerAnchorMigration(&migrator)
+        registerReplayLogMigration(&migrator)
         return migrator
     }
 
