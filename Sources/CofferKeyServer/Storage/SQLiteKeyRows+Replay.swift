@@ -10,23 +10,25 @@ import GRDB
 /// A table keyed by the proofs' random hashes takes each new proof into
 /// another leaf page of its B-tree, so a batch of a dozen proofs wrote a
 /// dozen 4 KiB pages into the WAL (and at the next checkpoint into as
-/// many places in the file), and the commits' syncs slowed: in one run
-/// each, a median of 1.1 ms against 0.8 ms, and 51 syncs against 3 over 10
-/// ms (docs/performance.md). `dpop_log` is a rowid table: a batch appends
-/// to its last page, and to the end of the index by expiry that the sweep
-/// deletes by.
+/// many places in the file), and the commits' syncs slowed: in four runs
+/// each, a median of 0.86–1.18 ms against 0.62–0.77 ms, and 59–62 syncs
+/// against 1–7 over 10 ms (docs/performance.md). `dpop_log` is a rowid
+/// table: a batch appends to its last page, and to the end of the index
+/// by expiry that the sweep deletes by.
 ///
 /// Whether a proof was spent is asked of the set. Each release transaction
 /// first reads the rows appended since it last looked, by this process or
 /// another on the same file (`seq` is AUTOINCREMENT, so never reused), and
 /// it does so under SQLite's write lock, which orders every process's
 /// appends; so a proof one process records is known to the next
-/// transaction of any other. A process reads the whole log (at most the
-/// proofs of the last 3·leeway seconds) at its first release of a proof.
-/// The set takes what the transaction appended only once it committed.
+/// transaction of any other. A process reads the whole log (the proofs
+/// not yet swept: a few minutes' worth) at its first release of a proof.
+/// The set takes what a transaction appended only once it committed, and
+/// holds 32 bytes a proof (its hash in the set and in a list by expiry)
+/// before the set's spare capacity.
 final class SpentProofs: Sendable {
-    /// The first 128 bits of a replay hash: a collision among the proofs
-    /// of a few minutes is as likely as guessing an AES key.
+    /// The first 128 bits of a replay hash: the chance that two of a few
+    /// minutes' proofs share them is below 2⁻⁸⁰.
     struct Hash: Hashable, Sendable {
         let high: UInt64
         let low: UInt64
