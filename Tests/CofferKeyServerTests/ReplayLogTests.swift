@@ -81,9 +81,9 @@ import Testing
     }
 
     /// A log row someone shortened with sqlite3 is a database error for the
-    /// next release with a proof — not a crash, and no proof taken as new;
-    /// releases without a proof go on, and once the row is gone so do
-    /// those with one.
+    /// next release with a proof and for a store opening on the file — not
+    /// a crash, and no proof taken as new; releases without a proof go on,
+    /// and once the row is gone so do those with one.
     @Test func aMalformedLogRowIsADatabaseError() async throws {
         let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -102,6 +102,13 @@ import Testing
         #expect(
             try await store.rows.release([ReleaseRequest(name: Self.name, version: nil, proof: nil)], now: now)
                 .map(ReleaseBatchTests.code) == [nil])
+        // A store opening on the file reads the log: it refuses to open.
+        do {
+            _ = try ServerKeyStore(path: path, kek: store.kek)
+            Issue.record("a store opened over a malformed log row")
+        } catch let error as KeyServerError {
+            #expect(error.code == "database-error")
+        }
         #expect(try KeyServerTests.rowCount(path, "DELETE FROM dpop_log WHERE seq = \(bad) RETURNING seq") == bad)
         #expect(
             try await Self.release(

@@ -22,7 +22,7 @@ import GRDB
 /// it does so under SQLite's write lock, which orders every process's
 /// appends; so a proof one process records is known to the next
 /// transaction of any other. A process reads the whole log (the proofs
-/// not yet swept: a few minutes' worth) at its first release of a proof.
+/// not yet swept: a few minutes' worth) when it opens the database.
 /// The set takes what a transaction appended only once it committed, and
 /// holds 32 bytes a proof (its hash in the set and in a list by expiry)
 /// before the set's spare capacity.
@@ -64,6 +64,25 @@ final class SpentProofs: Sendable {
 
     /// How many proofs the set holds (tests).
     var count: Int { state.withLock { $0.hashes.count } }
+
+    /// Reads the whole log into the set, when the store opens, through a
+    /// cursor that decodes each row in place: 600,000 rows read at the
+    /// first release as dictionaries took 2.4 s on the writer and left
+    /// the process 274 MB larger. Rows that expired are dropped at the
+    /// first commit.
+    func load(_ db: Database) throws {
+        var loaded = State()
+        let rows = try Row.fetchCursor(db, sql: "SELECT seq, hash, expires FROM dpop_log ORDER BY seq")
+        while let row = try rows.next() {
+            loaded.seq = try row.decode(Int64.self, atIndex: 0)
+            let expires = try row.decode(Int64.self, atIndex: 2)
+            guard let hash = try row.withUnsafeData(atIndex: 1, { data in try data.map(Hash.init) }) else {
+                throw SQLiteKeyRows.malformed("DPoP log row")
+            }
+            if loaded.hashes.insert(hash).inserted { loaded.byExpiry[expires, default: []].append(hash) }
+        }
+        state.withLock { $0 = loaded }
+    }
 
     /// In a release's transaction: reads the log's new rows, appends the
     /// proofs of `proofs` not spent before (nor earlier in the batch), and

@@ -11,11 +11,14 @@ final class SQLiteKeyRows: KeyRows {
     let pool: DatabasePool
     let checkpointer: WALCheckpointer
     /// The DPoP proofs spent, as the log in the database holds them.
-    let spent = SpentProofs()
+    let spent: SpentProofs
 
     init(path: String) throws {
         pool = try Self.openPool(path)
         try Self.migrator.migrate(pool)
+        let spent = SpentProofs()
+        try pool.read { db in try spent.load(db) }
+        self.spent = spent
         checkpointer = WALCheckpointer(path: path)
     }
 
