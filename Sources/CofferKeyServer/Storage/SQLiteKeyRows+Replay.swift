@@ -72,16 +72,26 @@ final class SpentProofs: Sendable {
     /// first commit.
     func load(_ db: Database) throws {
         var loaded = State()
-        let rows = try Row.fetchCursor(db, sql: "SELECT seq, hash, expires FROM dpop_log ORDER BY seq")
-        while let row = try rows.next() {
-            loaded.seq = try row.decode(Int64.self, atIndex: 0)
-            let expires = try row.decode(Int64.self, atIndex: 2)
-            guard let hash = try row.withUnsafeData(atIndex: 1, { data in try data.map(Hash.init) }) else {
-                throw SQLiteKeyRows.malformed("DPoP log row")
-            }
+        try Self.rows(after: 0, db) { seq, hash, expires in
+            loaded.seq = seq
             if loaded.hashes.insert(hash).inserted { loaded.byExpiry[expires, default: []].append(hash) }
         }
         state.withLock { $0 = loaded }
+    }
+
+    /// Reads the log's rows after `seq`, in order, through a cursor that
+    /// decodes each in place; a malformed row is `database-error`.
+    private static func rows(
+        after seq: Int64, _ db: Database, _ body: (_ seq: Int64, _ hash: Hash, _ expires: Int64) throws -> Void
+    ) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT seq, hash, expires FROM dpop_log WHERE seq > ? ORDER BY seq", arguments: [seq])
+        while let row = try rows.next() {
+            guard let hash = try row.withUnsafeData(atIndex: 1, { data in try data.map(Hash.init) }) else {
+                throw SQLiteKeyRows.malformed("DPoP log row")
+            }
+            try body(try row.decode(Int64.self, atIndex: 0), hash, try row.decode(Int64.self, atIndex: 2))
+        }
     }
 
     /// In a release's transaction: reads the log's new rows, appends the
@@ -93,14 +103,8 @@ final class SpentProofs: Sendable {
     ) {
         let seq = state.withLock { $0.seq }
         var pending = Pending(seq: seq)
-        for row in try connection.rows(
-            "SELECT seq, hash, expires FROM dpop_log WHERE seq > ? ORDER BY seq", [seq.databaseValue])
-        {
-            guard let seq = try SQLiteKeyRows.value(row, "seq", as: Int64.self),
-                let hash = try SQLiteKeyRows.value(row, "hash", as: Data.self),
-                let expires = try SQLiteKeyRows.value(row, "expires", as: Int64.self)
-            else { throw SQLiteKeyRows.malformed("DPoP log row") }
-            pending.rows.append((try Hash(hash), expires))
+        try Self.rows(after: seq, connection.db) { seq, hash, expires in
+            pending.rows.append((hash, expires))
             pending.seq = seq
         }
         let read = Set(pending.rows.map(\.0))
