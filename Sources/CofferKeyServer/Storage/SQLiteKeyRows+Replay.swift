@@ -108,13 +108,13 @@ final class SpentProofs: Sendable {
             pending.seq = seq
         }
         let read = Set(pending.rows.map(\.0))
+        let hashes = try proofs.map { try Hash($0.hash) }
+        let spent = state.withLock { state in hashes.map { state.hashes.contains($0) } }
         var fresh: Set<Data> = []
         var appended: [[DatabaseValue]] = []
-        for proof in proofs {
-            let hash = try Hash(proof.hash)
-            let known = state.withLock { $0.hashes.contains(hash) } || read.contains(hash)
-            guard !known, fresh.insert(proof.hash).inserted else { continue }
-            pending.rows.append((hash, proof.expires))
+        for (index, proof) in proofs.enumerated() {
+            guard !spent[index], !read.contains(hashes[index]), fresh.insert(proof.hash).inserted else { continue }
+            pending.rows.append((hashes[index], proof.expires))
             appended.append([proof.hash.databaseValue, proof.expires.databaseValue])
         }
         if !appended.isEmpty {
