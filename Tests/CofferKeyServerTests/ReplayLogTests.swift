@@ -116,5 +116,42 @@ import Testing
                 == ["dpop-proof-replayed", nil])
         await store.close()
     }
+
+    /// The log rebuilt without its types by python's sqlite3, and a row
+    /// whose expiry is text: a release with a proof, and a store opening
+    /// on the file, are refused as `database-error`, not a crash or an
+    /// internal error.
+    @Test func aLogRowOfTheWrongTypeIsADatabaseError() async throws {
+        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("keys.sqlite").path
+        _ = try await store.current(Self.name)
+        let now = store.now()
+        #expect(try await Self.release(store, Self.name, [Self.proof(1, expires: now + 120)]) == [nil])
+        for statement in [
+            "ALTER TABLE dpop_log RENAME TO dpop_typed",
+            "CREATE TABLE dpop_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, hash BLOB NOT NULL, expires NOT NULL)",
+            "INSERT INTO dpop_log SELECT * FROM dpop_typed", "DROP TABLE dpop_typed",
+        ] {
+            _ = try KeyServerTests.rowCount(path, statement)
+        }
+        let hash = String(repeating: "ab", count: 32)
+        #expect(
+            try KeyServerTests.rowCount(
+                path, "INSERT INTO dpop_log (hash, expires) VALUES (X'\(hash)', 'soon') RETURNING seq") >= 2)
+        do {
+            _ = try await Self.release(store, Self.name, [Self.proof(2, expires: now + 120)])
+            Issue.record("a release read a log row whose expiry is text")
+        } catch let error as KeyServerError {
+            #expect(error.code == "database-error")
+        }
+        do {
+            _ = try ServerKeyStore(path: path, kek: store.kek)
+            Issue.record("a store opened over a log row whose expiry is text")
+        } catch let error as KeyServerError {
+            #expect(error.code == "database-error")
+        }
+        await store.close()
+    }
 }
 #endif

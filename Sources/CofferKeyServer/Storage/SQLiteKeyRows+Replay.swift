@@ -87,10 +87,12 @@ final class SpentProofs: Sendable {
         let rows = try Row.fetchCursor(
             db, sql: "SELECT seq, hash, expires FROM dpop_log WHERE seq > ? ORDER BY seq", arguments: [seq])
         while let row = try rows.next() {
-            guard let hash = try row.withUnsafeData(atIndex: 1, { data in try data.map(Hash.init) }) else {
-                throw SQLiteKeyRows.malformed("DPoP log row")
-            }
-            try body(try row.decode(Int64.self, atIndex: 0), hash, try row.decode(Int64.self, atIndex: 2))
+            // A table rebuilt without its types may hold text or NULL.
+            guard let seq = Int64.fromDatabaseValue(row[0] as DatabaseValue),
+                let expires = Int64.fromDatabaseValue(row[2] as DatabaseValue),
+                let hash = try row.withUnsafeData(atIndex: 1, { data in try data.map(Hash.init) })
+            else { throw SQLiteKeyRows.malformed("DPoP log row") }
+            try body(seq, hash, expires)
         }
     }
 
