@@ -22,6 +22,16 @@ import Testing
 
     static let name = try! KeyName(realm: "default", subject: "ana", purpose: "notes")
 
+    /// A store on SQLite whose key is made and whose first proof (byte 1)
+    /// is spent; with its folder, the database's path and the time.
+    static func storeWithASpentProof() async throws -> (ServerKeyStore, URL, String, Int64) {
+        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        _ = try await store.current(name)
+        let now = store.now()
+        #expect(try await release(store, name, [proof(1, expires: now + 120)]) == [nil])
+        return (store, folder, folder.appendingPathComponent("keys.sqlite").path, now)
+    }
+
     /// A proof spent at one store is a replay at the other, also when the
     /// two race for it, and at a store opened on the file afterwards (a
     /// restart), which reads the log.
@@ -85,12 +95,8 @@ import Testing
     /// a crash, and no proof taken as new; releases without a proof go on,
     /// and once the row is gone so do those with one.
     @Test func aMalformedLogRowIsADatabaseError() async throws {
-        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        let (store, folder, path, now) = try await Self.storeWithASpentProof()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("keys.sqlite").path
-        _ = try await store.current(Self.name)
-        let now = store.now()
-        #expect(try await Self.release(store, Self.name, [Self.proof(1, expires: now + 120)]) == [nil])
         let bad = try KeyServerTests.rowCount(
             path, "INSERT INTO dpop_log (hash, expires) VALUES (X'0102', \(now + 120)) RETURNING seq")
         do {
@@ -122,12 +128,8 @@ import Testing
     /// on the file, are refused as `database-error`, not a crash or an
     /// internal error.
     @Test func aLogRowOfTheWrongTypeIsADatabaseError() async throws {
-        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        let (store, folder, path, now) = try await Self.storeWithASpentProof()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("keys.sqlite").path
-        _ = try await store.current(Self.name)
-        let now = store.now()
-        #expect(try await Self.release(store, Self.name, [Self.proof(1, expires: now + 120)]) == [nil])
         for statement in [
             "ALTER TABLE dpop_log RENAME TO dpop_typed",
             "CREATE TABLE dpop_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, hash BLOB NOT NULL, expires NOT NULL)",
