@@ -125,20 +125,24 @@ public struct URLSessionTransport: KeyServerTransport, @unchecked Sendable {
 
     /// `body`'s result, or a timeout once `limit` has passed: a URLSession
     /// timeout is the longest silence, not the whole exchange.
+    ///
+    /// The answer comes at the limit even when `body` does not end on
+    /// cancellation. FoundationNetworking's URLSession does not always end
+    /// a data task that is cancelled (swift-corelibs-foundation #3497,
+    /// #3876); a task group would wait for it, so the limit would not hold.
+    /// Here `body` runs as a task of its own: at the limit, or when the
+    /// caller is cancelled, it is cancelled and left to end by itself, and
+    /// its result, if it ever comes, is dropped.
     static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws
         -> T
     {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
+        let race = FirstResult<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation, limit: limit, body)
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw TransportFailure("no answer within \(limit)")
-            }
-            return value
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
         }
     }
 
@@ -168,4 +172,58 @@ extension TransportRequest: SecretRedacting {
 
 extension TransportResponse: SecretRedacting {
     public var description: String { "TransportResponse(\(status), <redacted>)" }
+}
+
+/// The first of a body's result, a time limit and the caller's
+/// cancellation, given once to a continuation (`URLSessionTransport.within`).
+private final class FirstResult<T: Sendable>: Sendable {
+    private struct State: Sendable {
+        var continuation: CheckedContinuation<T, any Error>?
+        var result: Result<T, any Error>?
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    func start(
+        _ continuation: CheckedContinuation<T, any Error>, limit: Duration,
+        _ body: @escaping @Sendable () async throws -> T
+    ) {
+        // Cancelled before it started: answer at once.
+        if let early = state.withLock({ state -> Result<T, any Error>? in
+            if state.result == nil { state.continuation = continuation }
+            return state.result
+        }) {
+            continuation.resume(with: early)
+            return
+        }
+        let work = Task {
+            do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            self.finish(.failure(TransportFailure("no answer within \(limit)")))
+        }
+        let finished = state.withLock { state in
+            if state.result == nil { state.tasks = [work, timer] }
+            return state.result != nil
+        }
+        if finished {
+            work.cancel()
+            timer.cancel()
+        }
+    }
+
+    /// Gives `result` to the caller unless something came first, and
+    /// cancels whatever is still running.
+    func finish(_ result: Result<T, any Error>) {
+        let taken = state.withLock { state -> State? in
+            guard state.result == nil else { return nil }
+            defer { state = State(result: result) }
+            return state
+        }
+        guard let taken else { return }
+        for task in taken.tasks { task.cancel() }
+        taken.continuation?.resume(with: result)
+    }
 }

@@ -1,10 +1,12 @@
 #if Server
-import CofferKeyClient
+import Coffer
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
+@testable import CofferKeyClient
 
 /// A server that answers what no key server would: the client says so,
 /// over either transport, and never takes junk for a key.
@@ -55,6 +57,35 @@ import Testing
             #expect(ContinuousClock.now - start < .seconds(3))
         }
     }
+
+    /// A URLSession task that never ends, cancelled or not, as
+    /// FoundationNetworking's sometimes does: the limit and the caller's
+    /// cancellation still answer at once. (With a task group that waits
+    /// for its children, both waited for the hold below to end, 10 s on.)
+    @Test func theLimitHoldsWhenTheWorkIgnoresCancellation() async throws {
+        let hold = Hold()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10) { hold.release() }
+        defer { hold.release() }
+        let start = ContinuousClock.now
+        let error = await #expect(throws: TransportFailure.self) {
+            try await URLSessionTransport.within(.milliseconds(200)) {
+                await hold.wait()
+                return 1
+            }
+        }
+        #expect(error?.description.contains("no answer within") == true)
+        let task = Task {
+            try await URLSessionTransport.within(.seconds(600)) {
+                await hold.wait()
+                return 1
+            }
+        }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(5), "answered after \(ContinuousClock.now - start)")
+        // Work that ends in time gives its result.
+        #expect(try await URLSessionTransport.within(.seconds(600)) { 7 } == 7)
+    }
 }
 #endif
 
@@ -77,6 +108,30 @@ import Testing
             #expect(!text.contains("SECRET"), "\(text)")
         }
         #expect("\(request)".contains("POST /v1/keys/notes") && "\(response)".contains("200"))
+    }
+}
+
+/// Work that waits, whatever cancellation says, until `release()`.
+private final class Hold: Sendable {
+    private let state = Locked<(released: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if !state.released { state.waiting.append(continuation) }
+                return state.released
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let waiting = state.withLock { state in
+            state.released = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
     }
 }
 #endif
