@@ -115,13 +115,8 @@ import Testing
         "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM audit_anchors'); c.commit()"
 
     static func python(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "python3 \(arguments)")
+        let run = try Spawned.run("/usr/bin/env", ["python3"] + arguments, output: .discard)
+        #expect(run.status == 0, "python3 \(arguments)")
     }
 }
 #endif

@@ -12,20 +12,12 @@ import Testing
 
     @Test func aProofForAnotherOriginIsRefusedWhateverTheHost() throws {
         let issuer = try Issuer()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Issuer.root + "/.venv/bin/python")
-        process.arguments = [Self.repro, issuer.folder + "/repro"]
         try FileManager.default.createDirectory(atPath: issuer.folder + "/repro", withIntermediateDirectories: true)
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "COFFER_BIN": ServerProcess.binary.deletingLastPathComponent().path
-        ]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let run = try Spawned.run(
+            Issuer.root + "/.venv/bin/python", [Self.repro, issuer.folder + "/repro"],
+            environment: ["COFFER_BIN": ServerProcess.binary.deletingLastPathComponent().path], mergeErrors: true)
+        let text = run.text
+        #expect(run.status == 0, "\(text)")
         let lines = text.split(separator: "\n").filter { $0.hasPrefix("serve ") }
         #expect(lines.count == 2, "\(text)")
         for line in lines {
@@ -35,20 +27,14 @@ import Testing
 
     @Test func requiringProofsOffLoopbackNeedsThePublicURL() throws {
         let issuer = try Issuer()
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = [
-            "serve", "--listen", "0.0.0.0:0", "--require-dpop", "--data", issuer.folder + "/data",
-            "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name,
-            "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
-        ]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0 && text.contains("--require-dpop needs --public-url"), "\(text)")
+        let run = try Spawned.run(
+            ServerProcess.binary.path,
+            [
+                "serve", "--listen", "0.0.0.0:0", "--require-dpop", "--data", issuer.folder + "/data",
+                "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name,
+                "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
+            ], output: .discard, errors: .capture)
+        #expect(run.status != 0 && run.errorText.contains("--require-dpop needs --public-url"), "\(run.errorText)")
     }
 }
 #endif

@@ -10,19 +10,14 @@ import Testing
 /// document is read by PyYAML, not by Coffer.
 @Suite struct KeyServerBodyTests {
     static func document() throws -> [String: Any] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Issuer.root + "/.venv/bin/python")
-        process.arguments = [
-            "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)",
-            Issuer.root + "/docs/openapi.yaml",
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "PyYAML (in .venv, with schemathesis) reads docs/openapi.yaml")
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let run = try Spawned.run(
+            Issuer.root + "/.venv/bin/python",
+            [
+                "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)",
+                Issuer.root + "/docs/openapi.yaml",
+            ])
+        #expect(run.status == 0, "PyYAML (in .venv, with schemathesis) reads docs/openapi.yaml")
+        return try #require(try JSONSerialization.jsonObject(with: run.output) as? [String: Any])
     }
 
     /// The object at `path` (keys from the document's root), `$ref`s followed.

@@ -50,22 +50,11 @@ struct Issuer {
 
     @discardableResult
     static func python(_ arguments: [String], input: Data = Data()) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: root + "/.venv/bin/python")
-        process.arguments = [root + "/scripts/jwt-tool.py"] + arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let run = try Spawned.run(root + "/.venv/bin/python", [root + "/scripts/jwt-tool.py"] + arguments, input: input)
+        guard run.status == 0 else {
             throw CofferError(.malformed, "jwt-tool.py \(arguments[0]) failed (scripts/test installs PyJWT into .venv)")
         }
-        return output
+        return run.output
     }
 }
 
@@ -123,11 +112,7 @@ struct TestServer {
         if database.hasPrefix("postgres") {
             _ = try TestPostgres.value(database, sql)
         } else {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
-                "python3", "-c",
-                """
+            let script = """
                 import re, sqlite3, sys
                 c = sqlite3.connect(sys.argv[1])
                 flip = re.fullmatch(r"FLIP\\((\\d+)\\)", sys.argv[2])
@@ -138,12 +123,9 @@ struct TestServer {
                     c.commit()
                 else:
                     c.executescript(sys.argv[2])
-                """,
-                database, sql,
-            ]
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw CofferError(.io, "sqlite3 failed on \(sql)") }
+                """
+            let run = try Spawned.run("/usr/bin/env", ["python3", "-c", script, database, sql], output: .inherit)
+            guard run.status == 0 else { throw CofferError(.io, "sqlite3 failed on \(sql)") }
         }
     }
 

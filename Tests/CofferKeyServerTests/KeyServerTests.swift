@@ -165,21 +165,16 @@ import Testing
     /// (a table rebuilt, say), by python's sqlite3 beside the server;
     /// throws when the statement fails.
     static func rowCount(_ path: String, _ sql: String) throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
-            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); c.commit(); "
-                + "print(-1 if r is None else r[0])",
-            path, sql,
-        ]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CofferError(.io, "python's sqlite3 failed on \(sql)") }
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        let run = try Spawned.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); c.commit(); "
+                    + "print(-1 if r is None else r[0])",
+                path, sql,
+            ])
+        guard run.status == 0 else { throw CofferError(.io, "python's sqlite3 failed on \(sql)") }
+        return Int(run.text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 }
 #endif

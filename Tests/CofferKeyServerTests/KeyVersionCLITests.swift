@@ -71,20 +71,10 @@ import Testing
     }
 
     static func put(_ options: [String], _ line: String) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = ServerKeyCLITests.coffer
-        process.arguments = ["store", "put", "--table", "t"] + options
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(line.utf8))
-        try input.fileHandleForWriting.close()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let run = try Spawned.run(
+            ServerKeyCLITests.coffer.path, ["store", "put", "--table", "t"] + options, input: Data(line.utf8),
+            output: .discard, errors: .capture)
+        return (run.status, run.errorText)
     }
 }
 #endif

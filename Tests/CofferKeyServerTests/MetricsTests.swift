@@ -21,32 +21,19 @@ import Testing
     /// The samples prometheus_client's own parser finds in `text`, as
     /// `name{label="value",…} value` lines with labels sorted.
     static func parsed(_ text: String) throws -> Set<String> {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Issuer.root + "/.venv/bin/python")
-        process.arguments = [
-            "-c",
-            """
+        let script = """
             import sys
             from prometheus_client.parser import text_string_to_metric_families
             for family in text_string_to_metric_families(sys.stdin.read()):
                 for s in family.samples:
                     labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
                     print(f"{s.name}{{{labels}}} {s.value:g}")
-            """,
-        ]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+            """
+        let run = try Spawned.run(Issuer.root + "/.venv/bin/python", ["-c", script], input: Data(text.utf8))
+        guard run.status == 0 else {
             throw CofferError(.malformed, "prometheus_client could not parse /metrics")
         }
-        return Set(lines.split(separator: "\n").map(String.init))
+        return Set(run.text.split(separator: "\n").map(String.init))
     }
 
     @Test(arguments: Backend.allCases) func requestsLatencyCacheAndRewrapAreCounted(_ backend: Backend) async throws {

@@ -177,20 +177,15 @@ import Testing
 
     @Test func discoveryAndKeysFromTheFileAreNotMixed() throws {
         let issuer = try Issuer()
-        let process = Process()
-        process.executableURL = ServerProcess.binary
-        process.arguments = [
-            "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--kek-passphrase-file",
-            try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience,
-            "--issuer-discovery", "--jwks-file", issuer.folder + "/jwks.json",
-        ]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64 && said.contains("--issuer-discovery finds the keys itself"), "\(said)")
+        let run = try Spawned.run(
+            ServerProcess.binary.path,
+            [
+                "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--kek-passphrase-file",
+                try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience,
+                "--issuer-discovery", "--jwks-file", issuer.folder + "/jwks.json",
+            ], output: .discard, errors: .capture)
+        let said = run.errorText
+        #expect(run.status == 64 && said.contains("--issuer-discovery finds the keys itself"), "\(said)")
     }
 
     /// Configuration documents an attacker or a broken provider serves.

@@ -9,22 +9,8 @@ import Testing
 
     /// Runs `coffer` with `arguments`: status, stdout, stderr.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = coffer
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)
-        )
+        let run = try Spawned.run(coffer.path, arguments, environment: environment, errors: .capture)
+        return (run.status, run.text, run.errorText)
     }
 
     /// A token file as the CLI wants one: the user's own, closed to others.

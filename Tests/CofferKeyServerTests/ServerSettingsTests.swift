@@ -103,15 +103,7 @@ import Testing
 
 /// Runs coffer-server with `arguments` until it exits: status and stderr.
 func serverRefusal(_ arguments: [String]) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = ServerProcess.binary
-    process.arguments = arguments
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-    try process.run()
-    let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, said)
+    let run = try Spawned.run(ServerProcess.binary.path, arguments, output: .discard, errors: .capture)
+    return (run.status, run.errorText)
 }
 #endif

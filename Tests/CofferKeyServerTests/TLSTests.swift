@@ -12,17 +12,14 @@ import Testing
     static func certificate(in folder: String, name: String) throws -> (cert: String, key: String) {
         let cert = folder + "/\(name).pem"
         let key = folder + "/\(name)-key.pem"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out",
-            cert,
-        ]
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CofferError(.malformed, "openssl req failed") }
+        let run = try Spawned.run(
+            "/usr/bin/env",
+            [
+                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days",
+                "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key,
+                "-out", cert,
+            ], output: .inherit, errors: .discard)
+        guard run.status == 0 else { throw CofferError(.malformed, "openssl req failed") }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
         return (cert, key)
     }

@@ -53,46 +53,27 @@ enum TestPostgres {
     static func value(_ url: String, _ sql: String) throws -> String {
         let (base, password) = try server()
         let components = URLComponents(string: base)!
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: environment["COFFER_TEST_POSTGRES_BIN"]! + "/psql")
-        process.arguments = [
-            "-h", components.host!, "-p", "\(components.port!)", "-U", components.user!, "-v", "ON_ERROR_STOP=1",
-            "-qAt", "-c", "SET search_path TO \(schema(of: url) ?? "public"); \(sql)",
-            String(components.path.dropFirst()),
-        ]
-        process.environment = environment.merging(["PGPASSWORD": password]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CofferError(.io, "psql failed on \(sql)") }
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try Spawned.run(
+            environment["COFFER_TEST_POSTGRES_BIN"]! + "/psql",
+            [
+                "-h", components.host!, "-p", "\(components.port!)", "-U", components.user!, "-v", "ON_ERROR_STOP=1",
+                "-qAt", "-c", "SET search_path TO \(schema(of: url) ?? "public"); \(sql)",
+                String(components.path.dropFirst()),
+            ], environment: ["PGPASSWORD": password])
+        guard run.status == 0 else { throw CofferError(.io, "psql failed on \(sql)") }
+        return run.text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops (a fast shutdown: every connection is cut) or starts the
-    /// server. Spawned and waited for on a thread of its own: Foundation's
-    /// `Process` did not always see this child end while the test's
-    /// requests kept the cooperative pool busy.
+    /// server. Waited for on a thread of its own, so that the test's
+    /// requests keep the cooperative pool; the server it starts gets none
+    /// of the test's descriptors and not its output (`Spawned`).
     static func control(_ action: String) async throws {
         let ctl = environment["COFFER_TEST_POSTGRES_CTL"]!
         let status: Int32 = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                var actions = posix_spawn_file_actions_t()
-                posix_spawn_file_actions_init(&actions)
-                defer { posix_spawn_file_actions_destroy(&actions) }
-                // Not the test's own output: the server it starts would keep it open.
-                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-                posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-                let argv: [UnsafeMutablePointer<CChar>?] = [strdup(ctl), strdup(action), nil]
-                defer { argv.forEach { free($0) } }
-                var pid = pid_t()
-                guard posix_spawn(&pid, ctl, &actions, nil, argv, environ) == 0 else {
-                    return continuation.resume(returning: -1)
-                }
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-                continuation.resume(returning: status)
+                let run = try? Spawned.run(ctl, [action], output: .discard, errors: .discard)
+                continuation.resume(returning: run?.status ?? -1)
             }
         }
         guard status == 0 else { throw CofferError(.io, "PostgreSQL did not \(action) (status \(status))") }
