@@ -176,10 +176,13 @@ extension TransportResponse: SecretRedacting {
 
 /// The first of a body's result, a time limit and the caller's
 /// cancellation, given once to a continuation (`URLSessionTransport.within`).
+/// A result is not kept once given: it may hold a key.
 private final class FirstResult<T: Sendable>: Sendable {
     private struct State: Sendable {
         var continuation: CheckedContinuation<T, any Error>?
-        var result: Result<T, any Error>?
+        var finished = false
+        /// The caller's cancellation when it came before `start`.
+        var early: Result<T, any Error>?
         var tasks: [Task<Void, Never>] = []
     }
 
@@ -189,10 +192,10 @@ private final class FirstResult<T: Sendable>: Sendable {
         _ continuation: CheckedContinuation<T, any Error>, limit: Duration,
         _ body: @escaping @Sendable () async throws -> T
     ) {
-        // Cancelled before it started: answer at once.
         if let early = state.withLock({ state -> Result<T, any Error>? in
-            if state.result == nil { state.continuation = continuation }
-            return state.result
+            if !state.finished { state.continuation = continuation }
+            defer { state.early = nil }
+            return state.early
         }) {
             continuation.resume(with: early)
             return
@@ -205,8 +208,8 @@ private final class FirstResult<T: Sendable>: Sendable {
             self.finish(.failure(TransportFailure("no answer within \(limit)")))
         }
         let finished = state.withLock { state in
-            if state.result == nil { state.tasks = [work, timer] }
-            return state.result != nil
+            if !state.finished { state.tasks = [work, timer] }
+            return state.finished
         }
         if finished {
             work.cancel()
@@ -217,13 +220,13 @@ private final class FirstResult<T: Sendable>: Sendable {
     /// Gives `result` to the caller unless something came first, and
     /// cancels whatever is still running.
     func finish(_ result: Result<T, any Error>) {
-        let taken = state.withLock { state -> State? in
-            guard state.result == nil else { return nil }
-            defer { state = State(result: result) }
-            return state
+        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>])? in
+            guard !state.finished else { return nil }
+            defer { state = State(finished: true, early: state.continuation == nil ? result : nil) }
+            return (state.continuation, state.tasks)
         }
-        guard let taken else { return }
-        for task in taken.tasks { task.cancel() }
-        taken.continuation?.resume(with: result)
+        guard let (continuation, tasks) = taken else { return }
+        for task in tasks { task.cancel() }
+        continuation?.resume(with: result)
     }
 }
