@@ -19,6 +19,11 @@ import Glibc
         let merged = try Spawned.run("/bin/sh", ["-c", "echo out; echo err >&2"], mergeErrors: true)
         #expect(merged.text == "out\nerr\n")
         #expect(try Spawned.run("/bin/sh", ["-c", "kill -9 $$"]).status == 128 + 9)
+        // This process ignores SIGPIPE once it has written to a child; the
+        // child does not (SigIgn's bit 12 is SIGPIPE, signal 13).
+        #expect(try Spawned.run("/bin/sh", ["-c", "true"], input: Data("x".utf8)).status == 0)
+        let ignored = try Spawned.run("/bin/sh", ["-c", "sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status"]).text
+        #expect(UInt64(ignored.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16).map { $0 & 0x1000 } == 0)
         #expect(
             try Spawned.run("/bin/sh", ["-c", "echo $COFFER_SPAWNED"], environment: ["COFFER_SPAWNED": "yes"]).text
                 == "yes\n")
