@@ -465,32 +465,101 @@ import Glibc
     // MARK: F9, F14 — no plaintext temporary survives; the sweep is exact
 
     /// `decrypt -o` killed mid-write leaves no file beside the destination.
+    ///
+    /// The ciphertext goes in through a socket the test writes, so the kill
+    /// never races the decryption: each run is given all but the end of the
+    /// stream, and is killed only once its temporary holds plaintext, while it
+    /// waits for bytes that will not come.
     @Test func F9_killNineLeavesNoPlaintextTemporary() throws {
         let (directory, recipient) = try Self.encrypted()
-        Self.ok(try CLI.run("/bin/sh", ["-c", "head -c 67108864 /dev/urandom > big"], in: directory.url), "make big")
+        Self.ok(try CLI.run("/bin/sh", ["-c", "head -c 8388608 /dev/urandom > big"], in: directory.url), "make big")
         Self.ok(try CLI.coffer(["encrypt", "-r", recipient, "-o", "big.age", "big"], in: directory.url), "encrypt")
+        let ciphertext = try directory.read("big.age")
         let before = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
-        var killedMidWrite = 0
-        for delay in [50_000, 150_000, 300_000, 600_000] {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["decrypt", "-i", "id.txt", "-o", "out", "big.age"]
-            process.currentDirectoryURL = directory.url
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delay))
-            if process.isRunning { killedMidWrite += 1 }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let after = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path)).subtracting(["out"]
-            )
-            #expect(after == before, "left behind: \(after.subtracting(before))")
-            if directory.exists("out") {
-                Self.ok(try CLI.run("/usr/bin/cmp", ["big", "out"], in: directory.url), "cmp")
+        for given in [ciphertext.count / 2, ciphertext.count - 1_000, ciphertext.count] {
+            let decrypt = try FedDecrypt(in: directory)
+            decrypt.give(ciphertext[..<given])
+            if given < ciphertext.count {
+                let written = decrypt.waitForPlaintextInItsTemporary()
+                #expect(written > 0, "after \(given) bytes in, no plaintext reached a temporary")
+                #expect(decrypt.process.isRunning, "decrypt ended without the end of its input")
+                kill(decrypt.process.processIdentifier, SIGKILL)
+            }
+            decrypt.finish()
+            let after = Set(try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
+            if given < ciphertext.count {
+                #expect(decrypt.process.terminationReason == .uncaughtSignal)
+                #expect(after == before, "left behind: \(after.subtracting(before))")
+            } else {
+                #expect(decrypt.process.terminationStatus == 0)
+                #expect(after == before.union(["out"]), "left behind: \(after.subtracting(before))")
+                #expect(try directory.read("out") == directory.read("big"))
             }
             try? FileManager.default.removeItem(atPath: directory.path("out"))
         }
-        #expect(killedMidWrite > 0, "no run was killed mid-write")
+    }
+
+    /// `coffer decrypt -o out` reading its ciphertext from a socket the test
+    /// writes with MSG_NOSIGNAL (a pipe would raise SIGPIPE in the test if
+    /// the child ended first).
+    final class FedDecrypt {
+        let process = Process()
+        let feed: Int32
+        let directory: TemporaryDirectory
+
+        init(in directory: TemporaryDirectory) throws {
+            self.directory = directory
+            var pair: [Int32] = [-1, -1]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            feed = pair[0]
+            process.executableURL = CLI.binary
+            process.arguments = ["decrypt", "-i", "id.txt", "-o", "out"]
+            process.currentDirectoryURL = directory.url
+            process.standardInput = FileHandle(fileDescriptor: pair[1], closeOnDealloc: true)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// Writes `bytes`; returns early if the child has stopped reading.
+        func give(_ bytes: ArraySlice<UInt8>) {
+            var offset = bytes.startIndex
+            while offset < bytes.endIndex {
+                let sent = bytes[offset...].withUnsafeBytes {
+                    send(feed, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                if sent < 0 && errno == EINTR { continue }
+                if sent <= 0 { return }
+                offset += sent
+            }
+        }
+
+        /// The size of the child's open temporary in the destination's folder
+        /// (an unnamed O_TMPFILE or a `.out.coffer-` file) once it is not
+        /// empty, or 0 if none was within 60 s.
+        func waitForPlaintextInItsTemporary() -> Int {
+            let folder = directory.url.resolvingSymlinksInPath().path + "/"
+            let fds = "/proc/\(process.processIdentifier)/fd"
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline && process.isRunning {
+                for fd in (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? [] {
+                    guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(fd)"),
+                        target.hasPrefix(folder), target.hasSuffix(" (deleted)") || target.contains("/.out.coffer-")
+                    else { continue }
+                    var status = stat()
+                    if stat("\(fds)/\(fd)", &status) == 0 && status.st_size > 0 { return Int(status.st_size) }
+                }
+                usleep(10_000)  // polling a condition with a deadline
+            }
+            return 0
+        }
+
+        /// Ends the input and waits for the child.
+        func finish() {
+            shutdown(feed, Int32(SHUT_WR))
+            process.waitUntilExit()
+            close(feed)
+        }
     }
 
     /// Where a named temporary is used, a stale one (unlocked, old enough)
