@@ -218,5 +218,95 @@ import Testing
         #expect(counts.batches == 2)
         #expect(counts.items == 10)
     }
+
+    /// A loop runs batch after batch in one turn: what arrives while its
+    /// batch runs is its next batch, taken without another turn.
+    @Test func aLoopTakesTheNextBatchInTheSameTurn() async throws {
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let turns = Locked(0)
+        let batcher = Batcher<Int, Int>(loop: { next, answer in
+            turns.withLock { $0 += 1 }
+            while let items = next() {
+                if items == [0] { for await _ in gate { break } }
+                answer(items.map { .success($0 * 2) })
+            }
+        })
+        async let first = batcher.submit(0)
+        while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        let rest = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for item in 1...9 { group.addTask { try await batcher.submit(item) } }
+                return try await group.reduce(into: []) { $0.append($1) }.sorted()
+            }
+        }
+        while batcher.pendingCount < 9 { try await Task.sleep(for: .milliseconds(1)) }
+        open.yield()
+        #expect(try await first == 0)
+        #expect(try await rest.value == (1...9).map { $0 * 2 })
+        #expect(batcher.counts.batches == 2)
+        #expect(turns.withLock { $0 } == 1)
+    }
+
+    /// A loop that fails answers the batch it took with its error, and one
+    /// that fails before taking any fails the next batch: no request waits
+    /// for ever on a database that keeps failing, and later ones are served.
+    @Test func aFailingLoopFailsOneBatchAndTheNextTurnGoesOn() async throws {
+        struct Broken: Error {}
+        let turns = Locked(0)
+        let batcher = Batcher<Int, Int>(loop: { next, answer in
+            let turn = turns.withLock { turns in
+                turns += 1
+                return turns
+            }
+            if turn == 1 { throw Broken() }
+            while let items = next() {
+                if items.contains(13) { throw Broken() }
+                answer(items.map { .success($0) })
+            }
+        })
+        await #expect(throws: Broken.self) { try await batcher.submit(1) }
+        await #expect(throws: Broken.self) { try await batcher.submit(13) }
+        #expect(try await batcher.submit(2) == 2)
+        #expect(turns.withLock { $0 } == 5)  // each failure ends a turn; a turn finds the queue empty
+    }
+}
+
+/// SQLite's loop holds GRDB's writer for several batches, but not for
+/// ever: with batches always waiting, a hold still ends.
+@Suite struct WriterHoldTests {
+    @Test func aHoldEndsThoughBatchesKeepComing() async throws {
+        let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
+        _ = try await store.current(name)
+        let rows = try #require(store.rows as? SQLiteKeyRows)
+        let counts = Locked((taken: 0, answered: 0))
+        let supply = 100_000
+        let started = ContinuousClock.now
+        try await rows.releaseBatches(
+            next: {
+                counts.withLock { counts in
+                    guard counts.taken < supply else { return nil }
+                    counts.taken += 1
+                    return [ReleaseRequest(name: name, version: nil, proof: nil)]
+                }
+            },
+            answer: { answers in
+                #expect(answers.count == 1)
+                if case .success(let row) = answers.first { #expect(row?.version == 1) }
+                counts.withLock { $0.answered += 1 }
+            }, now: store.now)
+        let held = ContinuousClock.now - started
+        let (taken, answered) = counts.withLock { $0 }
+        #expect(taken < supply, "the hold ended only when the supply did")
+        #expect(answered == taken)
+        #expect(held < .seconds(2), "held for \(held)")
+        // Each batch its own committed transaction, audited.
+        let audited = try await rows.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM audit WHERE action = 'release'")
+        }
+        #expect(audited == taken + 1)
+        await store.close()
+    }
 }
 #endif

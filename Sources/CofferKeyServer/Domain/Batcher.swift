@@ -25,19 +25,42 @@ struct ReleaseRequest: Sendable {
 /// and no wake-up of another thread; only the batch's runner does.
 final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
+    /// Runs batches for as long as it chooses: each from `next` (nil when
+    /// none waits, and then it must stop), each answered through `answer`
+    /// before the next is taken. It throws when a batch fails; that batch,
+    /// taken but not answered, gets the error.
+    typealias Loop =
+        @Sendable (
+            _ next: @escaping @Sendable () -> [Item]?,
+            _ answer: @escaping @Sendable ([Result<Answer, any Error>]) -> Void
+        ) async throws -> Void
+    typealias Waiter = CheckedContinuation<Answer, any Error>
     private struct State: Sendable {
-        var pending: [(Item, CheckedContinuation<Answer, any Error>)] = []
+        var pending: [(Item, Waiter)] = []
         /// A runner is draining `pending`; the next request must not start another.
         var running = false
         var counts: (batches: Int, items: Int) = (0, 0)
     }
-    private let run: Run
+    private let loop: Loop
     private let state = Locked(State())
 
     /// Batches run and the items they carried, so far (`/metrics`).
     var counts: (batches: Int, items: Int) { state.withLock { $0.counts } }
 
-    init(_ run: @escaping Run) { self.run = run }
+    /// Requests waiting for a batch (tests).
+    var pendingCount: Int { state.withLock { $0.pending.count } }
+
+    /// One batch per turn of the runner.
+    convenience init(_ run: @escaping Run) {
+        self.init(loop: { next, answer in
+            guard let batch = next() else { return }
+            answer(try await run(batch))
+        })
+    }
+
+    /// Batches run by `loop`, which may run several in one turn (SQLite's
+    /// writer: ``SQLiteKeyRows/releaseBatches(next:answer:now:)``).
+    init(loop: @escaping Loop) { self.loop = loop }
 
     func submit(_ item: Item) async throws -> Answer {
         try await withCheckedThrowingContinuation { continuation in
@@ -51,25 +74,54 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         }
     }
 
-    /// Runs batches until none waits; the check for an empty queue and the
-    /// end of `running` are one step under the lock, so a request that
-    /// joins as the runner stops starts the next runner.
+    /// Turns the loop until the queue is empty; the check for an empty
+    /// queue and the end of `running` are one step under the lock, so a
+    /// request that joins as the runner stops starts the next runner.
     private func drain() async {
-        while let batch = nextBatch() {
-            do {
-                let answers = try await run(batch.map(\.0))
-                // One answer per request, or none waits for ever.
-                guard answers.count == batch.count else {
-                    throw KeyServerError(.failed, "database-error", "a batch was answered in part")
-                }
-                for ((_, continuation), answer) in zip(batch, answers) { continuation.resume(with: answer) }
-            } catch {
-                for (_, continuation) in batch { continuation.resume(throwing: error) }
+        let taken = Locked<(waiting: [Waiter], idle: Bool)>(([], false))
+        let next: @Sendable () -> [Item]? = {
+            guard let batch = self.nextBatch() else {
+                taken.withLock { $0.idle = true }
+                return nil
             }
+            taken.withLock { $0.waiting = batch.map(\.1) }
+            return batch.map(\.0)
+        }
+        let answer: @Sendable ([Result<Answer, any Error>]) -> Void = { answers in
+            let waiting = taken.withLock { taken in
+                defer { taken.waiting = [] }
+                return taken.waiting
+            }
+            // One answer per request, or none waits for ever.
+            guard answers.count == waiting.count else {
+                let error = KeyServerError(.failed, "database-error", "a batch was answered in part")
+                for waiter in waiting { waiter.resume(throwing: error) }
+                return
+            }
+            for (waiter, answer) in zip(waiting, answers) { waiter.resume(with: answer) }
+        }
+        while true {
+            do {
+                try await loop(next, answer)
+            } catch {
+                var (waiting, idle) = taken.withLock { taken in
+                    defer { taken.waiting = [] }
+                    return taken
+                }
+                // A loop that fails before it takes a batch fails the next
+                // one, so that no request waits on a writer that keeps failing.
+                if waiting.isEmpty && !idle {
+                    guard let batch = nextBatch() else { return }
+                    waiting = batch.map(\.1)
+                }
+                for waiter in waiting { waiter.resume(throwing: error) }
+                if idle { return }
+            }
+            if taken.withLock({ $0.idle }) { return }
         }
     }
 
-    private func nextBatch() -> [(Item, CheckedContinuation<Answer, any Error>)]? {
+    private func nextBatch() -> [(Item, Waiter)]? {
         state.withLock { state in
             guard !state.pending.isEmpty else {
                 state.running = false

@@ -58,7 +58,9 @@ public final class ServerKeyStore: Sendable {
         now: @escaping @Sendable () -> Int64
     ) {
         self.rows = rows
-        releases = Batcher { requests in try await rows.release(requests, now: now()) }
+        releases = Batcher(loop: { next, answer in
+            try await rows.releaseBatches(next: next, answer: answer, now: now)
+        })
         ring = Locked(kek)
         self.reload = reload
         self.now = now

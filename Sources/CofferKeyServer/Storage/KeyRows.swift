@@ -14,6 +14,13 @@ protocol KeyRows: Sendable {
     /// versions appended to the audit chain (a `release` to the subject)
     /// in one transaction before it returns (on PostgreSQL, one statement).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>]
+    /// Runs batches of releases taken from `next` until it gives nil or
+    /// the backend chooses to stop, each answered through `answer` once
+    /// committed (``Batcher/Loop``).
+    func releaseBatches(
+        next: @escaping @Sendable () -> [ReleaseRequest]?,
+        answer: @escaping @Sendable ([Result<StoredVersion?, any Error>]) -> Void, now: @escaping @Sendable () -> Int64
+    ) async throws
     /// Version 1 of `name` unless a version exists; then the latest. One
     /// transaction, refused by the subject's shred state; audited as a
     /// `create` (when it made the row) and a `release` to `actor`.
@@ -201,6 +208,16 @@ extension OperatorInfo {
 }
 
 extension KeyRows {
+    /// One batch per turn, through ``release(_:now:)``: a backend whose
+    /// batch is one statement gains nothing by holding a connection longer.
+    func releaseBatches(
+        next: @escaping @Sendable () -> [ReleaseRequest]?,
+        answer: @escaping @Sendable ([Result<StoredVersion?, any Error>]) -> Void, now: @escaping @Sendable () -> Int64
+    ) async throws {
+        guard let requests = next() else { return }
+        answer(try await release(requests, now: now()))
+    }
+
     /// The most expired rows (DPoP proofs, rate-limit counts) one delete
     /// removes; a sweep repeats it until fewer are left.
     static var forgetBatch: Int { 2000 }

@@ -11,19 +11,52 @@ extension SQLiteKeyRows {
     /// through SQLite's C API (CofferStore's `SQLiteStoreConnection`): GRDB's
     /// `StatementArguments` and `Row` cost more than the lookups.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
-        let (results, spent) = try await pool.write { db in
-            let connection = SQLiteStoreConnection(db: db)
-            let proofs = requests.compactMap(\.proof)
-            let (recorded, spent) = proofs.isEmpty ? ([], nil) : try self.spent.record(proofs, connection)
-            let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
-            let snapshots = try requests.map { ($0, try Self.snapshot(connection, $0.name, version: $0.version)) }
-            let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
-            try Self.append(connection, audit, now: now)
-            return (results, spent)
-        }
+        let (results, spent) = try await pool.write { db in try self.release(requests, now: now, db) }
         // Committed: the set may hold what the log now holds.
         if let spent { self.spent.commit(spent, now: now) }
         return results
+    }
+
+    /// Batch after batch in one hold of GRDB's writer, each its own
+    /// transaction, answered once committed: the next batch starts on the
+    /// writer's thread as soon as the last is answered, where
+    /// ``release(_:now:)`` would hand the writer back and wait for the
+    /// cooperative pool to ask for it again. A hold ends when no batch waits
+    /// or after ``holdLimit``, so that a key's creation, a rotation or a
+    /// shred waits at most that long behind a stream of fetches.
+    func releaseBatches(
+        next: @escaping @Sendable () -> [ReleaseRequest]?,
+        answer: @escaping @Sendable ([Result<StoredVersion?, any Error>]) -> Void, now: @escaping @Sendable () -> Int64
+    ) async throws {
+        try await pool.writeWithoutTransaction { db in
+            let end = ContinuousClock.now + Self.holdLimit
+            while ContinuousClock.now < end, let requests = next() {
+                let now = now()
+                var outcome: ([Result<StoredVersion?, any Error>], SpentProofs.Pending?) = ([], nil)
+                try db.inTransaction {
+                    outcome = try self.release(requests, now: now, db)
+                    return .commit
+                }
+                if let spent = outcome.1 { self.spent.commit(spent, now: now) }
+                answer(outcome.0)
+            }
+        }
+    }
+
+    static let holdLimit = Duration.milliseconds(5)
+
+    /// One batch, inside the caller's transaction.
+    private func release(_ requests: [ReleaseRequest], now: Int64, _ db: Database) throws -> (
+        [Result<StoredVersion?, any Error>], SpentProofs.Pending?
+    ) {
+        let connection = SQLiteStoreConnection(db: db)
+        let proofs = requests.compactMap(\.proof)
+        let (recorded, spent) = proofs.isEmpty ? ([], nil) : try self.spent.record(proofs, connection)
+        let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
+        let snapshots = try requests.map { ($0, try Self.snapshot(connection, $0.name, version: $0.version)) }
+        let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
+        try Self.append(connection, audit, now: now)
+        return (results, spent)
     }
 
     /// The subject's shred state, the key's minimum version and the wanted
