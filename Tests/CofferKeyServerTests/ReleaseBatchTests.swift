@@ -193,6 +193,16 @@ import Testing
 /// What arrives while a batch runs waits and shares the next batch; the
 /// batcher's counts (served at `/metrics`) say so.
 @Suite struct BatcherTests {
+    /// Submits `items` at once; the answers, sorted.
+    static func submitted(_ items: ClosedRange<Int>, to batcher: Batcher<Int, Int>) -> Task<[Int], any Error> {
+        Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for item in items { group.addTask { try await batcher.submit(item) } }
+                return try await group.reduce(into: []) { $0.append($1) }.sorted()
+            }
+        }
+    }
+
     @Test func requestsArrivingWhileABatchRunsShareTheNext() async throws {
         let (gate, open) = AsyncStream.makeStream(of: Void.self)
         let batcher = Batcher<Int, Int> { items in
@@ -202,12 +212,7 @@ import Testing
         }
         async let first = batcher.submit(0)
         while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        let rest = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for item in 1...9 { group.addTask { try await batcher.submit(item) } }
-                return try await group.reduce(into: []) { $0.append($1) }.sorted()
-            }
-        }
+        let rest = Self.submitted(1...9, to: batcher)
         try await Task.sleep(for: .milliseconds(300))
         // None of the nine started a batch while the first ran.
         #expect(await batcher.counts.batches == 1)
@@ -233,12 +238,7 @@ import Testing
         })
         async let first = batcher.submit(0)
         while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        let rest = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for item in 1...9 { group.addTask { try await batcher.submit(item) } }
-                return try await group.reduce(into: []) { $0.append($1) }.sorted()
-            }
-        }
+        let rest = Self.submitted(1...9, to: batcher)
         while batcher.pendingCount < 9 { try await Task.sleep(for: .milliseconds(1)) }
         open.yield()
         #expect(try await first == 0)
