@@ -510,7 +510,9 @@ import Glibc
         init(in directory: TemporaryDirectory) throws {
             self.directory = directory
             var pair: [Int32] = [-1, -1]
-            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
             feed = pair[0]
             process.executableURL = CLI.binary
             process.arguments = ["decrypt", "-i", "id.txt", "-o", "out"]
