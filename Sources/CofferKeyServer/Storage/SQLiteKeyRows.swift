@@ -1,4 +1,5 @@
 #if Server
+import Coffer
 import CofferStore
 import Foundation
 import GRDB
@@ -25,6 +26,7 @@ final class SQLiteKeyRows: KeyRows {
     /// The server's connections to the file at `path`, as its writer needs
     /// them; the checkpointer's tests open theirs here too.
     static func openPool(_ path: String) throws -> DatabasePool {
+        try Self.claimFiles(path)
         // Checkpoints run beside the writer, not in its commits.
         let configuration = Configuration.secureDelete(busyTimeout: 10) { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
@@ -37,6 +39,27 @@ final class SQLiteKeyRows: KeyRows {
         // FULL every commit syncs the WAL before it returns.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         return pool
+    }
+
+    /// Creates the database file 0600 before SQLite opens it (SQLite would
+    /// create it with the umask, 0644 on most systems, and gives its WAL and
+    /// shared-memory files the database's mode), and refuses a database,
+    /// WAL or shared-memory file that is another user's or open to others:
+    /// the audit log, the subjects and the wrapped keys are no one else's
+    /// to read, wherever `--database` puts them.
+    static func claimFiles(_ path: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CofferError(.io, "cannot open the key database \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { closeDescriptor(descriptor) }
+        try PrivateFile.check(descriptor: descriptor, path: path, what: "the key database")
+        for suffix in ["-wal", "-shm"] {
+            let companion = open(path + suffix, O_RDONLY | O_CLOEXEC)
+            guard companion >= 0 else { continue }  // none yet: SQLite makes it with the database's mode
+            defer { closeDescriptor(companion) }
+            try PrivateFile.check(descriptor: companion, path: path + suffix, what: "the key database's file")
+        }
     }
 
     static var migrator: DatabaseMigrator {
@@ -293,4 +316,6 @@ final class SQLiteKeyRows: KeyRows {
 
     func close() async { checkpointer.stop() }
 }
+/// The C library's `close`, which `SQLiteKeyRows.close()` hides inside the type.
+private func closeDescriptor(_ descriptor: Int32) { close(descriptor) }
 #endif

@@ -1,0 +1,83 @@
+#if Server
+import Coffer
+import Foundation
+import Testing
+
+@testable import CofferKeyServer
+
+/// The key server's SQLite files are its user's alone (security review 3,
+/// G14 "File modes"): the database is created 0600 wherever `--database`
+/// puts it, SQLite gives its WAL and shared-memory files that mode, and a
+/// database or WAL that someone opened to others is refused.
+@Suite struct DatabaseFileModeTests {
+    /// A folder open to everyone (0755), so that only the files' own modes
+    /// keep others out.
+    static func openFolder() throws -> String {
+        let folder = NSTemporaryDirectory() + "coffer-modes-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        return folder
+    }
+
+    static func mode(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? Int ?? -1) & 0o777
+    }
+
+    /// `coffer-server operator add` (which opens the database, creating it
+    /// if need be) under umask 022, the umask of most users: SQLite alone
+    /// would create the file 0644.
+    static func operatorAdd(folder: String, database: String) throws -> Spawned {
+        try Spawned.run(
+            "/bin/sh",
+            [
+                "-c", #"umask 022; exec "$0" "$@""#, ServerProcess.binary.path, "operator", "add", "--data",
+                folder + "/data", "--database", database, "--kek-passphrase-file", folder + "/passphrase", "--name",
+                "ops-\(UUID().uuidString.prefix(8))",
+            ], errors: .capture)
+    }
+
+    @Test func aDatabaseOutsideTheDataFolderIsCreated0600AndRefusedOnceOpenedToOthers() throws {
+        let folder = try Self.openFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: folder + "/passphrase", contents: Data("a KEK passphrase\n".utf8),
+                attributes: [.posixPermissions: 0o600]))
+        let database = folder + "/elsewhere.sqlite"
+        var run = try Self.operatorAdd(folder: folder, database: database)
+        #expect(run.status == 0, "\(run.errorText)")
+        #expect(try Self.mode(database) == 0o600)
+
+        // Opened to others with chmod, as an administrator might by mistake.
+        #expect(try Spawned.run("/bin/chmod", ["644", database]).status == 0)
+        run = try Self.operatorAdd(folder: folder, database: database)
+        #expect(run.status != 0)
+        #expect(run.errorText.contains("the key database \(database) is open to other users (mode 644); chmod 600 it"))
+        #expect(try Spawned.run("/bin/chmod", ["600", database]).status == 0)
+        run = try Self.operatorAdd(folder: folder, database: database)
+        #expect(run.status == 0, "\(run.errorText)")
+    }
+
+    @Test func theWALAndSharedMemoryFilesTakeTheDatabasesModeAndAnOpenWALIsRefused() async throws {
+        let folder = try Self.openFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/keys.sqlite"
+        let store = try ServerKeyStore(path: path, kek: KeyRing())
+        _ = try await store.current(try KeyName(realm: "default", subject: "ana", purpose: "notes"))
+        for file in [path, path + "-wal", path + "-shm"] {
+            #expect(try Self.mode(file) == 0o600, "\(file)")
+        }
+        // A WAL left open to others (by a chmod, or by a server of an
+        // older version killed while it ran) is refused by the next opener.
+        #expect(try Spawned.run("/bin/chmod", ["640", path + "-wal"]).status == 0)
+        #expect {
+            _ = try ServerKeyStore(path: path, kek: KeyRing())
+        } throws: { error in
+            (error as? CofferError)?.code == .insecurePermissions
+                && "\(error)".contains("\(path)-wal is open to other users (mode 640)")
+        }
+        withExtendedLifetime(store) {}
+    }
+}
+#endif
