@@ -170,7 +170,28 @@ public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext 
     }
 
     /// The address as the rate limit names it: the IP without the port.
-    var clientAddress: String? { remoteAddress?.ipAddress ?? remoteAddress?.pathname }
+    var clientAddress: String? { remoteAddress.flatMap(Self.limitedAddress) }
+
+    /// The client an address stands for, as the per-address limits count
+    /// it (security review 3, G14): an IPv4 address (also one mapped into
+    /// IPv6) whole, an IPv6 address by its /64 (a host is given a /64 and
+    /// chooses its own 64 low bits, so counting whole addresses would give
+    /// it 2^64 buckets), a Unix socket by its path.
+    static func limitedAddress(_ address: SocketAddress) -> String? {
+        switch address {
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+                return bytes[12...].map(String.init).joined(separator: ".")
+            }
+            let groups = stride(from: 0, to: 8, by: 2).map {
+                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+            }
+            return groups.joined(separator: ":") + "::/64"
+        case .v4, .unixDomainSocket:
+            return address.ipAddress ?? address.pathname
+        }
+    }
 }
 
 /// Counts every request but the health, readiness and metrics checks
