@@ -148,6 +148,12 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let clients = try clientLimits(settings)
+        let claim = settings.value(subjectClaim, "subject.claim") ?? "sub"
+        guard TokenPolicy.subjectClaims.contains(claim) else {
+            throw ValidationError(
+                "--subject-claim \(claim) is not a claim the server checks; use sub, or email (accepted with email_verified true)"
+            )
+        }
         let devIssuer = dev ? try await DevIssuer() : nil
         let store = try await (dev ? try developmentData() : data).open(settings)
         let verifier: SignInVerifier
@@ -164,8 +170,7 @@ struct Serve: AsyncParsableCommand {
             let audience = try settings.required(audience, "audience", flag: "--audience")
             let (keys, algorithms) = try await issuerKeys(settings, issuer: issuer)
             let policy = TokenPolicy(
-                issuer: issuer, audience: audience,
-                subjectClaim: settings.value(subjectClaim, "subject.claim") ?? "sub",
+                issuer: issuer, audience: audience, subjectClaim: claim,
                 leeway: try leeway ?? settings.value(nil, "leeway").map(Self.seconds) ?? 60,
                 refreshFloor: try jwksRefreshFloor ?? settings.value(nil, "jwks.refresh-floor").map(Self.seconds) ?? 30,
                 algorithms: algorithms)

@@ -10,7 +10,8 @@ public struct TokenPolicy: Sendable {
     public var issuer: String
     /// Must be `aud`, or one of the strings of an `aud` array.
     public var audience: String
-    /// The claim naming the subject (`sub` by default).
+    /// The claim naming the subject: `sub` (the default), or `email`, and
+    /// then only with `email_verified` true (``subjectClaims``).
     public var subjectClaim: String
     /// Seconds of clock skew allowed on `exp`, `nbf` and `iat`.
     public var leeway: Int64
@@ -32,6 +33,27 @@ public struct TokenPolicy: Sendable {
         self.leeway = leeway
         self.refreshFloor = refreshFloor
         self.algorithms = algorithms.filter(SignInVerifier.supportedAlgorithms.contains)
+    }
+
+    /// The claims that may name the subject, each with what the verifier
+    /// checks before it believes it (security review 3, G14): the subject
+    /// is who gets the keys, so the claim must be one the issuer vouches
+    /// for and keeps stable. `sub` is the issuer's own identifier for the
+    /// user (OpenID Connect Core 1.0, section 2: unique within the issuer
+    /// and never reassigned); `email` is accepted only from a token whose
+    /// `email_verified` is true, and is only as stable as the user's
+    /// address. A name or `preferred_username` may change or be chosen by
+    /// the user, and is refused.
+    public static let subjectClaims = ["sub", "email"]
+
+    /// Throws unless ``subjectClaim`` is one of ``subjectClaims``.
+    public func checkSubjectClaim() throws {
+        guard Self.subjectClaims.contains(subjectClaim) else {
+            throw CofferError(
+                .invalidArgument,
+                "the subject claim \(subjectClaim) is not one the verifier checks; use sub, or email (with email_verified)"
+            )
+        }
     }
 }
 
@@ -93,6 +115,7 @@ public final class SignInVerifier: Sendable {
         policy: TokenPolicy, jwks: @escaping @Sendable () async throws -> Data,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) async throws {
+        try policy.checkSubjectClaim()
         self.policy = policy
         self.load = jwks
         self.now = now
@@ -211,6 +234,16 @@ public final class SignInVerifier: Sendable {
         guard let subject = claims[policy.subjectClaim] as? String, !subject.isEmpty else {
             throw KeyServerError.unauthenticated(
                 "token-subject-missing", "the token has no \(policy.subjectClaim) claim naming its subject")
+        }
+        if policy.subjectClaim == "email" {
+            // A boolean, or the string some providers send (Amazon Cognito).
+            let verified = claims["email_verified"]
+            // (JSON's true, not 1: a boolean's NSNumber has the C type char.)
+            let boolean = (verified as? NSNumber).map { String(cString: $0.objCType) == "c" && $0.boolValue }
+            guard boolean == true || verified as? String == "true" else {
+                throw KeyServerError.unauthenticated(
+                    "token-subject-unverified", "the token's email is not verified (email_verified is not true)")
+            }
         }
         return subject
     }
