@@ -79,5 +79,24 @@ import Testing
         }
         withExtendedLifetime(store) {}
     }
+
+    /// The check examines the files without opening them: a descriptor
+    /// closed in this process would drop the POSIX locks the first store's
+    /// SQLite holds on them, and the next connection of another process to
+    /// close would then take the database and remove its WAL from under it.
+    @Test func aSecondStoreOnTheFileLeavesTheFirstStoresLocksInPlace() async throws {
+        let folder = try Self.openFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/keys.sqlite"
+        let first = try ServerKeyStore(path: path, kek: KeyRing())
+        _ = try await first.current(try KeyName(realm: "default", subject: "ana", purpose: "notes"))
+        let second = try ServerKeyStore(path: path, kek: KeyRing())
+        let count = { try Spawned.run("/usr/bin/sqlite3", [path, "SELECT count(*) FROM keys"]).text }
+        #expect(try count() == "1\n")
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        _ = try await first.current(try KeyName(realm: "default", subject: "bob", purpose: "notes"))
+        #expect(try count() == "2\n")
+        withExtendedLifetime(second) {}
+    }
 }
 #endif

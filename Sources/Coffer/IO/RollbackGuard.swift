@@ -164,6 +164,10 @@ public enum PrivateFile {
             throw CofferError(.io, "cannot examine \(path): \(String(cString: strerror(errno)))")
         }
         guard info.st_mode & S_IFMT == S_IFREG else { return }  // a pipe or /dev/fd: nothing to check
+        try check(info, path: path, what: what, allowGroupRead: allowGroupRead)
+    }
+
+    private static func check(_ info: stat, path: String, what: String, allowGroupRead: Bool) throws {
         guard info.st_uid == geteuid() || info.st_uid == 0 else {
             throw CofferError(
                 .insecurePermissions, "\(what) \(path) belongs to another user (uid \(info.st_uid)); it must be yours")
@@ -174,5 +178,20 @@ public enum PrivateFile {
                 .insecurePermissions,
                 "\(what) \(path) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 it")
         }
+    }
+
+    /// The same check by path, following symbolic links, without opening
+    /// the file: for a file this process may already hold open with POSIX
+    /// locks (an SQLite database), since closing any descriptor of a file
+    /// drops every such lock the process holds on it. False when there is
+    /// no file at `path`.
+    public static func check(path: String, what: String) throws -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return false }
+            throw CofferError(.io, "cannot examine \(path): \(String(cString: strerror(errno)))")
+        }
+        try check(info, path: path, what: what, allowGroupRead: false)
+        return true
     }
 }

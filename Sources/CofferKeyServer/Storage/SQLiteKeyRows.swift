@@ -47,19 +47,25 @@ final class SQLiteKeyRows: KeyRows {
     /// WAL or shared-memory file that is another user's or open to others:
     /// the audit log, the subjects and the wrapped keys are no one else's
     /// to read, wherever `--database` puts them.
+    ///
+    /// The files are examined by `stat`, and opened only to create the
+    /// database where there is none: this process may
+    /// already have them open through SQLite (a second store on one file),
+    /// and closing any descriptor of a file drops every POSIX lock the
+    /// process holds on it, SQLite's included.
     static func claimFiles(_ path: String) throws {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw CofferError(.io, "cannot open the key database \(path): \(String(cString: strerror(errno)))")
+        let created = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 {
+            closeDescriptor(created)
+        } else if errno != EEXIST {
+            throw CofferError(.io, "cannot create the key database \(path): \(String(cString: strerror(errno)))")
         }
-        defer { closeDescriptor(descriptor) }
-        try PrivateFile.check(descriptor: descriptor, path: path, what: "the key database")
-        for suffix in ["-wal", "-shm"] {
-            let companion = open(path + suffix, O_RDONLY | O_CLOEXEC)
-            guard companion >= 0 else { continue }  // none yet: SQLite makes it with the database's mode
-            defer { closeDescriptor(companion) }
-            try PrivateFile.check(descriptor: companion, path: path + suffix, what: "the key database's file")
+        guard try PrivateFile.check(path: path, what: "the key database") else {
+            throw CofferError(.io, "the key database \(path) vanished as it was opened")
         }
+        // None yet: SQLite makes them with the database's mode.
+        _ = try PrivateFile.check(path: path + "-wal", what: "the key database's WAL")
+        _ = try PrivateFile.check(path: path + "-shm", what: "the key database's shared memory")
     }
 
     static var migrator: DatabaseMigrator {
