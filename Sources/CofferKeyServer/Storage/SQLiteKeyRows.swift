@@ -13,6 +13,8 @@ final class SQLiteKeyRows: KeyRows {
     let checkpointer: WALCheckpointer
     /// The DPoP proofs spent, as the log in the database holds them.
     let spent: SpentProofs
+    /// A sweep deleted keys and the WAL has not been cut since.
+    private let walHoldsShredded = Locked(false)
 
     init(path: String) throws {
         pool = try Self.openPool(path)
@@ -205,9 +207,22 @@ final class SQLiteKeyRows: KeyRows {
         }
     }
 
+    /// Shreds what is due, then cuts the WAL (``WALCheckpointer/truncate(within:)``),
+    /// which still held the deleted keys' rows as they were last written. A
+    /// WAL that could not be cut then (readers held it for seconds) is cut
+    /// at a later sweep.
+    func sweep(now: Int64) async throws -> Int {
+        let swept = try await deleteShredded(now: now)
+        if swept > 0 { walHoldsShredded.withLock { $0 = true } }
+        if walHoldsShredded.withLock({ $0 }), await checkpointer.truncate() {
+            walHoldsShredded.withLock { $0 = false }
+        }
+        return swept
+    }
+
     /// Also deletes any key of a subject shredded earlier (one made by a
     /// request that passed its check just before the shred committed).
-    func sweep(now: Int64) async throws -> Int {
+    private func deleteShredded(now: Int64) async throws -> Int {
         try await pool.write { db in
             let due = try Row.fetchAll(
                 db,

@@ -37,11 +37,13 @@ final class WALCheckpointer: Sendable {
     static let restartFrames = 1000
     private let task: Task<Void, Never>
     private let restartCount = Locked(0)
+    private let path: String
 
     /// The restarts so far: each began the WAL again from its start.
     var restarts: Int { restartCount.withLock { $0 } }
 
     init(path: String, every interval: Duration = .milliseconds(250)) {
+        self.path = path
         let restartCount = restartCount
         task = Task.detached(priority: .utility) {
             var folded: WALState?
@@ -79,6 +81,36 @@ final class WALCheckpointer: Sendable {
         }
         try? queue.close()
         return restarted ?? false
+    }
+
+    /// A truncating checkpoint: every frame copied into the database and the
+    /// WAL cut to nothing, so that rows deleted under `secure_delete` (whose
+    /// pages the database now holds zeroed) leave no copy in it (a shred's
+    /// sweep; security review 3, G8). It needs a moment with no transaction
+    /// writing and no reader on an older snapshot: each try waits at most
+    /// 50 ms for one, on its own connection, and the tries go on for up to
+    /// `within`. False if none found its moment.
+    func truncate(within: Duration = .seconds(5)) async -> Bool {
+        let end = ContinuousClock.now + within
+        while true {
+            if await Self.truncate(path) { return true }
+            guard ContinuousClock.now < end else { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    private static func truncate(_ path: String) async -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(0.05)
+        configuration.label = "coffer.checkpoint"
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
+        let done = try? await queue.writeWithoutTransaction { db -> Bool in
+            let (left, copied) = try db.checkpoint(.truncate)
+            return left == copied
+        }
+        try? queue.close()
+        return done ?? false
     }
 
     /// What the file system says of a WAL file: a writer's commit changes
