@@ -28,9 +28,11 @@ public struct KeyCachePolicy: Sendable, Equatable {
 
 /// Fetched keys kept in a `Keychain`, one generic-password item per key:
 /// service `coffer key server <server>`, account `<account>|<purpose>|<device>|<current or vN>`.
-/// The item's secret is 60 bytes: `CKC1`, the version (4 bytes), the time
-/// fetched (8, seconds since 1970), the uses so far (4), the key id (8)
-/// and the key (32), big-endian.
+/// The item's secret is 64 bytes: `CKC2`, the version (4 bytes), the time
+/// fetched (8, seconds since 1970), the uses so far (4), the seconds the
+/// server lets the key be kept (4; all ones when it did not say), the key
+/// id (8) and the key (32), big-endian. Items of the 60-byte `CKC1` form,
+/// without the server's seconds, are still read.
 struct KeyCache: Sendable {
     let keychain: any Keychain
     let service: String
@@ -40,11 +42,14 @@ struct KeyCache: Sendable {
         var version: Int
         var fetched: Int64
         var uses: Int
+        /// The server's `cacheSeconds` (nil: it did not say).
+        var lifetime: Int64?
         var keyID: String
         var key: SymmetricKey
     }
 
-    static let magic = Array("CKC1".utf8)
+    static let magic = Array("CKC2".utf8)
+    static let formerMagic = Array("CKC1".utf8)
 
     /// The entry under `account`, if it is still within the policy; counts one use.
     func take(_ account: String, now: Int64) throws -> Entry? {
@@ -59,7 +64,8 @@ struct KeyCache: Sendable {
             try? keychain.delete(query)
             return nil
         }
-        guard now - entry.fetched < policy.timeToLive, now >= entry.fetched, entry.uses < policy.maxUses else {
+        let timeToLive = min(policy.timeToLive, entry.lifetime ?? .max)
+        guard now - entry.fetched < timeToLive, now >= entry.fetched, entry.uses < policy.maxUses else {
             return nil
         }
         entry.uses += 1
@@ -79,6 +85,13 @@ struct KeyCache: Sendable {
         }
     }
 
+    /// Forgets the key under `account`, if the cache holds one.
+    func remove(_ account: String) throws {
+        do {
+            try keychain.delete(.password(service: service, account: account))
+        } catch let error as KeychainError where error.code == .itemNotFound {}
+    }
+
     /// Forgets every key this cache holds for `account` (sign-out).
     func forget(accountPrefix: String) throws {
         for item in try keychain.copyMatching(.password(service: service))
@@ -92,6 +105,7 @@ struct KeyCache: Sendable {
         withUnsafeBytes(of: UInt32(entry.version).bigEndian) { bytes += $0 }
         withUnsafeBytes(of: entry.fetched.bigEndian) { bytes += $0 }
         withUnsafeBytes(of: UInt32(clamping: entry.uses).bigEndian) { bytes += $0 }
+        withUnsafeBytes(of: (entry.lifetime.map { UInt32(clamping: $0) } ?? .max).bigEndian) { bytes += $0 }
         bytes += Hex.decode(entry.keyID) ?? [UInt8](repeating: 0, count: 8)
         entry.key.withUnsafeBytes { bytes += $0 }
         return SecretBytes(bytes)
@@ -99,12 +113,18 @@ struct KeyCache: Sendable {
 
     static func decode(_ secret: SecretBytes) -> Entry? {
         secret.withUnsafeBytes { raw -> Entry? in
-            let bytes = [UInt8](raw)
-            guard bytes.count == 60, Array(bytes[0..<4]) == magic else { return nil }
+            var bytes = [UInt8](raw)
+            if bytes.count == 60, Array(bytes[0..<4]) == formerMagic {
+                bytes.insert(contentsOf: [0xff, 0xff, 0xff, 0xff], at: 20)  // the server's seconds: not said
+            } else {
+                guard bytes.count == 64, Array(bytes[0..<4]) == magic else { return nil }
+            }
             func number(_ range: Range<Int>) -> UInt64 { bytes[range].reduce(0) { $0 << 8 | UInt64($1) } }
+            let lifetime = number(20..<24)
             return Entry(
                 version: Int(number(4..<8)), fetched: Int64(bitPattern: number(8..<16)), uses: Int(number(16..<20)),
-                keyID: Hex.encode(Array(bytes[20..<28])), key: SymmetricKey(data: bytes[28..<60]))
+                lifetime: lifetime == UInt32.max ? nil : Int64(lifetime), keyID: Hex.encode(Array(bytes[24..<32])),
+                key: SymmetricKey(data: bytes[32..<64]))
         }
     }
 }

@@ -18,6 +18,9 @@ enum KeyServerBody {
         /// The 256-bit key, base64.
         var key: String
         var device: String?
+        /// How long the client may keep the key without asking again
+        /// (absent from servers before it: the client's policy alone).
+        var cacheSeconds: Int64?
     }
 
     /// `#/components/schemas/KeyInfo`: a rotation's answer.

@@ -109,9 +109,12 @@ extension KeyServerClient {
         guard answer.purpose == purpose, answer.version >= 1, answer.keyId.count == 16,
             Hex.decode(answer.keyId) != nil, let key = Data(base64Encoded: answer.key), key.count == 32
         else { throw KeyClientError(.malformedResponse, status: 200, "the server's answer is not a key of \(purpose)") }
+        guard (answer.cacheSeconds ?? 0) >= 0 else {
+            throw KeyClientError(.malformedResponse, status: 200, "the server's cacheSeconds is negative")
+        }
         return ServerKey(
             purpose: purpose, version: answer.version, keyID: answer.keyId, key: SymmetricKey(data: key),
-            fromCache: false)
+            fromCache: false, cacheSeconds: answer.cacheSeconds)
     }
 }
 

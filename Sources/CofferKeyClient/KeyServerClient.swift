@@ -13,6 +13,8 @@ public struct ServerKey: Sendable, CustomStringConvertible {
     public let key: SymmetricKey
     /// True when the keychain's cache answered, not the server.
     public let fromCache: Bool
+    /// How long the server lets the client keep the key (nil: it did not say).
+    var cacheSeconds: Int64? = nil
 
     public var description: String {
         "ServerKey(\(purpose) v\(version), id \(keyID)\(fromCache ? ", cached" : ""), <redacted>)"
@@ -84,9 +86,11 @@ public struct KeyServerClient: Sendable {
     public func currentKey(purpose: String, device: String? = nil) async throws -> ServerKey {
         let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
-        let key = try await fetch(
-            path: "/v1/keys/\(purpose)", method: "POST", body: device.map { KeyServerBody.KeyRequest(device: $0) },
-            purpose: purpose)
+        let key = try await forgettingOnShred {
+            try await fetch(
+                path: "/v1/keys/\(purpose)", method: "POST", body: device.map { KeyServerBody.KeyRequest(device: $0) },
+                purpose: purpose)
+        }
         try keep(key, account)
         return key
     }
@@ -98,7 +102,9 @@ public struct KeyServerClient: Sendable {
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
         var path = "/v1/keys/\(purpose)/versions/\(version)"
         if let device { path += "?device=\(device)" }
-        let key = try await fetch(path: path, method: "GET", body: nil, purpose: purpose)
+        let key = try await forgettingOnShred {
+            try await fetch(path: path, method: "GET", body: nil, purpose: purpose)
+        }
         guard key.version == version else {
             throw KeyClientError(.malformedResponse, "the server answered version \(key.version) for \(version)")
         }
@@ -145,10 +151,28 @@ public struct KeyServerClient: Sendable {
         }
     }
 
+    /// Runs `fetch`; when the server says this user's keys are shredded or
+    /// about to be, forgets every key of the account the cache holds, so
+    /// that none is used again, even offline.
+    func forgettingOnShred(_ fetch: () async throws -> ServerKey) async throws -> ServerKey {
+        do {
+            return try await fetch()
+        } catch let error as KeyClientError where ["key-shredded", "shred-pending"].contains(error.code.name) {
+            try forgetCachedKeys()
+            throw error
+        }
+    }
+
     func keep(_ key: ServerKey, _ account: String) throws {
         do {
+            guard key.cacheSeconds != 0 else {
+                try cache?.remove(account)
+                return
+            }
             try cache?.put(
-                KeyCache.Entry(version: key.version, fetched: now(), uses: 1, keyID: key.keyID, key: key.key), account)
+                KeyCache.Entry(
+                    version: key.version, fetched: now(), uses: 1, lifetime: key.cacheSeconds, keyID: key.keyID,
+                    key: key.key), account)
         } catch {
             throw KeyClientError(.cacheFailed, "the key cache could not be written (\(type(of: error)))")
         }

@@ -105,6 +105,12 @@ struct Serve: AsyncParsableCommand {
             valueName: "N"))
     var maxConnections: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "How long a client may keep a key without asking again (default 3600; 0: not at all).",
+            valueName: "SECONDS"))
+    var clientCacheSeconds: Int64?
+
     @Option(help: ArgumentHelp("Anchor the audit chain's head this often (default 60).", valueName: "SECONDS"))
     var auditAnchorEvery: Double?
 
@@ -148,6 +154,10 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let clients = try clientLimits(settings)
+        let cacheText = clientCacheSeconds.map(String.init) ?? settings.value(nil, "client-cache-seconds") ?? "3600"
+        guard let cacheSeconds = Int64(cacheText), (0...KeyServer.maxClientCacheSeconds).contains(cacheSeconds) else {
+            throw ValidationError("--client-cache-seconds is 0 to 31,622,400 (366 days), not \(cacheText)")
+        }
         let claim = settings.value(subjectClaim, "subject.claim") ?? "sub"
         guard TokenPolicy.subjectClaims.contains(claim) else {
             throw ValidationError(
@@ -182,7 +192,7 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry))
         let server = try KeyServer(
             store: store, verifier: verifier, realm: settings.value(realm, "realm") ?? "default", devIssuer: devIssuer,
-            limits: limits, metrics: metrics, dpop: dpop)
+            limits: limits, metrics: metrics, dpop: dpop, clientCacheSeconds: cacheSeconds)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = try logLevel(settings)
         let anchoring = try auditAnchoring(settings)

@@ -25,12 +25,12 @@ import Testing
     @Test func bodiesParseAsTheKeysTheyCarry() throws {
         for device in ["", "phone:A1"] {
             let key = try Self.released(device: device)
-            #expect(KeyResponse.body([KeyResponse(key)], batch: false).headers[.cacheControl] == "no-store")
-            let object = try Self.object(KeyResponse.json([KeyResponse(key)], batch: false))
-            #expect(
-                Set(object.keys)
-                    == (device.isEmpty
-                        ? ["key", "keyId", "purpose", "version"] : ["device", "key", "keyId", "purpose", "version"]))
+            let response = KeyResponse(key, cacheSeconds: 600)
+            #expect(KeyResponse.body([response], batch: false).headers[.cacheControl] == "no-store")
+            let object = try Self.object(KeyResponse.json([response], batch: false))
+            let members: Set<String> = ["cacheSeconds", "key", "keyId", "purpose", "version"]
+            #expect(Set(object.keys) == (device.isEmpty ? members : members.union(["device"])))
+            #expect(object["cacheSeconds"] as? Int == 600)
             #expect(Data(base64Encoded: try #require(object["key"] as? String)) == key.key.withUnsafeBytes { Data($0) })
             #expect(object["keyId"] as? String == key.keyID)
             #expect(object["purpose"] as? String == "notes")
@@ -38,7 +38,7 @@ import Testing
             #expect(object["device"] as? String == (device.isEmpty ? nil : device))
         }
         let keys = try [Self.released(version: 1), Self.released(device: "d", version: 2)]
-        let batch = try Self.object(KeyResponse.json(keys.map(KeyResponse.init), batch: true))
+        let batch = try Self.object(KeyResponse.json(keys.map { KeyResponse($0, cacheSeconds: 0) }, batch: true))
         let listed = try #require(batch["keys"] as? [[String: Any]])
         #expect(listed.map { $0["version"] as? Int } == [1, 2])
         #expect(

@@ -70,11 +70,12 @@ struct TestServer {
 
     init(
         issuer: Issuer, kek: KeyRing = KeyRing(), backend: Backend = .sqlite, limits: RateLimits = .none,
-        dpop: DPoPPolicy = DPoPPolicy()
+        dpop: DPoPPolicy = DPoPPolicy(), clientCacheSeconds: Int64 = 3600
     ) async throws {
         try await self.init(
             issuer: issuer, kek: kek, limits: limits, dpop: dpop,
-            database: backend == .sqlite ? issuer.folder + "/keys.sqlite" : try TestPostgres.freshURL())
+            database: backend == .sqlite ? issuer.folder + "/keys.sqlite" : try TestPostgres.freshURL(),
+            clientCacheSeconds: clientCacheSeconds)
     }
 
     /// A second server over `other`'s database, with its own KEK ring.
@@ -82,7 +83,10 @@ struct TestServer {
         try await self.init(issuer: issuer, kek: kek, limits: .none, dpop: DPoPPolicy(), database: other.database)
     }
 
-    private init(issuer: Issuer, kek: KeyRing, limits: RateLimits, dpop: DPoPPolicy, database: String) async throws {
+    private init(
+        issuer: Issuer, kek: KeyRing, limits: RateLimits, dpop: DPoPPolicy, database: String,
+        clientCacheSeconds: Int64 = 3600
+    ) async throws {
         self.issuer = issuer
         self.database = database
         let skip = self.skip
@@ -97,7 +101,8 @@ struct TestServer {
         let verifier = try await SignInVerifier(
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
             jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
-        server = try KeyServer(store: store, verifier: verifier, limits: limits, dpop: dpop)
+        server = try KeyServer(
+            store: store, verifier: verifier, limits: limits, dpop: dpop, clientCacheSeconds: clientCacheSeconds)
     }
 
     /// The first value `sql` gives, read beside the server (sqlite3 or psql).

@@ -21,16 +21,26 @@ public struct KeyServer: Sendable {
     /// Device-bound requests (RFC 9449): off unless required, but a proof
     /// sent is always checked.
     public let dpop: DPoPPolicy
+    /// How long a client may keep a key it was given without asking again
+    /// (each key's `cacheSeconds`): the longest a client's cached key can
+    /// outlive a shred, a retirement or a rotation.
+    public let clientCacheSeconds: Int64
     /// DPoP proof headers seen before (their keys and thumbprints).
     let proofHeaders = DPoPHeaders()
     public static let maxBodyBytes = 16 * 1024
     public static let maxBatch = 32
+    public static let maxClientCacheSeconds: Int64 = 366 * 86400
 
     public init(
         store: ServerKeyStore, verifier: SignInVerifier, realm: String = "default", devIssuer: DevIssuer? = nil,
-        limits: RateLimits = .none, metrics: KeyServerMetrics = KeyServerMetrics(), dpop: DPoPPolicy = DPoPPolicy()
+        limits: RateLimits = .none, metrics: KeyServerMetrics = KeyServerMetrics(), dpop: DPoPPolicy = DPoPPolicy(),
+        clientCacheSeconds: Int64 = 3600
     ) throws {
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
+        guard (0...Self.maxClientCacheSeconds).contains(clientCacheSeconds) else {
+            throw CofferError(.invalidArgument, "a client may cache a key for 0 to 31,622,400 seconds (366 days)")
+        }
+        self.clientCacheSeconds = clientCacheSeconds
         self.store = store
         self.verifier = verifier
         self.realm = realm
@@ -90,7 +100,7 @@ public struct KeyServer: Sendable {
                     realm: realm, subject: caller.subject, device: try caller.device(body.device),
                     purpose: Self.parameter("purpose", context)),
                 proof: caller.proof)
-            return KeyResponse.body([KeyResponse(key)], batch: false)
+            return KeyResponse.body([KeyResponse(key, cacheSeconds: clientCacheSeconds)], batch: false)
         }
         keys.get(":purpose/versions/:version") { request, context in
             let caller = try context.caller()
@@ -102,7 +112,11 @@ public struct KeyServer: Sendable {
                 device: try caller.device(request.uri.queryParameters.get("device").map { String($0) }),
                 purpose: Self.parameter("purpose", context))
             return KeyResponse.body(
-                [KeyResponse(try await store.version(version, of: name, proof: caller.proof))], batch: false)
+                [
+                    KeyResponse(
+                        try await store.version(version, of: name, proof: caller.proof),
+                        cacheSeconds: clientCacheSeconds)
+                ], batch: false)
         }
         keys.post { request, context in
             let caller = try context.caller()
@@ -117,7 +131,10 @@ public struct KeyServer: Sendable {
                 let name = try KeyName(
                     realm: realm, subject: caller.subject, device: try caller.device(body.device), purpose: purpose)
                 // The proof is spent with the first key.
-                keys.append(KeyResponse(try await store.current(name, proof: keys.isEmpty ? caller.proof : nil)))
+                keys.append(
+                    KeyResponse(
+                        try await store.current(name, proof: keys.isEmpty ? caller.proof : nil),
+                        cacheSeconds: clientCacheSeconds))
             }
             return KeyResponse.body(keys, batch: true)
         }

@@ -63,18 +63,25 @@ struct BatchRequest: RequestBody {
     let device: String?
 }
 
-/// A released key as the response body: `{"device"?, "key", "keyId",
-/// "purpose", "version"}`, members in that (sorted) order. Written
+/// A released key as the response body: `{"cacheSeconds", "device"?, "key",
+/// "keyId", "purpose", "version"}`, members in that (sorted) order. Written
 /// straight into the response's buffer — the key's base64 goes from the
 /// key's bytes to the buffer and is never a `String` — and quicker than
 /// `JSONEncoder` on the route every client calls.
 struct KeyResponse {
     let released: ReleasedKey
+    /// How long a client may keep the key without asking again.
+    let cacheSeconds: Int64
 
-    init(_ released: ReleasedKey) { self.released = released }
+    init(_ released: ReleasedKey, cacheSeconds: Int64) {
+        self.released = released
+        self.cacheSeconds = cacheSeconds
+    }
 
     func write(into buffer: inout ByteBuffer) {
-        buffer.writeStaticString("{")
+        buffer.writeStaticString("{\"cacheSeconds\":")
+        buffer.writeString(String(cacheSeconds))
+        buffer.writeStaticString(",")
         if !released.name.device.isEmpty {
             buffer.writeStaticString("\"device\":")
             JSONText.write(released.name.device, into: &buffer)
