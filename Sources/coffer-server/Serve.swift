@@ -251,10 +251,18 @@ struct Operator: AsyncParsableCommand {
             help: ArgumentHelp(
                 "keys:rotate, keys:retire or subjects:shred; repeat for several (default: all).", valueName: "SCOPE"))
         var scopes: [String] = []
+        @Option(
+            help: ArgumentHelp(
+                "The realm whose servers accept the token (default: the configuration's realm, else default).",
+                valueName: "NAME"))
+        var realm: String?
 
         func run() async throws {
             let scopes = self.scopes.isEmpty ? OperatorScope.all : self.scopes.map(OperatorScope.init)
-            print(try await data.open(try await data.settings()).addOperator(name: name, scopes: scopes))
+            let settings = try await data.settings()
+            print(
+                try await data.open(settings).addOperator(
+                    name: name, scopes: scopes, realm: settings.value(realm, "realm") ?? "default"))
         }
     }
 
@@ -265,7 +273,8 @@ struct Operator: AsyncParsableCommand {
 
         func run() async throws {
             for info in try await data.open(try await data.settings()).operators() {
-                print("\(info.name)\t\(info.scopes.map(\.name).joined(separator: " "))")
+                let realm = info.realm ?? "(none: made before realms; add it again)"
+                print("\(info.name)\t\(realm)\t\(info.scopes.map(\.name).joined(separator: " "))")
             }
         }
     }

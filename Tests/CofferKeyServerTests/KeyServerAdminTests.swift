@@ -136,5 +136,42 @@ import Testing
                 "invalid-undo-window")
         }
     }
+
+    /// Servers of two realms on one database accept only their own
+    /// realm's operators (security review 3, G14); an operator made before
+    /// operators had realms (its realm NULL, as the migration leaves it) is
+    /// refused with a code that says what to do.
+    @Test(arguments: Backend.allCases) func anOperatorTokenIsAcceptedOnlyInItsRealm(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let main = try await TestServer(issuer: issuer, backend: backend)
+        let other = try await TestServer(issuer: issuer, kek: KeyRing(), reopening: main, realm: "other")
+        let ofMain = try await main.store.addOperator(name: "ops-main", scopes: [.rotate])
+        let ofOther = try await main.store.addOperator(name: "ops-other", scopes: [.rotate], realm: "other")
+        #expect(try await main.store.operators().map(\.realm) == ["default", "other"])
+        await #expect(throws: KeyServerError.self) {
+            try await main.store.addOperator(name: "ops-bad", scopes: [.rotate], realm: "Bad Realm!")
+        }
+        /// A rotation by `token` at `server`: done, or refused with `refusal`.
+        func rotate(_ server: TestServer, _ token: String, refusal: String? = nil) async throws {
+            try await server.run { client in
+                let response = try await client.execute(
+                    uri: "/v1/admin/keys/rotate", method: .post, headers: bearer(token),
+                    body: try body(["subject": "alice", "purpose": "notes"]))
+                if let refusal {
+                    try expectProblem(response, .unauthorized, refusal)
+                } else {
+                    #expect(response.status == .ok)
+                }
+            }
+        }
+        try await rotate(main, ofMain)
+        try await rotate(main, ofOther, refusal: "operator-token-invalid")
+        try await rotate(other, ofOther)
+        try await rotate(other, ofMain, refusal: "operator-token-invalid")
+
+        try main.execute("UPDATE operators SET realm = NULL WHERE name = 'ops-main'")
+        try await rotate(main, ofMain, refusal: "operator-token-unbound")
+        try await rotate(other, ofMain, refusal: "operator-token-unbound")
+    }
 }
 #endif

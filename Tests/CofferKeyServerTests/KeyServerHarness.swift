@@ -78,14 +78,15 @@ struct TestServer {
             clientCacheSeconds: clientCacheSeconds)
     }
 
-    /// A second server over `other`'s database, with its own KEK ring.
-    init(issuer: Issuer, kek: KeyRing, reopening other: TestServer) async throws {
-        try await self.init(issuer: issuer, kek: kek, limits: .none, dpop: DPoPPolicy(), database: other.database)
+    /// A second server over `other`'s database, with its own KEK ring (and realm).
+    init(issuer: Issuer, kek: KeyRing, reopening other: TestServer, realm: String = "default") async throws {
+        try await self.init(
+            issuer: issuer, kek: kek, limits: .none, dpop: DPoPPolicy(), database: other.database, realm: realm)
     }
 
     private init(
         issuer: Issuer, kek: KeyRing, limits: RateLimits, dpop: DPoPPolicy, database: String,
-        clientCacheSeconds: Int64 = 3600
+        clientCacheSeconds: Int64 = 3600, realm: String = "default"
     ) async throws {
         self.issuer = issuer
         self.database = database
@@ -102,7 +103,8 @@ struct TestServer {
             policy: TokenPolicy(issuer: Issuer.name, audience: Issuer.audience, refreshFloor: 0),
             jwks: { try Data(contentsOf: URL(fileURLWithPath: jwks)) })
         server = try KeyServer(
-            store: store, verifier: verifier, limits: limits, dpop: dpop, clientCacheSeconds: clientCacheSeconds)
+            store: store, verifier: verifier, realm: realm, limits: limits, dpop: dpop,
+            clientCacheSeconds: clientCacheSeconds)
     }
 
     /// The first value `sql` gives, read beside the server (sqlite3 or psql).

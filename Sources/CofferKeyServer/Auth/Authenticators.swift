@@ -46,8 +46,17 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
     let server: KeyServer
 
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))) else {
+        // Another realm's operator is as unknown here as a made-up token.
+        guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))),
+            info.realm == nil || info.realm == server.realm
+        else {
             throw KeyServerError.unauthenticated("operator-token-invalid", "the operator token is not known")
+        }
+        guard info.realm != nil else {
+            throw KeyServerError.unauthenticated(
+                "operator-token-unbound",
+                "this operator was made before operators had realms; make a new token with coffer-server operator add --realm"
+            )
         }
         try await server.admitAddress(context)
         return KeyServerIdentity(kind: .operator(info))

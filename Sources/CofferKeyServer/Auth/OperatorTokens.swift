@@ -22,6 +22,9 @@ public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
 public struct OperatorInfo: Sendable, Equatable {
     public let name: String
     public let scopes: [OperatorScope]
+    /// The realm whose servers accept the token; nil for an operator made
+    /// before operators had realms, which no server accepts.
+    public let realm: String?
     public let created: Int64
 }
 
@@ -32,10 +35,13 @@ public struct OperatorInfo: Sendable, Equatable {
 extension ServerKeyStore {
     static let operatorPrefix = "cofop_"
 
-    /// Makes an operator token; returns it (the only time it exists
-    /// outside the caller). Names are unique.
-    public func addOperator(name: String, scopes: [OperatorScope], by actor: String = "console") async throws -> String
-    {
+    /// Makes an operator token for the servers of `realm`; returns it (the
+    /// only time it exists outside the caller). Names are unique across
+    /// realms. A server accepts only its own realm's operators, so servers
+    /// of several realms may share one database (security review 3, G14).
+    public func addOperator(
+        name: String, scopes: [OperatorScope], realm: String = "default", by actor: String = "console"
+    ) async throws -> String {
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
             throw KeyServerError.invalidInput(
                 "invalid-operator-name", "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
@@ -45,14 +51,16 @@ extension ServerKeyStore {
             throw KeyServerError.invalidInput(
                 "invalid-scope", "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
         }
+        _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
         let token = Self.operatorPrefix + Base64URL.encode(Array(random))
         let created = now()
         try await rows.addOperator(
             hash: Self.hash(token), name: name, scopes: scopes.map(\.name).sorted().joined(separator: " "),
-            created: created,
+            realm: realm, created: created,
             audit: {
                 var record = AuditEntry.Record(actor: actor, action: "operator-add")
+                record.realm = realm
                 record.detail = "\(name): \(scopes.map(\.name).sorted().joined(separator: " "))"
                 return record
             }())

@@ -46,7 +46,7 @@ protocol KeyRows: Sendable {
     /// many it replaced (audited as one `rewrap`).
     func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
         async throws
     func operatorInfo(hash: Data) async throws -> OperatorInfo?
     func operators() async throws -> [OperatorInfo]
@@ -201,9 +201,10 @@ enum RetireRule {
 }
 
 extension OperatorInfo {
-    init(name: String, scopes: String, created: Int64) {
+    init(name: String, scopes: String, realm: String?, created: Int64) {
         self.init(
-            name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, created: created)
+            name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, realm: realm,
+            created: created)
     }
 }
 

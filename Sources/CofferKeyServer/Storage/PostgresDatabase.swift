@@ -197,6 +197,8 @@ final class PostgresDatabase: Sendable {
               mac bytea NOT NULL)
             """
         ],
+        // Operators made before this have no realm (NULL) and are refused.
+        ["ALTER TABLE operators ADD COLUMN realm text"],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server migrated.

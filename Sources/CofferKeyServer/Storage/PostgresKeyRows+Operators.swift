@@ -62,14 +62,15 @@ extension PostgresKeyRows {
         let sealed: Data
     }
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
         async throws
     {
         let inserted = try await database.transaction { db in
             var inserted = false
             for try await _ in try await db.run(
                 """
-                INSERT INTO operators (hash, name, scopes, created) VALUES (\(hash), \(name), \(scopes), \(created))
+                INSERT INTO operators (hash, name, scopes, realm, created)
+                VALUES (\(hash), \(name), \(scopes), \(realm), \(created))
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """
             ) { inserted = true }
@@ -82,20 +83,20 @@ extension PostgresKeyRows {
     }
 
     func operatorInfo(hash: Data) async throws -> OperatorInfo? {
-        try await database.query("SELECT name, scopes, created FROM operators WHERE hash = \(hash)") { rows in
+        try await database.query("SELECT name, scopes, realm, created FROM operators WHERE hash = \(hash)") { rows in
             var info: OperatorInfo?
-            for try await (name, scopes, created) in rows.decode((String, String, Int64).self) {
-                info = OperatorInfo(name: name, scopes: scopes, created: created)
+            for try await (name, scopes, realm, created) in rows.decode((String, String, String?, Int64).self) {
+                info = OperatorInfo(name: name, scopes: scopes, realm: realm, created: created)
             }
             return info
         }
     }
 
     func operators() async throws -> [OperatorInfo] {
-        try await database.query("SELECT name, scopes, created FROM operators ORDER BY name") { rows in
+        try await database.query("SELECT name, scopes, realm, created FROM operators ORDER BY name") { rows in
             var list: [OperatorInfo] = []
-            for try await (name, scopes, created) in rows.decode((String, String, Int64).self) {
-                list.append(OperatorInfo(name: name, scopes: scopes, created: created))
+            for try await (name, scopes, realm, created) in rows.decode((String, String, String?, Int64).self) {
+                list.append(OperatorInfo(name: name, scopes: scopes, realm: realm, created: created))
             }
             return list
         }

@@ -99,6 +99,11 @@ final class SQLiteKeyRows: KeyRows {
         registerRateLimitMigration(&migrator)
         registerAnchorMigration(&migrator)
         registerReplayLogMigration(&migrator)
+        // Operators made before this have none (NULL) and are refused
+        // until made again for a realm (``ServerKeyStore/addOperator(name:scopes:realm:by:)``).
+        migrator.registerMigration("v7 operator realms") { db in
+            try db.execute(sql: "ALTER TABLE operators ADD COLUMN realm TEXT")
+        }
         return migrator
     }
 
@@ -291,15 +296,15 @@ final class SQLiteKeyRows: KeyRows {
 
     // MARK: operators
 
-    func addOperator(hash: Data, name: String, scopes: String, created: Int64, audit: AuditEntry.Record)
+    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
         async throws
     {
         try await pool.write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
             else { throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already") }
             try db.execute(
-                sql: "INSERT INTO operators (hash, name, scopes, created) VALUES (?, ?, ?, ?)",
-                arguments: [hash, name, scopes, created])
+                sql: "INSERT INTO operators (hash, name, scopes, realm, created) VALUES (?, ?, ?, ?, ?)",
+                arguments: [hash, name, scopes, realm, created])
             try Self.append(db, [audit], now: created)
         }
     }
@@ -307,14 +312,15 @@ final class SQLiteKeyRows: KeyRows {
     func operatorInfo(hash: Data) async throws -> OperatorInfo? {
         try await pool.read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT name, scopes, created FROM operators WHERE hash = ?"), arguments: [hash]
+                db.cachedStatement(sql: "SELECT name, scopes, realm, created FROM operators WHERE hash = ?"),
+                arguments: [hash]
             ).map(Self.info)
         }
     }
 
     func operators() async throws -> [OperatorInfo] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, scopes, created FROM operators ORDER BY name").map(Self.info)
+            try Row.fetchAll(db, sql: "SELECT name, scopes, realm, created FROM operators ORDER BY name").map(Self.info)
         }
     }
 
@@ -330,7 +336,7 @@ final class SQLiteKeyRows: KeyRows {
     static func info(_ row: Row) throws -> OperatorInfo {
         try OperatorInfo(
             name: row.decode(String.self, forColumn: "name"), scopes: row.decode(String.self, forColumn: "scopes"),
-            created: row.decode(Int64.self, forColumn: "created"))
+            realm: row.decode(String?.self, forColumn: "realm"), created: row.decode(Int64.self, forColumn: "created"))
     }
 
     func ping() async throws { _ = try await pool.read { try Int.fetchOne($0, sql: "SELECT 1") } }
