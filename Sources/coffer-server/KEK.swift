@@ -34,15 +34,52 @@ struct KEK: AsyncParsableCommand {
     struct RewrapOptions: ParsableArguments {
         @OptionGroup var data: DataOptions
         @Option(help: "Rows per transaction.") var batch = 500
+        @Option(
+            help: ArgumentHelp(
+                "Seconds to wait for running servers to read the new KEK, before resealing what they sealed meanwhile and disabling the older keys (default 35; 0 when no server runs).",
+                valueName: "SECONDS"))
+        var settle = 35
 
-        /// Reseals every stored key not yet under the KEK's primary, with progress.
+        func validate() throws {
+            guard batch >= 1 else { throw ValidationError("--batch is at least 1") }
+            guard (0...3600).contains(settle) else { throw ValidationError("--settle is 0 to 3600 seconds") }
+        }
+
+        /// Reseals every stored key not yet under the KEK's primary, with
+        /// progress; then, once none is left, disables every older key of
+        /// the ring (security review 3, G14), so that a row sealed under
+        /// one, such as one written back by someone who kept an old KEK
+        /// key, no longer opens. A server reads the ring again every 30
+        /// seconds and until then may seal new keys under the older
+        /// primary: so the rows are counted again after `settle` seconds,
+        /// and what such a server sealed meanwhile is resealed first.
         func rewrap(_ settings: ServerSettings) async throws {
             let store = try await data.open(settings)
             let total = try await store.rowsToRewrap()
-            let done = try await store.rewrap(batchSize: batch) { done in
-                FileHandle.standardError.write(Data("resealed \(done) of \(total)\n".utf8))
+            let say: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            var done = try await store.rewrap(batchSize: batch) { done in say("resealed \(done) of \(total)") }
+            var left = try await store.rowsToRewrap()
+            if left == 0 && settle > 0 {
+                say("waiting \(settle) s for running servers to read the new KEK")
+                try await Task.sleep(for: .seconds(settle))
+                done += try await store.rewrap(batchSize: batch) { _ in }
+                left = try await store.rowsToRewrap()
             }
-            print("resealed \(done) keys; \(try await store.rowsToRewrap()) left under an older KEK key")
+            if left == 0 {
+                let disabled = try await data.kekRing(settings).modify { file in
+                    try file.update { ring -> [UInt32] in
+                        let older = ring.keys.filter { $0.state == .active }.map(\.id)
+                        for id in older { try ring.disable(id) }
+                        return older
+                    }
+                }
+                if !disabled.isEmpty {
+                    say(
+                        "disabled the older KEK keys \(disabled.map { String(format: "%08x", $0) }.joined(separator: ", "))"
+                    )
+                }
+            }
+            print("resealed \(done) keys; \(left) left under an older KEK key")
         }
     }
 }

@@ -36,7 +36,7 @@ import Testing
         let issuer = try Issuer()
         let data = issuer.folder + "/data"
         let (database, environment) = try backend.serverOptions()
-        let server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
+        var server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
         defer { server.stop() }
         let token = try issuer.token("kek-user")
         let address = server.address
@@ -48,6 +48,20 @@ import Testing
             keys[purpose] = body["key"] as? String
         }
         let tool = ["--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase"] + database
+        // The server here makes no key while the KEK rotates, so a second's wait for it is enough.
+        let settle = ["--settle", "1"]
+        // p0's row as the first KEK key sealed it, read with sqlite3 or psql.
+        let sql = { (query: String) throws -> String in
+            backend == .sqlite
+                ? try Spawned.run("/usr/bin/sqlite3", [data + "/keys.sqlite", query]).text
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                : try TestPostgres.value(database[1], query)
+        }
+        let original = try sql(
+            backend == .sqlite
+                ? "SELECT hex(wrapped) FROM keys WHERE purpose = 'p0'"
+                : "SELECT encode(wrapped, 'hex') FROM keys WHERE purpose = 'p0'")
+        #expect(original.count > 100)
         // Readers keep fetching while the KEK rotates; every answer must be the key it was.
         let expected = keys
         let stop = Locked(false)
@@ -64,15 +78,16 @@ import Testing
         }
         // A first rotation killed part way, then resumed; then a second, whole.
         let (killed, _) = try await Self.serverTool(
-            ["kek", "rotate", "--batch", "5"] + tool, environment: environment, killAtProgress: true)
+            ["kek", "rotate", "--batch", "5"] + settle + tool, environment: environment, killAtProgress: true)
         #expect(killed == SIGKILL)
         var (status, out) = try await Self.serverTool(
-            ["kek", "rewrap", "--batch", "50"] + tool, environment: environment)
+            ["kek", "rewrap", "--batch", "50"] + settle + tool, environment: environment)
         #expect(status == 0 && out.hasSuffix("keys; 0 left under an older KEK key\n"), "\(out)")
         // The killed run had resealed some rows, not all: the resumed one did the rest.
         let resumed = Int(out.split(separator: " ")[1]) ?? 0
         #expect(resumed > 0 && resumed < 300, "\(out)")
-        (status, out) = try await Self.serverTool(["kek", "rotate", "--batch", "50"] + tool, environment: environment)
+        (status, out) = try await Self.serverTool(
+            ["kek", "rotate", "--batch", "50"] + settle + tool, environment: environment)
         #expect(status == 0 && out.contains("resealed 300 keys; 0 left"), "\(out)")
         stop.withLock { $0 = true }
         let (reads, failures) = try await readers.value
@@ -82,6 +97,26 @@ import Testing
             let (status, body) = try await address.request("/v1/keys/\(purpose)", token: token)
             #expect(status == 200 && body["key"] as? String == key)
         }
+
+        // Each completed rotation disabled the keys before it: of the
+        // ring's three keys, only the primary opens anything.
+        let ring = try await KeyRingStore(
+            path: data + "/kek.ckr",
+            secret: .password(SecretBytes(Array("a passphrase for the tests' KEK".utf8))), rollbackGuard: nil
+        ).read().keyRing
+        #expect(ring.keys.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.primary, .disabled, .disabled])
+        // So p0's row as the first KEK key sealed it, written back by
+        // someone who kept that key, no longer opens (after a restart, so
+        // that the server reads the ring now rather than within 30 s).
+        _ = try sql(
+            backend == .sqlite
+                ? "UPDATE keys SET wrapped = X'\(original)' WHERE purpose = 'p0'"
+                : "UPDATE keys SET wrapped = decode('\(original)', 'hex') WHERE purpose = 'p0'")
+        server.stop()
+        server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
+        let (planted, _) = try await server.address.request("/v1/keys/p0", token: token)
+        #expect(planted != 200)
+        #expect(try await server.address.request("/v1/keys/p1", token: token).0 == 200)
     }
 }
 #endif
