@@ -142,12 +142,10 @@ enum ServerFiles {
     }
 
     /// A passphrase file: its bytes less one trailing newline; never empty.
+    /// Checked as every secret file is (``secretFile(_:what:)``: a regular
+    /// file of this user's, closed to others; security review 3, G11).
     static func passphrase(_ path: String) throws -> SecretBytes {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ValidationError("cannot read the passphrase file \(path)")
-        }
-        defer { try? handle.close() }
-        var bytes = [UInt8](try handle.read(upToCount: 4097) ?? Data())
+        var bytes = try secretFile(path, what: "the passphrase file")
         guard bytes.count <= 4096 else { throw ValidationError("the passphrase file \(path) is over 4 KiB") }
         if bytes.last == 0x0A { bytes.removeLast() }
         if bytes.last == 0x0D { bytes.removeLast() }

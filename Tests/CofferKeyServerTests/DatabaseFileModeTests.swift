@@ -98,5 +98,24 @@ import Testing
         #expect(try count() == "2\n")
         withExtendedLifetime(second) {}
     }
+
+    /// The KEK's passphrase file is checked as every secret file the server
+    /// reads (security review 3, G11): closed to others, or refused before
+    /// it is read.
+    @Test func aKEKPassphraseFileOpenToOthersIsRefused() throws {
+        let folder = try Self.openFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(
+            FileManager.default.createFile(
+                atPath: folder + "/passphrase", contents: Data("a KEK passphrase\n".utf8),
+                attributes: [.posixPermissions: 0o644]))
+        var run = try Self.operatorAdd(folder: folder, database: folder + "/keys.sqlite")
+        #expect(run.status != 0)
+        #expect(run.errorText.contains("the passphrase file \(folder)/passphrase is open to other users; chmod 600 it"))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/data/kek.ckr"))
+        #expect(try Spawned.run("/bin/chmod", ["600", folder + "/passphrase"]).status == 0)
+        run = try Self.operatorAdd(folder: folder, database: folder + "/keys.sqlite")
+        #expect(run.status == 0, "\(run.errorText)")
+    }
 }
 #endif

@@ -44,7 +44,12 @@ final class ServerProcess {
     static func passphraseFile(_ issuer: Issuer) throws -> String {
         let passphrase = issuer.folder + "/kek-passphrase"
         if !FileManager.default.fileExists(atPath: passphrase) {
-            try Data("a passphrase for the tests' KEK\n".utf8).write(to: URL(fileURLWithPath: passphrase))
+            // Closed to others, or coffer-server refuses it.
+            guard
+                FileManager.default.createFile(
+                    atPath: passphrase, contents: Data("a passphrase for the tests' KEK\n".utf8),
+                    attributes: [.posixPermissions: 0o600])
+            else { throw CofferError(.io, "cannot write \(passphrase)") }
         }
         return passphrase
     }

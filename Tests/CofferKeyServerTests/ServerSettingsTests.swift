@@ -71,7 +71,10 @@ import Testing
     @Test func theKEKRingOpensWithAKeyFromAFileKeychainAndOnlyWithIt() async throws {
         let issuer = try Issuer()
         let keychainPassphrase = issuer.folder + "/keychain-passphrase"
-        try Data("the keychain's passphrase\n".utf8).write(to: URL(fileURLWithPath: keychainPassphrase))
+        #expect(
+            FileManager.default.createFile(
+                atPath: keychainPassphrase, contents: Data("the keychain's passphrase\n".utf8),
+                attributes: [.posixPermissions: 0o600]))
         let base = [
             "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--issuer", Issuer.name,
             "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
