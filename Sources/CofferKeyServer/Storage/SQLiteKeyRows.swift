@@ -99,11 +99,7 @@ final class SQLiteKeyRows: KeyRows {
         registerRateLimitMigration(&migrator)
         registerAnchorMigration(&migrator)
         registerReplayLogMigration(&migrator)
-        // Operators made before this have none (NULL) and are refused
-        // until made again for a realm (``ServerKeyStore/addOperator(name:scopes:realm:by:)``).
-        migrator.registerMigration("v7 operator realms") { db in
-            try db.execute(sql: "ALTER TABLE operators ADD COLUMN realm TEXT")
-        }
+        registerOperatorRealmMigration(&migrator)
         return migrator
     }
 
@@ -246,97 +242,6 @@ final class SQLiteKeyRows: KeyRows {
             }
             return due.count
         }
-    }
-
-    // MARK: KEK rotation
-
-    func countWrapped(notUnder keyID: Data) async throws -> Int {
-        try await pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM keys WHERE substr(wrapped, 2, 4) != ?", arguments: [keyID])
-                ?? 0
-        }
-    }
-
-    func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow] {
-        try await pool.read { db in
-            try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT realm, subject, device, purpose, version, wrapped FROM keys WHERE substr(wrapped, 2, 4) != ? LIMIT ?",
-                arguments: [keyID, limit]
-            ).map { row in
-                try PendingRow(
-                    name: KeyName(
-                        realm: row.decode(forColumn: "realm"), subject: row.decode(forColumn: "subject"),
-                        device: row.decode(forColumn: "device"), purpose: row.decode(forColumn: "purpose")),
-                    version: row.decode(forColumn: "version"), wrapped: row.decode(forColumn: "wrapped"))
-            }
-        }
-    }
-
-    func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int {
-        try await pool.write { db in
-            var changed = 0
-            for (row, sealed) in rows {
-                try db.execute(
-                    sql:
-                        "UPDATE keys SET wrapped = ? WHERE realm = ? AND subject = ? AND device = ? AND purpose = ? AND version = ? AND wrapped = ?",
-                    arguments: [
-                        sealed, row.name.realm, row.name.subject, row.name.device, row.name.purpose, row.version,
-                        row.wrapped,
-                    ])
-                changed += db.changesCount
-            }
-            var audit = audit
-            audit.detail = "\(changed) keys resealed" + (audit.detail.isEmpty ? "" : " " + audit.detail)
-            try Self.append(db, [audit], now: now)
-            return changed
-        }
-    }
-
-    // MARK: operators
-
-    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
-        async throws
-    {
-        try await pool.write { db in
-            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
-            else { throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already") }
-            try db.execute(
-                sql: "INSERT INTO operators (hash, name, scopes, realm, created) VALUES (?, ?, ?, ?, ?)",
-                arguments: [hash, name, scopes, realm, created])
-            try Self.append(db, [audit], now: created)
-        }
-    }
-
-    func operatorInfo(hash: Data) async throws -> OperatorInfo? {
-        try await pool.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT name, scopes, realm, created FROM operators WHERE hash = ?"),
-                arguments: [hash]
-            ).map(Self.info)
-        }
-    }
-
-    func operators() async throws -> [OperatorInfo] {
-        try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, scopes, realm, created FROM operators ORDER BY name").map(Self.info)
-        }
-    }
-
-    func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool {
-        try await pool.write { db in
-            try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
-            guard db.changesCount > 0 else { return false }
-            try Self.append(db, [audit], now: now)
-            return true
-        }
-    }
-
-    static func info(_ row: Row) throws -> OperatorInfo {
-        try OperatorInfo(
-            name: row.decode(String.self, forColumn: "name"), scopes: row.decode(String.self, forColumn: "scopes"),
-            realm: row.decode(String?.self, forColumn: "realm"), created: row.decode(Int64.self, forColumn: "created"))
     }
 
     func ping() async throws { _ = try await pool.read { try Int.fetchOne($0, sql: "SELECT 1") } }
