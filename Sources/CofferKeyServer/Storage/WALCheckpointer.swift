@@ -65,22 +65,30 @@ final class WALCheckpointer: Sendable {
     /// it, and a database file copied after its store closed is whole.
     /// True when the WAL was restarted.
     private static func checkpoint(_ path: String) async -> Bool {
-        // Never creates a database that is gone.
-        guard FileManager.default.fileExists(atPath: path) else { return false }
-        var configuration = Configuration()
         // Only the restart waits (a passive checkpoint never calls the busy
         // handler, and finding another checkpoint running it is skipped).
-        configuration.busyMode = .timeout(0.05)
-        configuration.label = "coffer.checkpoint"
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
-        let restarted = try? await queue.writeWithoutTransaction { db -> Bool in
+        await onItsOwnConnection(path) { db in
             let (frames, _) = try db.checkpoint(.passive)
             guard frames >= restartFrames else { return false }
             let (left, copied) = try db.checkpoint(.restart)
             return left == copied
         }
+    }
+
+    /// `body`'s answer on a connection to `path` opened for it, whose busy
+    /// handler waits at most 50 ms, and closed after; false when the file
+    /// is gone (never created again here) or `body` throws.
+    private static func onItsOwnConnection(_ path: String, _ body: @escaping @Sendable (Database) throws -> Bool)
+        async -> Bool
+    {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(0.05)
+        configuration.label = "coffer.checkpoint"
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
+        let answer = try? await queue.writeWithoutTransaction(body)
         try? queue.close()
-        return restarted ?? false
+        return answer ?? false
     }
 
     /// A truncating checkpoint: every frame copied into the database and the
@@ -100,17 +108,10 @@ final class WALCheckpointer: Sendable {
     }
 
     private static func truncate(_ path: String) async -> Bool {
-        guard FileManager.default.fileExists(atPath: path) else { return false }
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(0.05)
-        configuration.label = "coffer.checkpoint"
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
-        let done = try? await queue.writeWithoutTransaction { db -> Bool in
+        await onItsOwnConnection(path) { db in
             let (left, copied) = try db.checkpoint(.truncate)
             return left == copied
         }
-        try? queue.close()
-        return done ?? false
     }
 
     /// What the file system says of a WAL file: a writer's commit changes
