@@ -60,8 +60,9 @@ extension ServerKeyStore {
             realm: realm, created: created,
             audit: {
                 var record = AuditEntry.Record(actor: actor, action: "operator-add")
-                record.realm = realm
-                record.detail = "\(name): \(scopes.map(\.name).sorted().joined(separator: " "))"
+                // Server-wide, as every operator change (realm and subject
+                // empty): the realm the token is for is in the detail.
+                record.detail = "\(name) for \(realm): \(scopes.map(\.name).sorted().joined(separator: " "))"
                 return record
             }())
         return token
