@@ -48,7 +48,8 @@ import Testing
     static let cases: [Case] = [
         Case(
             name: "Key", path: ["components", "schemas", "Key"],
-            full: KeyServerBody.Key(purpose: "notes", version: 3, keyId: "0011223344556677", key: "k", device: "d"),
+            full: KeyServerBody.Key(
+                purpose: "notes", version: 3, keyId: "0011223344556677", key: "k", device: "d", cacheSeconds: 600),
             least: KeyServerBody.Key(purpose: "notes", version: 3, keyId: "0011223344556677", key: "k")),
         Case(
             name: "KeyInfo", path: ["components", "schemas", "KeyInfo"],
