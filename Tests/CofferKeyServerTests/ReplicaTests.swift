@@ -317,11 +317,11 @@ import Testing
         // One row per migration, however many stores raced to apply them.
         // (1: the keys, 2: the audit log, 3: rate-limit counts and DPoP
         // proofs, 4: their expiry indexes, 5: the functions that append to
-        // the audit chain and read a batch's keys, 6: the audit anchors;
-        // numbered from 1 with no gap.)
+        // the audit chain and read a batch's keys, 6: the audit anchors,
+        // 7: the operators' realms; numbered from 1 with no gap.)
         #expect(
             try TestPostgres.value(url, "SELECT count(*) || ' ' || max(version) FROM coffer_server_migrations")
-                == "6 6")
+                == "7 7")
         _ = try TestPostgres.value(url, "INSERT INTO coffer_server_migrations VALUES (99, 0)")
         let newer = await #expect(throws: CofferError.self) {
             _ = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())
