@@ -19,6 +19,15 @@ import Testing
         return folder
     }
 
+    /// FOLDER/passphrase, the KEK passphrase `operatorAdd` gives, with `mode`.
+    static func writePassphrase(in folder: String, mode: Int) throws {
+        guard
+            FileManager.default.createFile(
+                atPath: folder + "/passphrase", contents: Data("a KEK passphrase\n".utf8),
+                attributes: [.posixPermissions: mode])
+        else { throw CofferError(.io, "cannot write \(folder)/passphrase") }
+    }
+
     static func mode(_ path: String) throws -> Int {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         return (attributes[.posixPermissions] as? Int ?? -1) & 0o777
@@ -40,10 +49,7 @@ import Testing
     @Test func aDatabaseOutsideTheDataFolderIsCreated0600AndRefusedOnceOpenedToOthers() throws {
         let folder = try Self.openFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        #expect(
-            FileManager.default.createFile(
-                atPath: folder + "/passphrase", contents: Data("a KEK passphrase\n".utf8),
-                attributes: [.posixPermissions: 0o600]))
+        try Self.writePassphrase(in: folder, mode: 0o600)
         let database = folder + "/elsewhere.sqlite"
         var run = try Self.operatorAdd(folder: folder, database: database)
         #expect(run.status == 0, "\(run.errorText)")
@@ -105,10 +111,7 @@ import Testing
     @Test func aKEKPassphraseFileOpenToOthersIsRefused() throws {
         let folder = try Self.openFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        #expect(
-            FileManager.default.createFile(
-                atPath: folder + "/passphrase", contents: Data("a KEK passphrase\n".utf8),
-                attributes: [.posixPermissions: 0o644]))
+        try Self.writePassphrase(in: folder, mode: 0o644)
         var run = try Self.operatorAdd(folder: folder, database: folder + "/keys.sqlite")
         #expect(run.status != 0)
         #expect(run.errorText.contains("the passphrase file \(folder)/passphrase is open to other users; chmod 600 it"))
