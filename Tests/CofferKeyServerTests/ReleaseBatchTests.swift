@@ -231,7 +231,7 @@ import Testing
         let turns = Locked(0)
         let batcher = Batcher<Int, Int>(loop: { next, answer in
             turns.withLock { $0 += 1 }
-            while let items = next() {
+            while let items = next(.zero) {
                 if items == [0] { for await _ in gate { break } }
                 answer(items.map { .success($0 * 2) })
             }
@@ -247,6 +247,33 @@ import Testing
         #expect(turns.withLock { $0 } == 1)
     }
 
+    /// A runner that asks for the next batch with time to wait is woken by
+    /// the next request and takes it in the same turn; one whose wait runs
+    /// out gets nil, ends its turn, and the next request starts another.
+    @Test func aParkedRunnerTakesTheNextRequestInItsTurn() async throws {
+        let turns = Locked(0)
+        let batcher = Batcher<Int, Int>(loop: { next, answer in
+            turns.withLock { $0 += 1 }
+            // On a thread of its own, as GRDB's writer runs SQLite's loop:
+            // a parked runner blocks its thread.
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    while let items = next(.milliseconds(800)) { answer(items.map { .success($0 * 2) }) }
+                    done.resume()
+                }
+            }
+        })
+        #expect(try await batcher.submit(1) == 2)
+        let asked = ContinuousClock.now
+        #expect(try await batcher.submit(2) == 4)
+        #expect(ContinuousClock.now - asked < .milliseconds(700), "the runner was not woken")
+        #expect(turns.withLock { $0 } == 1)
+        // Past the wait the turn ends; the next request starts another.
+        while batcher.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await batcher.submit(3) == 6)
+        #expect(turns.withLock { $0 } == 2)
+    }
+
     /// A loop that fails answers the batch it took with its error, and one
     /// that fails before taking any fails the next batch: no request waits
     /// for ever on a database that keeps failing, and later ones are served.
@@ -259,7 +286,7 @@ import Testing
                 return turns
             }
             if turn == 1 { throw Broken() }
-            while let items = next() {
+            while let items = next(.zero) {
                 if items.contains(13) { throw Broken() }
                 answer(items.map { .success($0) })
             }
@@ -272,35 +299,47 @@ import Testing
 }
 
 /// SQLite's loop holds GRDB's writer for several batches, but not for
-/// ever: with batches always waiting, a hold still ends.
+/// ever: with batches always waiting, another write still gets its turn,
+/// and the batches go on after it.
 @Suite struct WriterHoldTests {
-    @Test func aHoldEndsThoughBatchesKeepComing() async throws {
+    @Test func anotherWriteGetsInThoughBatchesKeepComing() async throws {
         let (store, folder) = try await ReleaseBatchTests.store(.sqlite)
         defer { try? FileManager.default.removeItem(at: folder) }
         let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
         _ = try await store.current(name)
         let rows = try #require(store.rows as? SQLiteKeyRows)
-        let counts = Locked((taken: 0, answered: 0))
-        let supply = 100_000
-        let started = ContinuousClock.now
-        try await rows.releaseBatches(
-            next: {
-                counts.withLock { counts in
-                    guard counts.taken < supply else { return nil }
-                    counts.taken += 1
-                    return [ReleaseRequest(name: name, version: nil, proof: nil)]
-                }
-            },
-            answer: { answers in
-                #expect(answers.count == 1)
-                if case .success(let row) = answers.first { #expect(row?.version == 1) }
-                counts.withLock { $0.answered += 1 }
-            }, now: store.now)
-        let held = ContinuousClock.now - started
-        let (taken, answered) = counts.withLock { $0 }
-        #expect(taken < supply, "the hold ended only when the supply did")
+        let counts = Locked((taken: 0, answered: 0, stop: false))
+        let batches = Task {
+            try await rows.releaseBatches(
+                next: { _ in
+                    counts.withLock { counts in
+                        guard !counts.stop else { return nil }
+                        counts.taken += 1
+                        return [ReleaseRequest(name: name, version: nil, proof: nil)]
+                    }
+                },
+                answer: { answers in
+                    #expect(answers.count == 1)
+                    if case .success(let row) = answers.first { #expect(row?.version == 1) }
+                    counts.withLock { $0.answered += 1 }
+                }, now: store.now)
+        }
+        while counts.withLock({ $0.taken }) < 100 { try await Task.sleep(for: .milliseconds(1)) }
+        let asked = ContinuousClock.now
+        let before = try await rows.pool.write { db in
+            try db.execute(sql: "INSERT INTO server_secrets (name, value) VALUES ('hold-test', x'00')")
+            return counts.withLock { $0.taken }
+        }
+        let waited = ContinuousClock.now - asked
+        let after = counts.withLock { counts in
+            defer { counts.stop = true }
+            return counts.taken
+        }
+        try await batches.value
+        let (taken, answered, _) = counts.withLock { $0 }
+        #expect(waited < .seconds(2), "the write waited \(waited)")
+        #expect(after > before, "no batch ran after the write")
         #expect(answered == taken)
-        #expect(held < .seconds(2), "held for \(held)")
         // Each batch its own committed transaction, audited.
         let audited = try await rows.pool.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM audit WHERE action = 'release'")

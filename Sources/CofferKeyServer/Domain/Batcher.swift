@@ -22,16 +22,21 @@ struct ReleaseRequest: Sendable {
 ///
 /// Not an actor: a request joins the queue under a lock on its own thread
 /// (the connection's event loop), so it costs no hop to another executor
-/// and no wake-up of another thread; only the batch's runner does.
-final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
+/// and no wake-up of another thread; only the batch's runner does, and
+/// only when the runner is parked waiting for it (``Loop``).
+final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendable {  // `state` is used only under `condition`
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
     /// Runs batches for as long as it chooses: each from `next` (nil when
     /// none waits, and then it must stop), each answered through `answer`
     /// before the next is taken. It throws when a batch fails; that batch,
-    /// taken but not answered, gets the error.
+    /// taken but not answered, gets the error. `next(wait)` with an empty
+    /// queue parks the runner's thread up to `wait` for a request before it
+    /// gives nil: a runner that holds something costly to take again (GRDB's
+    /// writer) keeps it across the moment between one batch's answers and
+    /// the requests they bring.
     typealias Loop =
         @Sendable (
-            _ next: @escaping @Sendable () -> [Item]?,
+            _ next: @escaping @Sendable (_ wait: Duration) -> [Item]?,
             _ answer: @escaping @Sendable ([Result<Answer, any Error>]) -> Void
         ) async throws -> Void
     typealias Waiter = CheckedContinuation<Answer, any Error>
@@ -39,21 +44,35 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         var pending: [(Item, Waiter)] = []
         /// A runner is draining `pending`; the next request must not start another.
         var running = false
+        /// The runner waits in `next` for a request to arrive.
+        var parked = false
         var counts: (batches: Int, items: Int) = (0, 0)
     }
     private let loop: Loop
-    private let state = Locked(State())
+    /// A pthread mutex and condition (which ThreadSanitizer sees, as
+    /// ``Locked`` explains), for the parked runner to wait on.
+    private let condition = NSCondition()
+    private var state = State()
+
+    private func withState<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(&state)
+    }
 
     /// Batches run and the items they carried, so far (`/metrics`).
-    var counts: (batches: Int, items: Int) { state.withLock { $0.counts } }
+    var counts: (batches: Int, items: Int) { withState { $0.counts } }
 
     /// Requests waiting for a batch (tests).
-    var pendingCount: Int { state.withLock { $0.pending.count } }
+    var pendingCount: Int { withState { $0.pending.count } }
+
+    /// A runner is draining the queue or parked waiting for it (tests).
+    var isRunning: Bool { withState { $0.running } }
 
     /// One batch per turn of the runner.
     convenience init(_ run: @escaping Run) {
         self.init(loop: { next, answer in
-            guard let batch = next() else { return }
+            guard let batch = next(.zero) else { return }
             answer(try await run(batch))
         })
     }
@@ -64,8 +83,9 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
 
     func submit(_ item: Item) async throws -> Answer {
         try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLock { state -> Bool in
+            let start = withState { state -> Bool in
                 state.pending.append((item, continuation))
+                if state.parked { condition.signal() }
                 guard !state.running else { return false }
                 state.running = true
                 return true
@@ -79,8 +99,8 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     /// request that joins as the runner stops starts the next runner.
     private func drain() async {
         let taken = Locked<(waiting: [Waiter], idle: Bool)>(([], false))
-        let next: @Sendable () -> [Item]? = {
-            guard let batch = self.nextBatch() else {
+        let next: @Sendable (Duration) -> [Item]? = { wait in
+            guard let batch = self.nextBatch(wait: wait) else {
                 taken.withLock { $0.idle = true }
                 return nil
             }
@@ -111,7 +131,7 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
                 // A loop that fails before it takes a batch fails the next
                 // one, so that no request waits on a writer that keeps failing.
                 if waiting.isEmpty && !idle {
-                    guard let batch = nextBatch() else { return }
+                    guard let batch = nextBatch(wait: .zero) else { return }
                     waiting = batch.map(\.1)
                 }
                 for waiter in waiting { waiter.resume(throwing: error) }
@@ -121,17 +141,26 @@ final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         }
     }
 
-    private func nextBatch() -> [(Item, Waiter)]? {
-        state.withLock { state in
-            guard !state.pending.isEmpty else {
-                state.running = false
-                return nil
-            }
-            let batch = Array(state.pending.prefix(1000))
-            state.pending.removeFirst(batch.count)
-            state.counts = (state.counts.batches + 1, state.counts.items + batch.count)
-            return batch
+    private func nextBatch(wait: Duration) -> [(Item, Waiter)]? {
+        condition.lock()
+        defer { condition.unlock() }
+        // No access to `state` spans the wait, in which a submit changes it.
+        if state.pending.isEmpty && wait > .zero {
+            let (seconds, attoseconds) = wait.components
+            let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18)
+            state.parked = true
+            // A submit signals under the lock; a timeout ends the wait.
+            while state.pending.isEmpty && condition.wait(until: deadline) {}
+            state.parked = false
         }
+        guard !state.pending.isEmpty else {
+            state.running = false
+            return nil
+        }
+        let batch = Array(state.pending.prefix(1000))
+        state.pending.removeFirst(batch.count)
+        state.counts = (state.counts.batches + 1, state.counts.items + batch.count)
+        return batch
     }
 }
 #endif

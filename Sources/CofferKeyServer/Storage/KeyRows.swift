@@ -18,7 +18,7 @@ protocol KeyRows: Sendable {
     /// the backend chooses to stop, each answered through `answer` once
     /// committed (``Batcher/Loop``).
     func releaseBatches(
-        next: @escaping @Sendable () -> [ReleaseRequest]?,
+        next: @escaping @Sendable (Duration) -> [ReleaseRequest]?,
         answer: @escaping @Sendable ([Result<StoredVersion?, any Error>]) -> Void, now: @escaping @Sendable () -> Int64
     ) async throws
     /// Version 1 of `name` unless a version exists; then the latest. One
@@ -212,10 +212,10 @@ extension KeyRows {
     /// One batch per turn, through ``release(_:now:)``: a backend whose
     /// batch is one statement gains nothing by holding a connection longer.
     func releaseBatches(
-        next: @escaping @Sendable () -> [ReleaseRequest]?,
+        next: @escaping @Sendable (Duration) -> [ReleaseRequest]?,
         answer: @escaping @Sendable ([Result<StoredVersion?, any Error>]) -> Void, now: @escaping @Sendable () -> Int64
     ) async throws {
-        guard let requests = next() else { return }
+        guard let requests = next(.zero) else { return }
         answer(try await release(requests, now: now()))
     }
 
