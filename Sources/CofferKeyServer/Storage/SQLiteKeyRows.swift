@@ -100,6 +100,7 @@ final class SQLiteKeyRows: KeyRows {
         registerAnchorMigration(&migrator)
         registerReplayLogMigration(&migrator)
         registerOperatorRealmMigration(&migrator)
+        registerAuditScanMigration(&migrator)
         return migrator
     }
 
