@@ -87,44 +87,53 @@ extension SQLiteKeyRows {
     /// The subject's shred state, the key's minimum version and the wanted
     /// version (nil: the latest), in one statement.
     static func snapshot(_ connection: SQLiteStoreConnection, _ name: KeyName, version: Int?) throws -> KeySnapshot {
-        let key =
-            version == nil
-            ? "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 ORDER BY version DESC LIMIT 1"
-            : "SELECT version, wrapped FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4 AND version = ?5"
-        let sql = """
-            SELECT s.shred_at AS shred_at, s.shredded AS shredded, f.minimum AS minimum, k.version AS version,
-              k.wrapped AS wrapped FROM (SELECT 1)
-            LEFT JOIN subjects s ON s.realm = ?1 AND s.subject = ?2
-            LEFT JOIN key_floors f ON f.realm = ?1 AND f.subject = ?2 AND f.device = ?3 AND f.purpose = ?4
-            LEFT JOIN (\(key)) k
-            """
         var arguments = [name.realm, name.subject, name.device, name.purpose].map(\.databaseValue)
         if let version { arguments.append(version.databaseValue) }
         // One row always: the outer query is FROM (SELECT 1).
-        guard let row = try connection.rows(sql, arguments).first else {
+        guard let row = try connection.firstRow(version == nil ? latestSQL : versionSQL, arguments), row.count == 5
+        else {
             throw KeyServerError(.failed, "database-error", "the key lookup returned no row")
         }
-        let version = try Self.value(row, "version", as: Int.self)
+        let version = try Self.value(row[3], "version", as: Int.self)
         return KeySnapshot(
-            shredAt: try Self.value(row, "shred_at", as: Int64.self),
-            shredded: (try Self.value(row, "shredded", as: Int64.self) ?? 0) != 0,
-            minimum: try Self.value(row, "minimum", as: Int.self) ?? 1,
+            shredAt: try Self.value(row[0], "shred_at", as: Int64.self),
+            shredded: (try Self.value(row[1], "shredded", as: Int64.self) ?? 0) != 0,
+            minimum: try Self.value(row[2], "minimum", as: Int.self) ?? 1,
             stored: try version.map { version in
-                guard let wrapped = try Self.value(row, "wrapped", as: Data.self) else {
+                guard let wrapped = try Self.value(row[4], "wrapped", as: Data.self) else {
                     throw Self.malformed("key row (no wrapped key)")
                 }
                 return StoredVersion(version: version, wrapped: wrapped)
             })
     }
 
+    /// Shred state, minimum and key row, each a lookup by primary key; the
+    /// latest version is found by `max`, which SQLite answers from the end
+    /// of the key's range of the primary key (a subquery with ORDER BY and
+    /// LIMIT, joined, was materialised into a table on every release).
+    private static let snapshotSQL = """
+        SELECT s.shred_at, s.shredded, f.minimum, k.version, k.wrapped FROM (SELECT 1)
+        LEFT JOIN subjects s ON s.realm = ?1 AND s.subject = ?2
+        LEFT JOIN key_floors f ON f.realm = ?1 AND f.subject = ?2 AND f.device = ?3 AND f.purpose = ?4
+        LEFT JOIN keys k ON k.realm = ?1 AND k.subject = ?2 AND k.device = ?3 AND k.purpose = ?4 AND k.version =
+        """
+    private static let latestSQL =
+        snapshotSQL + " (SELECT max(version) FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4)"
+    private static let versionSQL = snapshotSQL + " ?5"
+
     /// A column's value: nil for NULL, and an error, not nil, for a value
     /// of another type (a table someone rebuilt without its types).
-    static func value<T: DatabaseValueConvertible>(_ row: [String: DatabaseValue], _ column: String, as _: T.Type)
-        throws -> T?
-    {
-        guard let stored = row[column], !stored.isNull else { return nil }
+    static func value<T: DatabaseValueConvertible>(_ stored: DatabaseValue, _ column: String, as _: T.Type) throws -> T? {
+        guard !stored.isNull else { return nil }
         guard let value = T.fromDatabaseValue(stored) else { throw malformed("\(column) value") }
         return value
+    }
+
+    /// The same for the column named `column` of a row read by name.
+    static func value<T: DatabaseValueConvertible>(_ row: [String: DatabaseValue], _ column: String, as type: T.Type)
+        throws -> T?
+    {
+        try value(row[column] ?? .null, column, as: type)
     }
 
     static func malformed(_ what: String) -> KeyServerError {

@@ -32,6 +32,17 @@ package struct SQLiteStoreConnection: StoreConnection {
         }
     }
 
+    /// The first row's values by column position, or nil for no row: no
+    /// names looked up, no dictionary (the key server's release reads one
+    /// row per key this way).
+    package func firstRow(_ sql: String, _ arguments: [DatabaseValue]) throws -> [DatabaseValue]? {
+        let statement = try db.cachedStatement(sql: sql)
+        return try bound(statement, arguments) { handle in
+            guard try step(handle, statement) else { return nil }
+            return (0..<sqlite3_column_count(handle)).map { DatabaseValue(sqliteStatement: handle, index: $0) }
+        }
+    }
+
     package func execute(_ sql: String, _ arguments: [DatabaseValue]) throws -> Int {
         // Statements that change the schema are not kept; the rest
         // (INSERT, UPDATE, DELETE, SELECT) are prepared once.
