@@ -118,12 +118,14 @@ extension SQLiteKeyRows {
         LEFT JOIN keys k ON k.realm = ?1 AND k.subject = ?2 AND k.device = ?3 AND k.purpose = ?4 AND k.version =
         """
     private static let latestSQL =
-        snapshotSQL + " (SELECT max(version) FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4)"
+        snapshotSQL
+        + " (SELECT max(version) FROM keys WHERE realm = ?1 AND subject = ?2 AND device = ?3 AND purpose = ?4)"
     private static let versionSQL = snapshotSQL + " ?5"
 
     /// A column's value: nil for NULL, and an error, not nil, for a value
     /// of another type (a table someone rebuilt without its types).
-    static func value<T: DatabaseValueConvertible>(_ stored: DatabaseValue, _ column: String, as _: T.Type) throws -> T? {
+    static func value<T: DatabaseValueConvertible>(_ stored: DatabaseValue, _ column: String, as _: T.Type) throws -> T?
+    {
         guard !stored.isNull else { return nil }
         guard let value = T.fromDatabaseValue(stored) else { throw malformed("\(column) value") }
         return value
