@@ -347,5 +347,22 @@ import Testing
         #expect(audited == taken + 1)
         await store.close()
     }
+
+    /// A batch that fails inside its transaction (an insert that a trigger,
+    /// planted with Python's sqlite3, refuses) is rolled back: its request
+    /// gets the error, nothing of it is kept, and the next batch commits on
+    /// the same connection.
+    @Test(.timeLimit(.minutes(1))) func aBatchThatFailsInItsTransactionIsRolledBack() async throws {
+        let server = try await TestServer(issuer: try Issuer())
+        let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
+        _ = try await server.store.current(name)
+        try server.execute("CREATE TRIGGER refuse BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'refused'); END;")
+        await #expect(throws: (any Error).self) { try await server.store.current(name) }
+        try server.execute("DROP TRIGGER refuse;")
+        #expect(try await server.store.current(name).version == 1)
+        let history = try await server.store.auditHistory(realm: "default", subject: "ana")
+        #expect(history.map(\.action) == ["create", "release", "release"])
+        #expect(try await server.store.verifyAudit().broken == nil)
+    }
 }
 #endif

@@ -53,17 +53,30 @@ extension SQLiteKeyRows {
                     }
                     guard let requests = next(min(left, Self.idleWait)) else { return done.resume() }
                     let now = now()
-                    var outcome: ([Result<StoredVersion?, any Error>], SpentProofs.Pending?) = ([], nil)
-                    try db.inTransaction {
-                        outcome = try self.release(requests, now: now, db)
-                        return .commit
-                    }
+                    let outcome = try Self.transaction(db) { try self.release(requests, now: now, db) }
                     if let spent = outcome.1 { self.spent.commit(spent, now: now) }
                     answer(outcome.0)
                 }
             } catch {
                 done.resume(throwing: error)
             }
+        }
+    }
+
+    /// `body` in one write transaction, begun and committed through
+    /// statements prepared once: GRDB's `inTransaction` prepares its BEGIN
+    /// and COMMIT anew each time, which a batch of releases felt. A failure
+    /// rolls back whatever SQLite left open before it is thrown.
+    private static func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        let connection = SQLiteStoreConnection(db: db)
+        _ = try connection.execute("BEGIN IMMEDIATE", [])
+        do {
+            let result = try body()
+            _ = try connection.execute("COMMIT", [])
+            return result
+        } catch {
+            if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK") }
+            throw error
         }
     }
 
