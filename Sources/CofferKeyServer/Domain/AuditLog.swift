@@ -101,7 +101,7 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// label, then each field as a 4-byte big-endian length and its UTF-8
     /// bytes, numbers in decimal.
     var encoding: [UInt8] {
-        var bytes = Self.encode(["coffer audit v1", String(seq)])
+        var bytes = Self.encode([Self.label, String(seq)])
         bytes += Self.encodeTail(
             at: at,
             Record(
@@ -134,12 +134,28 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         return bytes
     }
 
-    /// SHA-256 over `previous` and this entry's encoding.
+    /// SHA-256 over `previous` and this entry's encoding, each field fed to
+    /// the hash as it is encoded (``encoding``, without building it: every
+    /// key release hashes one entry on SQLite's writer).
     func chained(after previous: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data: previous)
-        hasher.update(data: encoding)
+        for field in [Self.label, String(seq), String(at), actor, action, realm, subject, device, purpose] {
+            Self.feed(field, to: &hasher)
+        }
+        Self.feed(String(version), to: &hasher)
+        Self.feed(detail, to: &hasher)
         return Data(hasher.finalize())
+    }
+
+    private static let label = "coffer audit v1"
+
+    private static func feed(_ field: String, to hasher: inout SHA256) {
+        var field = field
+        field.withUTF8 { utf8 in
+            withUnsafeBytes(of: UInt32(utf8.count).bigEndian) { hasher.update(bufferPointer: $0) }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(utf8))
+        }
     }
 }
 
