@@ -151,7 +151,10 @@ import Testing
         for _ in 0..<20 where entries < 301 {
             try await Task.sleep(for: .milliseconds(100))
             try? FileManager.default.removeItem(atPath: copy)
-            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            // Copied by another process: an open and close of the live
+            // file in this one would drop the store's SQLite locks.
+            let cp = try Spawned.run("/bin/cp", [path, copy], output: .discard)
+            guard cp.status == 0 else { throw CofferError(.io, "cp \(path) failed") }
             let queue = try DatabaseQueue(path: copy)
             // (No table yet: the schema itself is still in the WAL.)
             entries = (try? await queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") }) ?? 0

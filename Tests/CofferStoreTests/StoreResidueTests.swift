@@ -22,9 +22,9 @@ import Testing
     }
 
     /// The files of the store that hold `needle`.
-    static func filesHolding(_ needle: [UInt8], store path: String) -> [String] {
-        ["", "-wal", "-shm"].compactMap { suffix in
-            guard let bytes = FileManager.default.contents(atPath: path + suffix) else { return nil }
+    static func filesHolding(_ needle: [UInt8], store path: String) throws -> [String] {
+        try ["", "-wal", "-shm"].compactMap { suffix in
+            guard let bytes = try RecordStoreTests.bytesReadElsewhere(path + suffix) else { return nil }
             return bytes.range(of: Data(needle)) == nil ? nil : suffix.isEmpty ? "database" : suffix
         }
     }
@@ -42,15 +42,15 @@ import Testing
         let overwrittenInTransaction = try Self.cell(folder.database, "description", id: 9)
         let kept = try Self.cell(folder.database, "description", id: 4)
         // The scan sees cells where they are: in the WAL, not checkpointed yet.
-        #expect(Self.filesHolding(deleted, store: folder.database) == ["-wal"])
+        #expect(try Self.filesHolding(deleted, store: folder.database) == ["-wal"])
 
         #expect(try store.delete("presents", id: 3))
-        #expect(Self.filesHolding(deleted, store: folder.database).isEmpty)
+        #expect(try Self.filesHolding(deleted, store: folder.database).isEmpty)
         try store.update("presents", id: 7, set: ["email": "new@example.org"])
-        #expect(Self.filesHolding(overwritten, store: folder.database).isEmpty)
+        #expect(try Self.filesHolding(overwritten, store: folder.database).isEmpty)
         try store.write { tx in _ = try tx.update("presents", id: 9, set: ["description": "another gift"]) }
-        #expect(Self.filesHolding(overwrittenInTransaction, store: folder.database).isEmpty)
-        #expect(Self.filesHolding(kept, store: folder.database) == ["database"])
+        #expect(try Self.filesHolding(overwrittenInTransaction, store: folder.database).isEmpty)
+        #expect(try Self.filesHolding(kept, store: folder.database) == ["database"])
         #expect(try store.get("presents", id: 4)?["description"] == "gift 3")
     }
 }
