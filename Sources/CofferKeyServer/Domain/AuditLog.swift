@@ -140,9 +140,16 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     func chained(after previous: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data: previous)
-        for field in [Self.label, String(seq), String(at), actor, action, realm, subject, device, purpose] {
-            Self.feed(field, to: &hasher)
-        }
+        // One call per field, in ``encoding``'s order: no array per entry.
+        Self.feed(Self.label, to: &hasher)
+        Self.feed(String(seq), to: &hasher)
+        Self.feed(String(at), to: &hasher)
+        Self.feed(actor, to: &hasher)
+        Self.feed(action, to: &hasher)
+        Self.feed(realm, to: &hasher)
+        Self.feed(subject, to: &hasher)
+        Self.feed(device, to: &hasher)
+        Self.feed(purpose, to: &hasher)
         Self.feed(String(version), to: &hasher)
         Self.feed(detail, to: &hasher)
         return Data(hasher.finalize())
