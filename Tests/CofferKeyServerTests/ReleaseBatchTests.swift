@@ -334,6 +334,12 @@ import Testing
             return counts.withLock { $0.taken }
         }
         let waited = ContinuousClock.now - asked
+        // The next hold is queued behind the write and may not have begun
+        // when the write returns here: give it up to ten seconds.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while counts.withLock({ $0.taken }) <= before, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
         let after = counts.withLock { counts in
             defer { counts.stop = true }
             return counts.taken
