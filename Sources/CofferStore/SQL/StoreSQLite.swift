@@ -87,66 +87,63 @@ package struct SQLiteStoreConnection: StoreConnection {
                 .invalidArgument,
                 "the statement takes \(sqlite3_bind_parameter_count(handle)) values, not \(values.count)")
         }
-        guard values.count <= Self.lentValues else {
-            // SQLITE_TRANSIENT: SQLite copies the bytes before the call returns.
-            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-            for (offset, value) in values.enumerated() {
-                let code = bind(
-                    value, at: Int32(offset + 1), handle,
-                    blob: { sqlite3_bind_blob(handle, Int32(offset + 1), $0, $1, transient) },
-                    text: { sqlite3_bind_text(handle, Int32(offset + 1), $0, $1, transient) })
-                guard code == SQLITE_OK else { throw failure(code, statement) }
+        // Small values are copied by SQLite (SQLITE_TRANSIENT), in one
+        // loop; a text or blob over `copiedBytes` is lent instead, so that
+        // a bulk put's sealed fields are not copied once more.
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        var lent: [Int] = []
+        for (offset, value) in values.enumerated() {
+            if value.byteCount > Self.copiedBytes, lent.count < Self.lentValues {
+                lent.append(offset)
+                continue
             }
-            return try body(handle)
+            let index = Int32(offset + 1)
+            let code = bind(
+                value, at: index, handle,
+                blob: { sqlite3_bind_blob(handle, index, $0, $1, transient) },
+                text: { sqlite3_bind_text(handle, index, $0, $1, transient) })
+            guard code == SQLITE_OK else { throw failure(code, statement) }
         }
-        return try lend(values, from: 0, statement, body)
+        return try lend(values, lent[...], statement) { try body(handle) }
     }
 
-    /// Up to this many values are bound without a copy (``lend(_:from:_:_:)``
-    /// nests a closure per value).
+    /// Values up to this many bytes are copied when bound; larger ones are lent.
+    private static let copiedBytes = 64
+
+    /// Up to this many values are lent (``lend(_:_:_:_:)`` nests a
+    /// closure per value); any more are copied.
     private static let lentValues = 64
 
-    /// Binds `values[offset...]` without SQLite copying their bytes
+    /// Binds the values at `offsets` without SQLite copying their bytes
     /// (SQLITE_STATIC, a null destructor): each text or blob is bound inside
-    /// the closure that lends its bytes, and the rest of the values, then
-    /// `body`, run inside that closure. So every pointer SQLite holds is
-    /// valid until `body` has returned and the statement is reset and
-    /// unbound.
+    /// the closure that lends its bytes, and the rest of them, then `body`,
+    /// run inside that closure. So every pointer SQLite holds is valid
+    /// until `body` has returned (``bound(_:_:_:)`` then resets and
+    /// unbinds the statement).
     private func lend<T>(
-        _ values: [DatabaseValue], from offset: Int, _ statement: Statement, _ body: (SQLiteStatement) throws -> T
+        _ values: [DatabaseValue], _ offsets: ArraySlice<Int>, _ statement: Statement, _ body: () throws -> T
     ) throws -> T {
+        guard let offset = offsets.first else { return try body() }
         let handle = statement.sqliteStatement
-        guard offset < values.count else {
-            defer {
-                sqlite3_reset(handle)
-                sqlite3_clear_bindings(handle)
-            }
-            return try body(handle)
-        }
         let index = Int32(offset + 1)
         func next(_ code: Int32) throws -> T {
             guard code == SQLITE_OK else { throw failure(code, statement) }
-            return try lend(values, from: offset + 1, statement, body)
+            return try lend(values, offsets.dropFirst(), statement, body)
         }
         switch values[offset].storage {
-        case .string(var text) where !text.isEmpty:
+        case .string(var text):
             return try text.withUTF8 { utf8 in
                 try utf8.withMemoryRebound(to: CChar.self) {
                     try next(sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), nil))
                 }
             }
-        case .blob(let bytes) where !bytes.isEmpty:
+        case .blob(let bytes):
             return try bytes.withUnsafeBytes { raw in
                 try next(sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), nil))
             }
         default:
-            // A null, a number, empty text or an empty blob: nothing worth lending.
-            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-            return try next(
-                bind(
-                    values[offset], at: index, handle,
-                    blob: { sqlite3_bind_blob(handle, index, $0, $1, transient) },
-                    text: { sqlite3_bind_text(handle, index, $0, $1, transient) }))
+            // Only texts and blobs are lent (``DatabaseValue/byteCount``).
+            return try next(SQLITE_MISUSE)
         }
     }
 
@@ -185,6 +182,17 @@ package struct SQLiteStoreConnection: StoreConnection {
         DatabaseError(
             resultCode: ResultCode(rawValue: code),
             message: db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) }, sql: statement.sql)
+    }
+}
+
+extension DatabaseValue {
+    /// A text's UTF-8 or a blob's bytes, 0 for anything else.
+    fileprivate var byteCount: Int {
+        switch storage {
+        case .string(let text): text.utf8.count
+        case .blob(let bytes): bytes.count
+        default: 0
+        }
     }
 }
 
