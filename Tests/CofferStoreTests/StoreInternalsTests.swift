@@ -165,4 +165,37 @@ import Testing
             #expect(try String.fetchOne(db, sql: "SELECT v FROM t WHERE n = 100") == "grdb")
         }
     }
+    /// Values up to 64 bytes are copied as they are bound and larger texts
+    /// and blobs are lent, at most 64 of them: a row of 100 values that mixes
+    /// both sides of the size and of the count reads back value for value,
+    /// each in its own column.
+    @Test func copiedAndLentValuesLandInTheirOwnColumns() throws {
+        let queue = try DatabaseQueue()
+        let values: [DatabaseValue] = (0..<100).map { column in
+            let size = [0, 1, 64, 65, 300, 5000][column % 6] + column
+            switch column % 4 {
+            case 0: return String(repeating: "\(column % 10)", count: size).databaseValue
+            case 1: return Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ column) }).databaseValue
+            case 2: return ("é\u{0}" + String(repeating: "x", count: size)).databaseValue
+            default: return column.isMultiple(of: 3) ? .null : Int64(column * 1000).databaseValue
+            }
+        }
+        let names = (0..<100).map { "c\($0)" }
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE wide (\(names.map { "\($0) ANY" }.joined(separator: ", "))) STRICT")
+            let connection = SQLiteStoreConnection(db: db)
+            let placeholders = Array(repeating: "?", count: 100).joined(separator: ", ")
+            #expect(try connection.execute("INSERT INTO wide VALUES (\(placeholders))", values) == 1)
+            let row = try #require(try connection.firstRow("SELECT * FROM wide", []))
+            for (column, (stored, value)) in zip(row, values).enumerated() {
+                if case .string(let text) = value.storage {
+                    // GRDB reads text up to a NUL: compare the bytes.
+                    let bytes = try Data.fetchOne(db, sql: "SELECT CAST(c\(column) AS BLOB) FROM wide")
+                    #expect(bytes == Data(text.utf8), "column \(column)")
+                } else {
+                    #expect(stored == value, "column \(column)")
+                }
+            }
+        }
+    }
 }
