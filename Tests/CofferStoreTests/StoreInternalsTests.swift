@@ -165,13 +165,14 @@ import Testing
             #expect(try String.fetchOne(db, sql: "SELECT v FROM t WHERE n = 100") == "grdb")
         }
     }
+
     /// Values up to 64 bytes are copied as they are bound and larger texts
-    /// and blobs are lent, at most 64 of them: a row of 100 values that mixes
-    /// both sides of the size and of the count reads back value for value,
-    /// each in its own column.
+    /// and blobs are lent, at most 64 of them: a row of 120 values (73 texts
+    /// and blobs over 64 bytes, 17 within) reads back value for value, each
+    /// in its own column.
     @Test func copiedAndLentValuesLandInTheirOwnColumns() throws {
         let queue = try DatabaseQueue()
-        let values: [DatabaseValue] = (0..<100).map { column in
+        let values: [DatabaseValue] = (0..<120).map { column in
             let size = [0, 1, 64, 65, 300, 5000][column % 6] + column
             switch column % 4 {
             case 0: return String(repeating: "\(column % 10)", count: size).databaseValue
@@ -180,11 +181,11 @@ import Testing
             default: return column.isMultiple(of: 3) ? .null : Int64(column * 1000).databaseValue
             }
         }
-        let names = (0..<100).map { "c\($0)" }
+        let names = (0..<120).map { "c\($0)" }
         try queue.write { db in
             try db.execute(sql: "CREATE TABLE wide (\(names.map { "\($0) ANY" }.joined(separator: ", "))) STRICT")
             let connection = SQLiteStoreConnection(db: db)
-            let placeholders = Array(repeating: "?", count: 100).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: 120).joined(separator: ", ")
             #expect(try connection.execute("INSERT INTO wide VALUES (\(placeholders))", values) == 1)
             let row = try #require(try connection.firstRow("SELECT * FROM wide", []))
             for (column, (stored, value)) in zip(row, values).enumerated() {
