@@ -137,6 +137,21 @@ import Glibc
         let disabled = try CLI.coffer(
             ["open", "--keyring", "ring", "--passphrase-file", "pw", "--context", "users/7", "v.txt"], in: dir)
         #expect(disabled.status == 6 && disabled.stderr.contains("disabled"))
+        // Enabled again, it opens; enabling it twice is refused with a reason.
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "enable", "--keyring", "ring", "--passphrase-file", "pw", String(oldKey)], in: dir),
+            "enable")
+        let reopened = try CLI.coffer(
+            ["open", "--keyring", "ring", "--passphrase-file", "pw", "--context", "users/7", "v.txt"], in: dir)
+        #expect(reopened.stdoutText == "the token")
+        let twice = try CLI.coffer(
+            ["keyring", "enable", "--keyring", "ring", "--passphrase-file", "pw", String(oldKey)], in: dir)
+        #expect(twice.status != 0 && twice.stderr.contains("only a disabled key can be enabled"), "\(twice.stderr)")
+        Self.ok(
+            try CLI.coffer(
+                ["keyring", "disable", "--keyring", "ring", "--passphrase-file", "pw", String(oldKey)], in: dir),
+            "disable again")
         Self.ok(
             try CLI.coffer(
                 ["keyring", "passwd", "--keyring", "ring", "--passphrase-file", "pw", "--new-passphrase-file", "pw2"],

@@ -182,6 +182,14 @@ func hexBytes(_ text: String) -> [UInt8] { Hex.decode(text)! }
         #expect(throws: CofferError(.keyDisabled, "")) { try ring.rewrap(values[0].1, context: Array("c".utf8)) }
         #expect(throws: CofferError(.invalidArgument, "")) { try ring.disable(ring.primaryID) }
         #expect(throws: CofferError(.keyNotFound, "")) { try ring.disable(12345) }
+        // Enabled again, the key opens its values; the primary stays the primary.
+        let primary = ring.primaryID
+        try ring.enable(values[0].0)
+        #expect(Array(try ring.open(values[0].1, context: Array("c".utf8))) == pattern(0))
+        #expect(ring.primaryID == primary && ring.keys.first { $0.id == values[0].0 }?.state == .active)
+        #expect(throws: CofferError(.invalidArgument, "")) { try ring.enable(values[0].0) }
+        #expect(throws: CofferError(.invalidArgument, "")) { try ring.enable(primary) }
+        #expect(throws: CofferError(.keyNotFound, "")) { try ring.enable(12345) }
     }
 }
 

@@ -104,6 +104,21 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
         entries[index].state = .disabled
     }
 
+    /// Makes a disabled key active again: values sealed under it open once
+    /// more (a database restored from before a rotation, whose values the
+    /// rotation's rewrap never reached). Only a disabled key can be enabled.
+    public mutating func enable(_ id: UInt32) throws {
+        guard let index = entries.firstIndex(where: { $0.id == id }) else {
+            throw CofferError(.keyNotFound, "the key ring has no key \(String(format: "%08x", id))")
+        }
+        guard entries[index].state == .disabled else {
+            throw CofferError(
+                .invalidArgument,
+                "key \(String(format: "%08x", id)) is \(entries[index].state); only a disabled key can be enabled")
+        }
+        entries[index].state = .active
+    }
+
     /// Removes a disabled key and its bytes from the ring: values sealed
     /// under it never open again, with any copy of the ring written from
     /// now on. Only a disabled key can be destroyed, and only when the

@@ -15,7 +15,7 @@ struct KeyRingCommand: ParsableCommand {
         commandName: "keyring",
         abstract: "Create and manage key rings: data keys sealed under a passphrase or a KEK file.",
         subcommands: [
-            New.self, Rotate.self, List.self, Disable.self, Destroy.self,
+            New.self, Rotate.self, List.self, Disable.self, Enable.self, Destroy.self,
             Passwd.self,
             Upgrade.self, AcceptRollback.self,
         ])
@@ -82,6 +82,23 @@ extension KeyRingCommand {
                 throw ValidationError("a key id is up to 8 hex digits")
             }
             try unlock.modify(kek) { file in try file.update { try $0.disable(value) } }
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Enable a disabled key again: values sealed under it open once more (rewrap them, then disable it).")
+        @OptionGroup var unlock: KeyRingUnlock
+        @OptionGroup var kek: KEKOptions
+        @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
+        var id: String
+
+        func run() throws {
+            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+                throw ValidationError("a key id is up to 8 hex digits")
+            }
+            try unlock.modify(kek) { file in try file.update { try $0.enable(value) } }
         }
     }
 
