@@ -7,7 +7,7 @@ import Foundation
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
-        subcommands: [Rotate.self, Rewrap.self])
+        subcommands: [Rotate.self, Rewrap.self, List.self, Enable.self])
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -28,6 +28,57 @@ struct KEK: AsyncParsableCommand {
         @OptionGroup var options: RewrapOptions
 
         func run() async throws { try await options.rewrap(try await options.data.settings()) }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Lists the KEK ring's keys (id, state, creation time) and how many stored keys each sealed; never key bytes."
+        )
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            let settings = try await data.settings()
+            // Read first, so that a missing ring is an error here, not a new ring.
+            let ring = try await data.kekRing(settings).read().keyRing
+            let (counts, malformed) = try await data.open(settings).rowsByKEKKey()
+            let formatter = ISO8601DateFormatter()
+            for key in ring.keys {
+                print(
+                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))  \(counts[key.id] ?? 0) stored keys"
+                )
+            }
+            let known = Set(ring.keys.map(\.id))
+            for (id, count) in counts.sorted(by: { $0.key < $1.key }) where !known.contains(id) {
+                print("\(String(format: "%08x", id))  absent    (not in this ring)      \(count) stored keys")
+            }
+            if malformed > 0 { print("-         malformed (too short to name a key) \(malformed) stored keys") }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Enables a disabled KEK key again, for stored keys still sealed under it (a database restored from before a rotation); then run kek rewrap."
+        )
+        @OptionGroup var data: DataOptions
+        @Argument(help: "The KEK key's id (8 hex digits, as kek list prints it); the key must be disabled.")
+        var id: String
+
+        func run() async throws {
+            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
+                throw ValidationError("a key id is up to 8 hex digits")
+            }
+            let settings = try await data.settings()
+            try await data.kekRing(settings).modify { file in try file.update { try $0.enable(value) } }
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    enabled KEK key \(String(format: "%08x", value)): running servers read it within 30 s; \
+                    coffer-server kek rewrap reseals its stored keys under the primary and disables it again
+
+                    """.utf8))
+        }
     }
 
     /// The server's data and the size of the rewrap's transactions.

@@ -117,6 +117,46 @@ import Testing
         let (planted, _) = try await server.address.request("/v1/keys/p0", token: token)
         #expect(planted != 200)
         #expect(try await server.address.request("/v1/keys/p1", token: token).0 == 200)
+
+        // A database restored from before the rotations is this case for
+        // every row: `kek list` names the disabled key that sealed the row
+        // (its id is the sealed value's bytes 1-4), `kek enable` opens it
+        // again, and `kek rewrap` reseals the row and disables the key.
+        let first = String(original.lowercased().dropFirst(2).prefix(8))
+        let primary = String(format: "%08x", ring.primaryID)
+        var listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
+        #expect(listed.0 == 0)
+        #expect(listed.1.contains("\(first)  disabled") && listed.1.contains("  1 stored keys\n"), "\(listed.1)")
+        #expect(listed.1.contains("\(primary)  primary") && listed.1.contains("  299 stored keys\n"), "\(listed.1)")
+        #expect(try await Self.serverTool(["kek", "enable", primary] + tool, environment: environment).0 != 0)
+        #expect(try await Self.serverTool(["kek", "enable", first] + tool, environment: environment).0 == 0)
+        server.stop()
+        server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
+        var (reopened, body) = try await server.address.request("/v1/keys/p0", token: token)
+        #expect(reopened == 200 && body["key"] as? String == keys["p0"])
+        (status, out) = try await Self.serverTool(["kek", "rewrap", "--settle", "0"] + tool, environment: environment)
+        #expect(status == 0 && out == "resealed 1 keys; 0 left under an older KEK key\n", "\(out)")
+        listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
+        #expect(listed.1.contains("\(first)  disabled") && listed.1.contains("  300 stored keys\n"), "\(listed.1)")
+        server.stop()
+        server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
+        (reopened, body) = try await server.address.request("/v1/keys/p0", token: token)
+        #expect(reopened == 200 && body["key"] as? String == keys["p0"])
+
+        // Rows planted with sqlite3 or psql: one naming a KEK key no ring
+        // has, one too short to name any. `kek list` shows both for what they are.
+        let (named, short) =
+            backend == .sqlite
+            ? ("X'01DEADBEEF00'", "X'0102'") : ("decode('01deadbeef00', 'hex')", "decode('0102', 'hex')")
+        _ = try sql(
+            """
+            INSERT INTO keys (realm, subject, device, purpose, version, wrapped, created)
+            VALUES ('default', 'planted', '', 'x1', 1, \(named), 0), ('default', 'planted', '', 'x2', 1, \(short), 0)
+            """)
+        listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
+        #expect(listed.0 == 0)
+        #expect(listed.1.contains("deadbeef  absent    (not in this ring)      1 stored keys\n"), "\(listed.1)")
+        #expect(listed.1.contains("malformed (too short to name a key) 1 stored keys\n"), "\(listed.1)")
     }
 }
 #endif

@@ -10,7 +10,24 @@ import Foundation
 extension ServerKeyStore {
     /// Rows still sealed under a KEK key other than the primary.
     public func rowsToRewrap() async throws -> Int {
-        try await rows.countWrapped(notUnder: Self.keyIDBytes(kek.primaryID))
+        let primary = Self.keyIDBytes(kek.primaryID)
+        return try await rows.wrappedCounts().filter { $0.key != primary }.values.reduce(0, +)
+    }
+
+    /// How many stored keys each KEK key sealed, by the KEK key's id, and
+    /// how many rows are too short to name one (`coffer-server kek list`).
+    /// A row whose header names a key the ring lacks counts under that id.
+    public func rowsByKEKKey() async throws -> (byKey: [UInt32: Int], malformed: Int) {
+        var counts: [UInt32: Int] = [:]
+        var malformed = 0
+        for (keyID, count) in try await rows.wrappedCounts() {
+            guard keyID.count == 4 else {
+                malformed += count
+                continue
+            }
+            counts[keyID.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }, default: 0] += count
+        }
+        return (counts, malformed)
     }
 
     /// Seals every stored key again under the KEK's primary key, `batchSize`

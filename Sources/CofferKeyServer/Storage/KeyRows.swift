@@ -39,8 +39,10 @@ protocol KeyRows: Sendable {
     /// many subjects it marked shredded (each audited as a `sweep`).
     func sweep(now: Int64) async throws -> Int
 
+    /// How many rows each KEK key sealed, by the key's id as the sealed
+    /// value's header holds it (4 bytes, big-endian).
+    func wrappedCounts() async throws -> [Data: Int]
     /// Rows sealed under a KEK key other than `keyID` (4 bytes, big-endian).
-    func countWrapped(notUnder keyID: Data) async throws -> Int
     func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow]
     /// Replaces each row's sealed key if it is still as read; returns how
     /// many it replaced (audited as one `rewrap`).

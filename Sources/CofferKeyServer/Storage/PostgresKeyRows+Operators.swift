@@ -6,13 +6,11 @@ import PostgresNIO
 
 // KEK rotation and operators on PostgreSQL.
 extension PostgresKeyRows {
-    func countWrapped(notUnder keyID: Data) async throws -> Int {
-        try await database.query(
-            "SELECT count(*) FROM keys WHERE substring(wrapped FROM 2 FOR 4) <> \(keyID)"
-        ) { rows in
-            var count = 0
-            for try await value in rows.decode(Int.self) { count = value }
-            return count
+    func wrappedCounts() async throws -> [Data: Int] {
+        try await database.query("SELECT substring(wrapped FROM 2 FOR 4), count(*) FROM keys GROUP BY 1") { rows in
+            var counts: [Data: Int] = [:]
+            for try await (keyID, count) in rows.decode((Data, Int).self) { counts[keyID] = count }
+            return counts
         }
     }
 

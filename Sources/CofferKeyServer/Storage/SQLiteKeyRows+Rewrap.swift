@@ -6,10 +6,17 @@ import Foundation
 import GRDB
 
 extension SQLiteKeyRows {
-    func countWrapped(notUnder keyID: Data) async throws -> Int {
+    func wrappedCounts() async throws -> [Data: Int] {
         try await pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM keys WHERE substr(wrapped, 2, 4) != ?", arguments: [keyID])
-                ?? 0
+            var counts: [Data: Int] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT substr(wrapped, 2, 4), count(*) FROM keys GROUP BY 1")
+            while let row = try rows.next() {
+                // `keys` is STRICT, `wrapped` a BLOB: the id is bytes, maybe
+                // fewer than 4 in a row someone cut short.
+                let keyID = Data.fromDatabaseValue(row[0] as DatabaseValue) ?? Data()
+                counts[keyID, default: 0] += Int.fromDatabaseValue(row[1] as DatabaseValue) ?? 0
+            }
+            return counts
         }
     }
 
