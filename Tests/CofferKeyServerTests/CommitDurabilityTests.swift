@@ -19,10 +19,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let rows = try #require(store.rows as? SQLiteKeyRows)
         let read = { (db: Database) in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
-        let level = try await rows.pool.writeWithoutTransaction(read)
+        let level = try rows.pool.writeWithoutTransaction(read)
         #expect(level == 2)
         // A write transaction runs on the same connection, at the same level.
-        let inTransaction = try await rows.pool.write(read)
+        let inTransaction = try rows.pool.write(read)
         #expect(inTransaction == 2)
         await store.close()
     }

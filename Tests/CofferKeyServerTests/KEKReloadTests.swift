@@ -23,7 +23,7 @@ import Testing
             let (served, readings, clock) = (Locked(ring), readings, clock)
             self.served = served
             store = try ServerKeyStore(
-                path: path, kek: try KeyRing(),
+                path: path, kek: KeyRing(),
                 reload: {
                     readings.withLock { $0 += 1 }
                     return served.withLock { $0 }
@@ -56,12 +56,12 @@ import Testing
     @Test func aKEKKeyAReadingLackedIsLookedForAgainOnlyAfterAWhileOrANewReading() async throws {
         let (folder, path) = try Self.database()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let databases = try KeyRing()
+        let databases = KeyRing()
         let name = try KeyName(realm: "default", subject: "ana", purpose: "notes")
         let made = try await ServerKeyStore(path: path, kek: databases).current(name)
 
         // A replica whose ring, read again, still lacks the database's KEK.
-        let replica = try Replica(path: path, serving: try KeyRing())
+        let replica = try Replica(path: path, serving: KeyRing())
         for _ in 0..<5 { #expect(await replica.fetch(name) == "key-unreadable") }
         #expect(replica.count == 1)
         replica.wait(Self.absentFor - 1)
@@ -88,13 +88,13 @@ import Testing
     @Test func aNewKEKKeyIsLookedForAtOnce() async throws {
         let (folder, path) = try Self.database()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let (first, second) = (try KeyRing(), try KeyRing())
+        let (first, second) = (KeyRing(), KeyRing())
         let lost = try KeyName(realm: "default", subject: "ana", purpose: "notes")
         _ = try await ServerKeyStore(path: path, kek: first).current(lost)
         let fresh = try KeyName(realm: "default", subject: "bo", purpose: "notes")
         let made = try await ServerKeyStore(path: path, kek: second).current(fresh)
 
-        let replica = try Replica(path: path, serving: try KeyRing())
+        let replica = try Replica(path: path, serving: KeyRing())
         #expect(await replica.fetch(lost) == "key-unreadable")
         #expect(replica.count == 1)
         replica.served.withLock { $0 = second }

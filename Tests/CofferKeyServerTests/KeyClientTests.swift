@@ -159,7 +159,7 @@ import FoundationNetworking
             let app = try Self.client(client.port, token: token, cache: nil, over: transport)
             let store = KeyRingStore(
                 path: path, secret: try await app.unlockSecret(purpose: "notes"), rollbackGuard: nil)
-            try await store.create()
+            _ = try await store.create()
             // Later, on another run of the app: the same purpose opens it; another does not.
             let again = KeyRingStore(
                 path: path, secret: try await app.unlockSecret(purpose: "notes"), rollbackGuard: nil)

@@ -33,7 +33,7 @@ import Testing
             process.arguments = [Issuer.root + "/scripts/oidc-provider.py", folder]
             process.standardOutput = output
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: folder + "/provider.log", contents: nil)
+            _ = FileManager.default.createFile(atPath: folder + "/provider.log", contents: nil)
             process.standardError = FileHandle(forWritingAtPath: folder + "/provider.log")
             try process.run()
             let line = try self.line()

@@ -214,15 +214,15 @@ import Testing
             return items.map { .success($0 * 2) }
         }
         async let first = batcher.submit(0)
-        while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        while batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let rest = Self.submitted(1...9, to: batcher)
         try await Task.sleep(for: .milliseconds(300))
         // None of the nine started a batch while the first ran.
-        #expect(await batcher.counts.batches == 1)
+        #expect(batcher.counts.batches == 1)
         open.yield()
         #expect(try await first == 0)
         #expect(try await rest.value == (1...9).map { $0 * 2 })
-        let counts = await batcher.counts
+        let counts = batcher.counts
         #expect(counts.batches == 2)
         #expect(counts.items == 10)
     }
@@ -240,7 +240,7 @@ import Testing
             }
         })
         async let first = batcher.submit(0)
-        while await batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        while batcher.counts.batches == 0 { try await Task.sleep(for: .milliseconds(1)) }
         let rest = Self.submitted(1...9, to: batcher)
         while batcher.pendingCount < 9 { try await Task.sleep(for: .milliseconds(1)) }
         open.yield()

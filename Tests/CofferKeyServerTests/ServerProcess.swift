@@ -62,7 +62,7 @@ final class ServerProcess {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
-        if let log { FileManager.default.createFile(atPath: log, contents: nil) }
+        if let log { _ = FileManager.default.createFile(atPath: log, contents: nil) }
         process.standardError = FileHandle(forWritingAtPath: log ?? "/dev/null")
         try process.run()
         // The first line names the port.
