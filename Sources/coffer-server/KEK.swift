@@ -45,15 +45,17 @@ struct KEK: AsyncParsableCommand {
             let formatter = ISO8601DateFormatter()
             for key in ring.keys {
                 print(
-                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))  \(counts[key.id] ?? 0) stored keys"
+                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))  \(Self.stored(counts[key.id] ?? 0))"
                 )
             }
             let known = Set(ring.keys.map(\.id))
             for (id, count) in counts.sorted(by: { $0.key < $1.key }) where !known.contains(id) {
-                print("\(String(format: "%08x", id))  absent    (not in this ring)      \(count) stored keys")
+                print("\(String(format: "%08x", id))  absent    (not in this ring)      \(Self.stored(count))")
             }
-            if malformed > 0 { print("-         malformed (too short to name a key) \(malformed) stored keys") }
+            if malformed > 0 { print("-         malformed (too short to name a key) \(Self.stored(malformed))") }
         }
+
+        static func stored(_ count: Int) -> String { count == 1 ? "1 stored key" : "\(count) stored keys" }
     }
 
     struct Enable: AsyncParsableCommand {

@@ -126,7 +126,7 @@ import Testing
         let primary = String(format: "%08x", ring.primaryID)
         var listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
         #expect(listed.0 == 0)
-        #expect(listed.1.contains("\(first)  disabled") && listed.1.contains("  1 stored keys\n"), "\(listed.1)")
+        #expect(listed.1.contains("\(first)  disabled") && listed.1.contains("  1 stored key\n"), "\(listed.1)")
         #expect(listed.1.contains("\(primary)  primary") && listed.1.contains("  299 stored keys\n"), "\(listed.1)")
         #expect(try await Self.serverTool(["kek", "enable", primary] + tool, environment: environment).0 != 0)
         #expect(try await Self.serverTool(["kek", "enable", first] + tool, environment: environment).0 == 0)
@@ -155,8 +155,8 @@ import Testing
             """)
         listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
         #expect(listed.0 == 0)
-        #expect(listed.1.contains("deadbeef  absent    (not in this ring)      1 stored keys\n"), "\(listed.1)")
-        #expect(listed.1.contains("malformed (too short to name a key) 1 stored keys\n"), "\(listed.1)")
+        #expect(listed.1.contains("deadbeef  absent    (not in this ring)      1 stored key\n"), "\(listed.1)")
+        #expect(listed.1.contains("malformed (too short to name a key) 1 stored key\n"), "\(listed.1)")
     }
 }
 #endif
