@@ -97,19 +97,6 @@ public struct AuditEntry: Sendable, Equatable, Codable {
             purpose: purpose, version: version, detail: detail, hash: hash)
     }
 
-    /// The encoding the hash covers (docs/key-server.md, "Audit log"): a
-    /// label, then each field as a 4-byte big-endian length and its UTF-8
-    /// bytes, numbers in decimal.
-    var encoding: [UInt8] {
-        var bytes = Self.encode([Self.label, String(seq)])
-        bytes += Self.encodeTail(
-            at: at,
-            Record(
-                actor: actor, action: action, realm: realm, subject: subject, device: device, purpose: purpose,
-                version: version, detail: detail))
-        return bytes
-    }
-
     /// The encoding of every field after `seq`: what an entry's hash covers
     /// but its place in the chain. (PostgreSQL's append links the entries
     /// it is handed: it adds the label and the number, and hashes.)
@@ -134,13 +121,15 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         return bytes
     }
 
-    /// SHA-256 over `previous` and this entry's encoding, each field fed to
-    /// the hash as it is encoded (``encoding``, without building it: every
-    /// key release hashes one entry on SQLite's writer).
+    /// SHA-256 over `previous` and this entry's encoding (docs/key-server.md,
+    /// "Audit log"): a label, then each field as a 4-byte big-endian length
+    /// and its UTF-8 bytes, numbers in decimal, in the order below, which
+    /// ``encodeNaming(at:_:)`` and ``encodeTail(at:_:)`` follow for
+    /// PostgreSQL. Each field is fed to the hash as it is encoded, with no
+    /// array built: every key release hashes one entry on SQLite's writer.
     func chained(after previous: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data: previous)
-        // One call per field, in ``encoding``'s order: no array per entry.
         Self.feed(Self.label, to: &hasher)
         Self.feed(String(seq), to: &hasher)
         Self.feed(String(at), to: &hasher)

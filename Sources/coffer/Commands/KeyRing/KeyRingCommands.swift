@@ -22,6 +22,14 @@ struct KeyRingCommand: ParsableCommand {
 }
 
 extension KeyRingCommand {
+    /// A key id as `keyring list` prints it: up to 8 hex digits.
+    static func keyID(_ text: String) throws -> UInt32 {
+        guard text.count <= 8, let value = UInt32(text, radix: 16) else {
+            throw ValidationError("a key id is up to 8 hex digits")
+        }
+        return value
+    }
+
     struct New: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a key ring with one primary key (never overwrites).")
@@ -78,9 +86,7 @@ extension KeyRingCommand {
         var id: String
 
         func run() throws {
-            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
-                throw ValidationError("a key id is up to 8 hex digits")
-            }
+            let value = try KeyRingCommand.keyID(id)
             try unlock.modify(kek) { file in try file.update { try $0.disable(value) } }
         }
     }
@@ -95,9 +101,7 @@ extension KeyRingCommand {
         var id: String
 
         func run() throws {
-            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
-                throw ValidationError("a key id is up to 8 hex digits")
-            }
+            let value = try KeyRingCommand.keyID(id)
             try unlock.modify(kek) { file in try file.update { try $0.enable(value) } }
         }
     }
@@ -114,9 +118,7 @@ extension KeyRingCommand {
         var id: String
 
         func run() throws {
-            guard id.count <= 8, let value = UInt32(id, radix: 16) else {
-                throw ValidationError("a key id is up to 8 hex digits")
-            }
+            let value = try KeyRingCommand.keyID(id)
             do {
                 try unlock.modify(kek) { file in
                     try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
