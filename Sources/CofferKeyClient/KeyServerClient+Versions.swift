@@ -12,8 +12,9 @@ extension KeyServerClient {
     /// with the current version, then with each older one the server still
     /// serves, newest first, while it throws `wrongPassword`. A key ring or
     /// store sealed before an operator rotated the key so still opens; to
-    /// move it to the current version, change its secret to
-    /// `unlockSecret(purpose:)` (`coffer keyring passwd --new-kek-server`).
+    /// move it to the current version as it opens, use
+    /// ``unlock(purpose:device:_:moving:)`` (`coffer keyring passwd
+    /// --new-kek-server` for a key ring file).
     /// A retired version (410) ends the search: those below it are retired
     /// too, and what they sealed no longer opens through the server.
     ///
@@ -29,8 +30,48 @@ extension KeyServerClient {
     public func unlock<T>(
         purpose: String, device: String? = nil, _ open: (UnlockSecret) throws -> T
     ) async throws -> (value: T, version: Int, current: Int) {
+        let opened = try await search(purpose: purpose, device: device, open)
+        return (opened.value, opened.version, opened.current)
+    }
+
+    /// ``unlock(purpose:device:_:)``, and when an older version opened it,
+    /// `move` is handed what opened, that version's secret and the current
+    /// one's, to put the current version in the older one's place (the
+    /// following of a server's rotation: docs/store.md, "A key server's
+    /// key"). Once every device has opened, the older version can be
+    /// retired. When `move` throws, so does this (what opened stays open
+    /// in `move`'s hands: close it there if it must not leak).
+    ///
+    /// ```swift
+    /// let opened = try await client.unlock(purpose: "notes") { secret in
+    ///     try RecordStore.open(orCreate: path, schema: schema, secret: secret)
+    /// } moving: { store, older, current in
+    ///     try store.replaceSlot(openedBy: older, with: current)
+    /// }
+    /// ```
+    ///
+    /// - Returns: what `open` returned, the version that opened it (now
+    ///   moved when below the current one), and the current version.
+    public func unlock<T>(
+        purpose: String, device: String? = nil, _ open: (UnlockSecret) throws -> T,
+        moving move: (T, _ older: UnlockSecret, _ current: UnlockSecret) throws -> Void
+    ) async throws -> (value: T, version: Int, current: Int) {
+        let opened = try await search(purpose: purpose, device: device, open)
+        if opened.version < opened.current {
+            try move(opened.value, opened.secret, opened.currentSecret)
+        }
+        return (opened.value, opened.version, opened.current)
+    }
+
+    /// The current version, then each older one, newest first, until one opens.
+    private func search<T>(
+        purpose: String, device: String?, _ open: (UnlockSecret) throws -> T
+    ) async throws -> (value: T, version: Int, current: Int, secret: UnlockSecret, currentSecret: UnlockSecret) {
         let current = try await currentKey(purpose: purpose, device: device)
-        if let value = try Self.attempt(open, .key(current.key)) { return (value, current.version, current.version) }
+        let currentSecret = UnlockSecret.key(current.key)
+        if let value = try Self.attempt(open, currentSecret) {
+            return (value, current.version, current.version, currentSecret, currentSecret)
+        }
         var version = current.version - 1
         while version >= 1 {
             let older: ServerKey
@@ -42,7 +83,10 @@ extension KeyServerClient {
                     "no version of the server's key for \(purpose) from \(current.version) down to \(version + 1) opens it, and version \(version) and older are retired"
                 )
             }
-            if let value = try Self.attempt(open, .key(older.key)) { return (value, version, current.version) }
+            let secret = UnlockSecret.key(older.key)
+            if let value = try Self.attempt(open, secret) {
+                return (value, version, current.version, secret, currentSecret)
+            }
             version -= 1
         }
         throw CofferError(

@@ -24,6 +24,7 @@ final class PostgresBackend: SnapshotReads {
     private let slots: DispatchSemaphore
     private let counter = Locked(0)
     private let metaExists = Locked(false)
+    private let closed = Locked(false)
     private let logger: Logger
 
     /// The PostgreSQL schema (namespace) the store's tables live in, when
@@ -65,6 +66,19 @@ final class PostgresBackend: SnapshotReads {
 
     /// PostgreSQL's WAL is the server's business: nothing to do here.
     func checkpoint() throws {}
+
+    /// Closes the idle connections now; a connection in use is closed when
+    /// its transaction ends (``RecordStore/close()`` lets no new one start).
+    func close() throws {
+        closed.withLock { $0 = true }
+        for connection in idle.withLock({ kept in
+            defer { kept = [] }
+            return kept
+        }) {
+            let closing: EventLoopFuture<Void> = connection.close()
+            try closing.wait()
+        }
+    }
 
     /// A transaction on one connection. Statements whose answer is not
     /// needed yet are queued on the connection (postgres-nio runs them in
@@ -138,7 +152,14 @@ final class PostgresBackend: SnapshotReads {
             connection = try endpoint.connect(id: id, what: "the store")
         }
         // Back to the idle ones after a failure too: the transaction was rolled back.
-        defer { if !connection.isClosed { idle.withLock { $0.append(connection) } } }
+        defer {
+            if closed.withLock({ $0 }) {
+                let closing: EventLoopFuture<Void> = connection.close()
+                try? closing.wait()
+            } else if !connection.isClosed {
+                idle.withLock { $0.append(connection) }
+            }
+        }
         return try body(connection)
     }
 }

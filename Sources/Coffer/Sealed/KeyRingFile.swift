@@ -195,6 +195,40 @@ public struct KeyRingFile: Sendable, CustomStringConvertible, CustomDebugStringC
         slots.append(try KeySlot.wrap(dataKey, for: secret, kdf: kdf, binding: binding))
     }
 
+    /// The index of the first slot `secret` opens. A secret of the wrong
+    /// kind for every slot is `invalidArgument`; one that opens none is
+    /// `wrongPassword`. Each password slot tried costs one KDF run.
+    public func slotIndex(openedBy secret: UnlockSecret) throws -> Int {
+        let (_, index) = try KeySlot.unwrap(slots, with: secret, binding: binding)
+        return index
+    }
+
+    /// Removes slot `index` (the data key stays: a slot that was never
+    /// exposed goes; a secret that leaked calls for ``changeSecret(to:kdf:)``,
+    /// since whoever holds it and an old copy of the file has the data key).
+    /// The last slot is never removed.
+    public mutating func removeSlot(at index: Int) throws {
+        guard slots.indices.contains(index) else {
+            throw CofferError(.invalidArgument, "there is no key slot \(index) (the slots are 0 to \(slots.count - 1))")
+        }
+        guard slots.count > 1 else {
+            throw CofferError(.refused, "slot \(index) is the only key slot: nothing would open the key ring")
+        }
+        slots.remove(at: index)
+    }
+
+    /// Wraps the same data key for `new` in place of the slot `old` opens
+    /// (a key server's key moved to its current version, a KEK moved to
+    /// another keychain), keeping every other slot. Returns the slot's index.
+    @discardableResult
+    public mutating func replaceSlot(
+        openedBy old: UnlockSecret, with new: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
+    ) throws -> Int {
+        let index = try slotIndex(openedBy: old)
+        slots[index] = try KeySlot.wrap(dataKey, for: new, kdf: kdf, binding: binding)
+        return index
+    }
+
     /// Re-derives the password slots that `secret` opens with the current
     /// defaults of the same kind (same password, new salts). A key opens
     /// no password slot, so nothing changes for one.

@@ -7,7 +7,28 @@ extension RecordStore {
     /// first when another process or job moved the epoch). SQLite's errors
     /// become Coffer errors: a duplicate primary key is `refused`.
     func write<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
-        try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
+        try checkOpen()
+        return try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
+    }
+
+    /// Closes the store: transactions under way finish, and every
+    /// connection (SQLite's pool, PostgreSQL's connections) is closed once
+    /// they have; every call after this is refused (`refused`). Closing
+    /// twice does nothing. A store that is released closes itself too, but
+    /// at a time its last user decides: close it before deleting or
+    /// replacing its file (sign-out), or in tests.
+    public func close() throws {
+        guard
+            closed.withLock({ was in
+                defer { was = true }
+                return !was
+            })
+        else { return }
+        try backend.close()
+    }
+
+    func checkOpen() throws {
+        if closed.withLock({ $0 }) { throw CofferError(.refused, "the store at \(path) is closed") }
     }
 
     /// A read with the store's state as of its snapshot. On a backend with
@@ -15,6 +36,7 @@ extension RecordStore {
     /// transaction; when the epoch moved, or the read needs more than one
     /// statement, it runs again in a transaction.
     func read<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
+        try checkOpen()
         if let snapshots = backend as? any SnapshotReads {
             let held = state.withLock { $0 }
             if let result = try snapshots.read(atEpoch: held.epoch, { db in try body(db, held) }) { return result }
@@ -27,6 +49,7 @@ extension RecordStore {
     /// same transaction as whatever else `body` writes.
     @discardableResult
     func change<T>(_ body: (any StoreConnection, inout StoreState) throws -> T) throws -> T {
+        try checkOpen()
         let (result, epoch) = try backend.write(exclusive: true) { db in
             let old = try refreshed(db, writing: true)
             if let mark = try rollbackGuard?.highWaterMark(for: Self.guardKey(old.keys.storeID)), old.epoch < mark {

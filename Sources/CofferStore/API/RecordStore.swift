@@ -46,6 +46,8 @@ public final class RecordStore: Sendable {
     /// A delete or an update committed whose old cells may still be in the
     /// WAL, because the checkpoint that would clear them could not run.
     let residue = Locked(false)
+    /// Set by ``close()``: no transaction starts after it.
+    let closed = Locked(false)
 
     static let format = "coffer store v1"
 

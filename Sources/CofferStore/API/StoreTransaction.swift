@@ -125,7 +125,8 @@ extension RecordStore {
     public func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         // Always a real transaction: the snapshot shortcut of one-statement
         // reads could run `body` twice.
-        try backend.read { db in
+        try checkOpen()
+        return try backend.read { db in
             let transaction = StoreTransaction(store: self, db: db, state: try refreshed(db), writable: false)
             defer { transaction.open = false }
             return try body(transaction)

@@ -55,6 +55,9 @@ package protocol StoreBackend: Sendable {
     func write<T>(exclusive: Bool, _ body: (any StoreConnection) throws -> T) throws -> T
     /// Empties the database's write-ahead log of older page images (after a migration).
     func checkpoint() throws
+    /// Closes every connection once the transactions under way end; the
+    /// backend is not used again.
+    func close() throws
 }
 
 /// A backend whose reads can skip their transaction: `body` runs with no

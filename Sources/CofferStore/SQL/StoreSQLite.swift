@@ -261,6 +261,10 @@ struct SQLiteBackend: StoreBackend {
         }
     }
 
+    func close() throws {
+        do { try pool.close() } catch let error as DatabaseError { throw Self.coffer(error) }
+    }
+
     static func coffer(_ error: DatabaseError) -> CofferError {
         if error.resultCode == .SQLITE_CONSTRAINT {
             return CofferError(.refused, "a record with this primary key exists (\(error.message ?? "constraint"))")

@@ -125,8 +125,23 @@ enum SecretSource {
     static func unlock(keyFile: String?, passphraseFile: String?, keyWhat: String, prompt: String, confirm: Bool)
         throws -> UnlockSecret
     {
-        if let keyFile { return .key(try Input.readKey32(path: keyFile, what: keyWhat)) }
+        if let keyFile { return try kek(path: keyFile, what: keyWhat) }
         if let passphraseFile { return .password(try Passphrase.read(file: passphraseFile)) }
         return .password(try Passphrase.prompt(prompt, confirm: confirm))
+    }
+
+    /// A KEK file: 32 bytes, or the text of a recovery key (``RecoveryKey``,
+    /// as `coffer store add-slot --recovery-key` printed it).
+    static func kek(path: String, what: String) throws -> UnlockSecret {
+        let bytes = try Input.readAll(path: path, what: what, secret: true)
+        if bytes.count == 32 { return .key(SymmetricKey(data: bytes)) }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if bytes.count > 32, text.utf8.allSatisfy({ $0 < 0x80 }) {
+            do { return try .recoveryKey(text) } catch let error as CofferError {
+                throw CLIFailure("\(what) \(path) is not a recovery key: \(error.description)", status: 64)
+            }
+        }
+        throw CLIFailure(
+            "\(what) \(path) holds \(bytes.count) bytes; it must hold 32 (or a recovery key's text)", status: 64)
     }
 }

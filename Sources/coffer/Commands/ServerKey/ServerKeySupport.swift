@@ -61,16 +61,29 @@ struct ServerKEKOptions {
     /// `body` with the server's key that opens what it opens: --kek-version,
     /// else the current version, then older ones (G12:
     /// ``KeyServerClient/unlock(purpose:device:_:)``), with a note when an
-    /// older one did; nil without --kek-server.
-    func open<T>(_ body: @escaping (UnlockSecret) throws -> T) throws -> T? {
+    /// older one did; nil without --kek-server. With `move`, what an older
+    /// version opened is moved to the current one (a store's slot rewrapped).
+    func open<T>(
+        _ body: @escaping (UnlockSecret) throws -> T,
+        moving move: ((T, UnlockSecret, UnlockSecret) throws -> Void)? = nil
+    ) throws -> T? {
         guard let (client, purpose) = try client() else { return nil }
         if kekVersion != nil { return try body(try secret()!) }
         let open = UncheckedBox(body)
+        let mover = UncheckedBox(move)
         let opened = try Blocking.await {
-            let opened = try await client.unlock(purpose: purpose) { UncheckedBox(try open.value($0)) }
+            let opened = try await client.unlock(purpose: purpose) {
+                UncheckedBox(try open.value($0))
+            } moving: {
+                try mover.value?($0.value, $1, $2)
+            }
             return UncheckedBox((opened.value.value, opened.version, opened.current))
         }.value
-        if opened.1 < opened.2 {
+        if opened.1 < opened.2, move != nil {
+            StandardError.write(
+                "coffer: note: opened with version \(opened.1) of the server's key for \(purpose) and moved to version \(opened.2); version \(opened.1) can be retired once every other copy has opened\n"
+            )
+        } else if opened.1 < opened.2 {
             StandardError.write(
                 "coffer: note: opened with version \(opened.1) of the server's key for \(purpose); the current one is \(opened.2). Keep version \(opened.1) unretired while this uses it (a key ring moves with 'coffer keyring passwd --new-kek-server').\n"
             )

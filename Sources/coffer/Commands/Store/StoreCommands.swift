@@ -17,7 +17,8 @@ struct StoreCommand: ParsableCommand {
         subcommands: [
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
             StoreVerify.self, StorePlanCommand.self, Rotate.self, Reindex.self, StoreMigrate.self,
-            StoreAcceptRollback.self, StoreAlter.self, StoreImport.self,
+            StoreAcceptRollback.self, StoreAlter.self, StoreImport.self, StorePasswd.self, StoreSlots.self,
+            StoreAddSlot.self, StoreRemoveSlot.self,
         ]
     )
 }
@@ -64,7 +65,13 @@ struct StoreOptions: ParsableArguments {
             }
             return try RecordStore.open(sqlite: database, secret: secret)
         }
-        if kek.kekKeychain == nil, let store = try kek.server.open(open) { return store }
+        // Opened with an older version of the server's key, the store moves
+        // to the current one: its slot is rewrapped, no record rewritten.
+        if kek.kekKeychain == nil,
+            let store = try kek.server.open(open, moving: { try $0.replaceSlot(openedBy: $1, with: $2) })
+        {
+            return store
+        }
         return try open(try secret(kek, confirm: false))
     }
 

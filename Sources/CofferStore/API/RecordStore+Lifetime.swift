@@ -1,0 +1,60 @@
+import Coffer
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension RecordStore {
+    /// Opens the store at `path`, or makes it with `schema` when there is
+    /// no file there: what an app calls at every launch.
+    ///
+    /// ```swift
+    /// let store = try RecordStore.open(orCreate: url.path, schema: schema, secret: .password(typed))
+    /// ```
+    ///
+    /// Two processes doing this at once make one store: the one that loses
+    /// the race to create the file opens the other's once its first
+    /// transaction has committed. `kdf` is the new store's password KDF
+    /// (an existing store keeps its own). An existing store keeps the
+    /// schema its migrations made; `schema` is not compared with it.
+    public static func open(
+        orCreate path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
+        if !FileManager.default.fileExists(atPath: path) {
+            do {
+                return try create(sqlite: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+            } catch let error as CofferError
+                where error.code == .refused && FileManager.default.fileExists(atPath: path)
+            {
+                // Another process made the file first: open what it makes.
+            }
+        }
+        // A file made a moment ago by another process may not hold its
+        // tables yet (they commit in its first transaction): wait for them
+        // a little, never for a file that stays without them.
+        let deadline = Date().addingTimeInterval(2)
+        while true {
+            do {
+                return try open(sqlite: path, secret: secret, rollbackGuard: rollbackGuard)
+            } catch let error as CofferError where error.code == .malformed && Date() < deadline {
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Deletes the stored record with `record`'s primary key; false when
+    /// there was none. A record without one (never put) is `invalidArgument`.
+    @discardableResult
+    public func delete<R: SealedRecord>(_ record: R) throws -> Bool {
+        let table = try schema.table(R.storeTable)
+        guard let key = try record.storeRecord()[table.primaryKey], key != .null else {
+            throw CofferError(
+                .invalidArgument, "this \(R.self) has no primary key \(table.primaryKey): it was never put")
+        }
+        return try delete(R.storeTable, id: key)
+    }
+}
