@@ -34,7 +34,8 @@ extension PasswordKDF {
 struct KEKOptions: ParsableArguments {
     @Option(help: "Read the passphrase from this file.") var passphraseFile: String?
 
-    @Option(help: "A 32-byte key-encryption key file instead of a passphrase.") var kekFile: String?
+    @Option(help: "A 32-byte key-encryption key file (or a recovery key's text) instead of a passphrase.")
+    var kekFile: String?
 
     @Option(
         name: .customLong("kek-keychain"),

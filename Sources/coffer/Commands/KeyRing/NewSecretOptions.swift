@@ -19,7 +19,7 @@ struct NewSecretOptions: ParsableArguments {
     @Option(help: "That file keychain's 32-byte key file.") var newKEKKeychainKeyFile: String?
     @Flag(
         help:
-            "Move to the current version of the key server's key (what --kek-server opens, with any version)."
+            "The key server's current key (for --kek-server's server and purpose; what opens may be older)."
     )
     var newKEKServer = false
     @Option(help: "The KDF for the new passphrase: scrypt or pbkdf2.")
