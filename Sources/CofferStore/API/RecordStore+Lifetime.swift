@@ -58,3 +58,21 @@ extension RecordStore {
         return try delete(R.storeTable, id: key)
     }
 }
+
+extension RecordStore {
+    /// ``open(orCreate:schema:secret:kdf:rollbackGuard:)`` on a Dispatch
+    /// thread: the password KDF never runs on the caller's.
+    public static func open(
+        orCreate path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) async throws -> RecordStore {
+        try await BlockingWork.run {
+            try open(orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+        }
+    }
+
+    @discardableResult
+    public func delete<R: SealedRecord>(_ record: R) async throws -> Bool {
+        try await BlockingWork.run { try self.delete(record) }
+    }
+}

@@ -24,7 +24,7 @@ extension RecordStore {
     /// key, so an old copy of the store opened with an old secret opens
     /// nothing sealed from now on. Returns the new primary key's id.
     ///
-    /// A password that leaked: `changeSecret` then ``rotateKeys(batchSize:progress:)``,
+    /// A password that leaked: `changeSecret` then `rotateKeys()`,
     /// which seals every cell again under the new primary and disables the
     /// older keys (docs/store.md). Other processes that have the store open
     /// must open it again with the new secret; until then their
@@ -44,8 +44,8 @@ extension RecordStore {
         }
     }
 
-    /// Makes a new ``RecoveryKey`` and adds a slot for it: show its
-    /// ``RecoveryKey/text`` to the user once, and keep it nowhere else.
+    /// Makes a new `RecoveryKey` and adds a slot for it: show its
+    /// `text` to the user once, and keep it nowhere else.
     public func addRecoveryKey() throws -> RecoveryKey {
         let recovery = RecoveryKey()
         try addSlot(for: recovery.unlockSecret)
@@ -54,7 +54,7 @@ extension RecordStore {
 
     /// Removes slot `index` (see ``keySlots()``); the last one stays. The
     /// data key does not change, so this retires a secret that was never
-    /// exposed; one that leaked calls for ``changeSecret(to:kdf:)``.
+    /// exposed; one that leaked calls for `changeSecret(to:kdf:)`.
     public func removeSlot(at index: Int) throws {
         try changeRing { ring in try ring.removeSlot(at: index) }
     }
@@ -119,3 +119,33 @@ extension RecordStore {
 
 /// Another writer changed the key ring between an edit and its write.
 private struct KeyRingMoved: Error {}
+
+/// Async twins: a password's KDF runs on a Dispatch thread, never on the
+/// caller's (an app's main actor) or the cooperative pool.
+extension RecordStore {
+    @discardableResult
+    public func changeSecret(to secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt) async throws -> UInt32 {
+        try await BlockingWork.run { try self.changeSecret(to: secret, kdf: kdf) }
+    }
+
+    @discardableResult
+    public func addSlot(for secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt) async throws -> Int {
+        try await BlockingWork.run { try self.addSlot(for: secret, kdf: kdf) }
+    }
+
+    public func addRecoveryKey() async throws -> RecoveryKey {
+        try await BlockingWork.run { try self.addRecoveryKey() }
+    }
+
+    @discardableResult
+    public func replaceSlot(
+        openedBy old: UnlockSecret, with new: UnlockSecret, kdf: PasswordKDF = .defaultScrypt
+    ) async throws -> Int {
+        try await BlockingWork.run { try self.replaceSlot(openedBy: old, with: new, kdf: kdf) }
+    }
+
+    @discardableResult
+    public func removeSlot(openedBy secret: UnlockSecret) async throws -> Int {
+        try await BlockingWork.run { try self.removeSlot(openedBy: secret) }
+    }
+}

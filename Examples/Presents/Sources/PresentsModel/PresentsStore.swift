@@ -20,13 +20,6 @@ public final class PresentsStore: Sendable {
     public enum Unlock: Sendable {
         case password(String)
         case server(KeyServerClient, purpose: String = "presents")
-
-        func secret() async throws -> UnlockSecret {
-            switch self {
-            case .password(let password): .password(Array(password.utf8))
-            case .server(let client, let purpose): try await client.unlockSecret(purpose: purpose)
-            }
-        }
     }
 
     /// What is clear and what is sealed: the schema, not the type, says it.
@@ -49,7 +42,11 @@ public final class PresentsStore: Sendable {
 
     /// Opens the presents at `url`, making the file on first use. A wrong
     /// password is `CofferError` `.wrongPassword`; the key derivation runs
-    /// off the caller's thread.
+    /// off the caller's thread. With the key server's key, the current
+    /// version is tried first, then older ones; a store an older version
+    /// opened moves to the current one (its key slot rewrapped, no present
+    /// rewritten), so the server's operator can retire the older version
+    /// once every device has opened.
     /// `kdf`: how a password is stretched when the file is made (scrypt,
     /// about a second on a phone); `rollbackGuard`: where the newest state
     /// seen is kept, so that an older copy of the file put back is refused.
@@ -57,15 +54,30 @@ public final class PresentsStore: Sendable {
         at url: URL, unlock: Unlock, kdf: PasswordKDF = .defaultScrypt,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
     ) async throws -> PresentsStore {
-        let secret = try await unlock.secret()
-        if FileManager.default.fileExists(atPath: url.path) {
+        switch unlock {
+        case .password(let password):
             return PresentsStore(
-                try await RecordStore.open(sqlite: url.path, secret: secret, rollbackGuard: rollbackGuard))
+                try await RecordStore.open(
+                    orCreate: url.path, schema: schema, secret: .password(password), kdf: kdf,
+                    rollbackGuard: rollbackGuard))
+        case .server(let client, let purpose):
+            // A key has no KDF to keep off this thread: the synchronous open is quick.
+            let opened = try await client.unlock(purpose: purpose) { secret in
+                try RecordStore.open(orCreate: url.path, schema: schema, secret: secret, rollbackGuard: rollbackGuard)
+            } moving: { store, older, current in
+                try store.replaceSlot(openedBy: older, with: current)
+            }
+            return PresentsStore(opened.value)
         }
-        return PresentsStore(
-            try await RecordStore.create(
-                sqlite: url.path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard))
     }
+
+    /// Changes the password (the store is locked with the new one alone).
+    public func changePassword(to password: String, kdf: PasswordKDF = .defaultScrypt) async throws {
+        try await store.changeSecret(to: .password(password), kdf: kdf)
+    }
+
+    /// Closes the store (before its file is deleted at sign-out).
+    public func close() throws { try store.close() }
 
     /// Adds a present and returns it with the id the store gave it.
     @discardableResult
@@ -96,6 +108,12 @@ public final class PresentsStore: Sendable {
     @discardableResult
     public func remove(id: Int64) async throws -> Bool {
         try await store.delete(Present.self, id: .integer(id))
+    }
+
+    /// Removes a present; false when it was already gone.
+    @discardableResult
+    public func remove(_ present: Present) async throws -> Bool {
+        try await store.delete(present)
     }
 
     /// A present as it may go to a log: who it is for, never what.

@@ -81,14 +81,64 @@ import Testing
     }
 }
 
-/// A transport that answers every key request with one key, as a key
-/// server answers `POST /v1/keys/{purpose}`, and keeps what was asked.
+extension PresentsStoreTests {
+    /// The server's operator rotates the key: the presents still open (with
+    /// version 1, once), move to version 2 as they open, and after version 1
+    /// is retired open with version 2 at the first try.
+    @Test func thePresentsFollowTheServersRotation() async throws {
+        let served = ServedKey(key: Data((0..<32).map { UInt8($0) }))
+        let client = try KeyServerClient(
+            server: URL(string: "https://keys.example.com")!, account: "alice", token: { "alice's id token" },
+            transport: served)
+        let url = try Self.file()
+        let presents = try await PresentsStore.open(at: url, unlock: .server(client), rollbackGuard: nil)
+        try await presents.add(toWhom: "Grandma", description: "a knitted scarf")
+        try presents.close()
+        served.rotate(to: Data(repeating: 0x42, count: 32))
+        let moved = try await PresentsStore.open(at: url, unlock: .server(client), rollbackGuard: nil)
+        #expect(try await moved.all().map(\.description) == ["a knitted scarf"])
+        try moved.close()
+        #expect(
+            served.requests.suffix(2) == [
+                "POST https://keys.example.com/v1/keys/presents",
+                "GET https://keys.example.com/v1/keys/presents/versions/1",
+            ])
+        served.retireOlder()
+        let later = try await PresentsStore.open(at: url, unlock: .server(client), rollbackGuard: nil)
+        #expect(try await later.all().map(\.description) == ["a knitted scarf"])
+        #expect(served.requests.last == "POST https://keys.example.com/v1/keys/presents")
+    }
+
+    /// The password changed: the new one opens the presents, the old one no longer.
+    @Test func thePasswordChanges() async throws {
+        let url = try Self.file()
+        let presents = try await PresentsStore.open(
+            at: url, unlock: .password("Xmas 2026"), kdf: Self.fast, rollbackGuard: nil)
+        let kite = try await presents.add(toWhom: "Sam", description: "a kite")
+        try await presents.changePassword(to: "Xmas 2027", kdf: Self.fast)
+        try presents.close()
+        await #expect(throws: CofferError.self) {
+            _ = try await PresentsStore.open(at: url, unlock: .password("Xmas 2026"), rollbackGuard: nil)
+        }
+        let again = try await PresentsStore.open(at: url, unlock: .password("Xmas 2027"), rollbackGuard: nil)
+        #expect(try await again.remove(kite))
+        #expect(try await again.count() == 0)
+    }
+}
+
+/// A transport that answers key requests as a key server answers `POST
+/// /v1/keys/{purpose}` (the current version) and `GET …/versions/{n}`
+/// (410 for a retired one), and keeps what was asked.
 final class ServedKey: KeyServerTransport, @unchecked Sendable {
-    let key: Data
     private let lock = NSLock()
     private var asked: [String] = []
+    /// The key of each version, version 1 first; nil for a retired one.
+    private var versions: [Data?]
 
-    init(key: Data) { self.key = key }
+    init(key: Data) { versions = [key] }
+
+    func rotate(to key: Data) { lock.withLock { versions.append(key) } }
+    func retireOlder() { lock.withLock { for index in versions.indices.dropLast() { versions[index] = nil } } }
 
     /// The requests made so far, as `METHOD URL`.
     var requests: [String] { lock.withLock { asked } }
@@ -96,9 +146,21 @@ final class ServedKey: KeyServerTransport, @unchecked Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         lock.withLock { asked.append("\(request.method) \(request.url.absoluteString)") }
         #expect(request.headers.contains { $0.name == "Authorization" && $0.value.hasPrefix("Bearer ") })
-        let purpose = request.url.lastPathComponent
+        let parts = request.url.pathComponents  // ["/", "v1", "keys", purpose, "versions", n]
+        let purpose = parts[3]
+        let (version, key): (Int, Data?) = lock.withLock {
+            if parts.count == 6, let asked = Int(parts[5]), versions.indices.contains(asked - 1) {
+                return (asked, versions[asked - 1])
+            }
+            return (versions.count, versions.last!)
+        }
+        guard let key else {
+            let problem = #"{"type":"about:blank","title":"retired","status":410,"code":"key-retired"}"#
+            return TransportResponse(
+                status: 410, headers: [("Content-Type", "application/problem+json")], body: Data(problem.utf8))
+        }
         let body = """
-            {"purpose":"\(purpose)","version":1,"keyId":"0011223344556677","key":"\(key.base64EncodedString())"}
+            {"purpose":"\(purpose)","version":\(version),"keyId":"0011223344556677","key":"\(key.base64EncodedString())"}
             """
         return TransportResponse(
             status: 200, headers: [("Content-Type", "application/json")], body: Data(body.utf8))
