@@ -50,7 +50,19 @@ extension RecordStore {
         }
         var filters = clear.map { "\(StoreSQL.quoted($0.0.name)) IS ?" }
         var arguments = try clear.map { try StoreSQL.databaseValue($0.1, for: $0.0, table: table.name) }
-        guard !sealed.isEmpty else {
+        for predicate in query.predicates {
+            let (sql, values) = try predicate.sql(table, db.dialect)
+            filters.append(sql)
+            arguments += values
+        }
+        let tokens = try query.tokens.sorted(by: { $0.key < $1.key }).map { name, token in
+            try tokenCondition(table, field: name, token: token, state)
+        }
+        for token in tokens {
+            filters.append(token.sql)
+            arguments += token.arguments
+        }
+        guard !sealed.isEmpty || !tokens.isEmpty else {
             let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
             if counting {
                 let count =
@@ -63,6 +75,16 @@ extension RecordStore {
                 try state.record(from: $0, table: table)
             }
             return (records, records.count)
+        }
+        guard !sealed.isEmpty else {
+            // Token conditions alone: their entries pick candidates, which
+            // are opened and checked, then skipped and limited here.
+            let filter = " WHERE " + filters.joined(separator: " AND ")
+            var records = try db.rows("\(select(table))\(filter)\(order)", arguments).map {
+                try state.record(from: $0, table: table)
+            }.filter { record in tokens.allSatisfy { $0.matches(record) } }
+            records = Array(records.dropFirst(query.offset).prefix(query.limit ?? Int.max))
+            return (counting ? [] : records, records.count)
         }
         let usable = table.fields.filter(\.sealed).flatMap { field in
             field.indexes.filter { $0.tokens == nil }.map {
@@ -121,14 +143,15 @@ extension RecordStore {
         var seen = Set<DatabaseValue>()
         rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
         var records = try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
-            sealed.allSatisfy { name in
-                let stored = candidate[name] ?? .null
-                let value = conditions[name]!
-                guard chosen.parts.contains(name),
-                    let asked = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
-                else { return stored == value }
-                return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == asked
-            }
+            tokens.allSatisfy { $0.matches(candidate) }
+                && sealed.allSatisfy { name in
+                    let stored = candidate[name] ?? .null
+                    let value = conditions[name]!
+                    guard chosen.parts.contains(name),
+                        let asked = StoreKeys.indexInput([value], transforms: chosen.index.transforms)
+                    else { return stored == value }
+                    return StoreKeys.indexInput([stored], transforms: chosen.index.transforms) == asked
+                }
         }
         if resort {
             records.sort { query.precedes($0, $1, primaryKey: table.primaryKey) }

@@ -13,8 +13,10 @@ import Foundation
 /// ```
 ///
 /// Conditions are equalities, as `RecordStore.find(_:where:)` takes
-/// them: clear fields compared by the database, sealed ones through a
-/// blind index and checked once opened. Only clear fields can be ordered
+/// them (clear fields compared by the database, sealed ones through a
+/// blind index and checked once opened), ``StorePredicate``s on clear
+/// fields (ranges, `in`, prefixes, parts, null tests, `&&`, `||`), and
+/// tokens of sealed fields with a token index. Only clear fields can be ordered
 /// by: the database cannot sort what it cannot read. Text is ordered by its
 /// UTF-8 bytes and null comes first (last when descending), on SQLite and
 /// PostgreSQL alike; records equal on every ordering are in primary key
@@ -33,6 +35,10 @@ public struct StoreQuery: Sendable, Hashable {
     public var table: String
     /// Field → the value it must equal; empty for every record.
     public var conditions: StoreRecord
+    /// Conditions on clear fields beyond equality, all of which must hold.
+    public var predicates: [StorePredicate]
+    /// Sealed field → a token its token index must hold.
+    public var tokens: [String: String]
     public var ordering: [Ordering]
     /// At most this many records; nil for all of them.
     public var limit: Int?
@@ -43,6 +49,8 @@ public struct StoreQuery: Sendable, Hashable {
     public init(_ table: String) {
         self.table = table
         conditions = [:]
+        predicates = []
+        tokens = [:]
         ordering = []
         limit = nil
         offset = 0
@@ -59,6 +67,24 @@ public struct StoreQuery: Sendable, Hashable {
     public func filter(_ conditions: StoreRecord) -> StoreQuery {
         var query = self
         query.conditions.merge(conditions) { $1 }
+        return query
+    }
+
+    /// Only the records `predicate` holds for (and every earlier
+    /// condition): ranges, `in`, prefixes and parts of clear fields
+    /// (``StorePredicate``).
+    public func filter(_ predicate: StorePredicate) -> StoreQuery {
+        var query = self
+        query.predicates.append(predicate)
+        return query
+    }
+
+    /// Only the records whose sealed `field` holds `token`, found through
+    /// its token index (the token transformed as the index transforms
+    /// tokens, so "Work" finds "work"), then opened and checked.
+    public func filter(_ field: String, hasToken token: String) -> StoreQuery {
+        var query = self
+        query.tokens[field] = token
         return query
     }
 
@@ -99,7 +125,8 @@ extension StoreQuery {
     /// The table, its ordering's SQL, and the query's fields checked.
     func checked(_ state: StoreState, _ dialect: StoreDialect) throws -> (table: StoreSchema.Table, orderSQL: String) {
         let table = try state.schema.table(self.table)
-        for name in conditions.keys where table.field(name) == nil {
+        for name in Array(conditions.keys) + Array(tokens.keys) + predicates.flatMap(\.fields)
+        where table.field(name) == nil {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
         }
         guard limit.map({ $0 >= 0 }) ?? true, offset >= 0 else {

@@ -79,7 +79,15 @@ extension RecordStore {
         _ tableName: String, where fieldName: String, hasToken token: String, _ db: any StoreConnection,
         _ state: StoreState
     ) throws -> [StoreRecord] {
-        let table = try state.schema.table(tableName)
+        try fetch(StoreQuery(tableName).filter(fieldName, hasToken: token), counting: false, db, state).records
+    }
+
+    /// The condition that `fieldName` of `table` has `token`: SQL that picks
+    /// the candidates through the token index (the token's entry for every
+    /// active version), and the check of an opened candidate.
+    func tokenCondition(_ table: StoreSchema.Table, field fieldName: String, token: String, _ state: StoreState) throws
+        -> TokenCondition
+    {
         guard let field = table.field(fieldName) else {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
         }
@@ -93,19 +101,29 @@ extension RecordStore {
             )
         }
         let entries = try state.keys.indexVersions.map {
-            Data(
-                try state.keys.indexValue(
-                    wanted, table: table.name, index: index.name, bits: index.bits, version: $0)
-            )
-            .databaseValue
+            Data(try state.keys.indexValue(wanted, table: table.name, index: index.name, bits: index.bits, version: $0))
+                .databaseValue
         }
         let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))
-        let rows = try db.rows(
-            "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))",
-            entries)
-        return try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
-            guard let text = (candidate[field.name] ?? .null).indexText else { return false }
-            return tokens.tokens(of: text, transforms: index.transforms).contains(wanted[0])
-        }
+        return TokenCondition(
+            sql:
+                "\(StoreSQL.quoted(table.primaryKey)) IN (SELECT key FROM \(side) WHERE entry IN (\(entries.map { _ in "?" }.joined(separator: ", "))))",
+            arguments: entries, field: field.name, tokens: tokens, transforms: index.transforms, token: wanted[0])
+    }
+}
+
+/// A token condition of a query: its SQL, and the check that an opened
+/// record really has the token (entries of two tokens may collide).
+struct TokenCondition {
+    let sql: String
+    let arguments: [DatabaseValue]
+    let field: String
+    let tokens: IndexTokens
+    let transforms: [IndexTransform]
+    let token: String
+
+    func matches(_ record: StoreRecord) -> Bool {
+        guard let text = (record[field] ?? .null).indexText else { return false }
+        return tokens.tokens(of: text, transforms: transforms).contains(token)
     }
 }
