@@ -67,6 +67,9 @@ final class PostgresBackend: SnapshotReads {
     /// PostgreSQL's WAL is the server's business: nothing to do here.
     func checkpoint() throws {}
 
+    /// None: an observation runs its query again every period.
+    func changeWatcher() throws -> (any StoreChangeWatcher)? { nil }
+
     /// Closes the idle connections now; a connection in use is closed when
     /// its transaction ends (``RecordStore/close()`` lets no new one start).
     func close() throws {

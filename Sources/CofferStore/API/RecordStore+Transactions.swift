@@ -8,7 +8,9 @@ extension RecordStore {
     /// become Coffer errors: a duplicate primary key is `refused`.
     func write<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
         try checkOpen()
-        return try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
+        let result = try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
+        commits.withLock { $0 &+= 1 }
+        return result
     }
 
     /// Closes the store: transactions under way finish, and every
@@ -64,6 +66,7 @@ extension RecordStore {
         // Raised only once the new state committed: a crash before this
         // leaves the mark behind the database, never ahead of it.
         highestEpoch.withLock { $0 = max($0, epoch) }
+        commits.withLock { $0 &+= 1 }
         try rollbackGuard?.raise(Self.guardKey(state.withLock { $0.keys.storeID }), to: epoch)
         return result
     }

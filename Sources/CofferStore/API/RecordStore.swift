@@ -48,6 +48,8 @@ public final class RecordStore: Sendable {
     let residue = Locked(false)
     /// Set by ``close()``: no transaction starts after it.
     let closed = Locked(false)
+    /// Write transactions this handle committed: observations wake on it.
+    let commits = Locked<UInt64>(0)
 
     static let format = "coffer store v1"
 

@@ -58,6 +58,10 @@ package protocol StoreBackend: Sendable {
     /// Closes every connection once the transactions under way end; the
     /// backend is not used again.
     func close() throws
+    /// A watcher of other connections' commits (SQLite's `data_version` on
+    /// a connection of its own), or nil when the backend has none and an
+    /// observation runs its query again every period (PostgreSQL).
+    func changeWatcher() throws -> (any StoreChangeWatcher)?
 }
 
 /// A backend whose reads can skip their transaction: `body` runs with no
