@@ -90,6 +90,13 @@ public final class PresentsStore: Sendable {
         try await store.fetchAll(Present.self, Present.query.order(by: "toWhom").order(by: "id"))
     }
 
+    /// Every present as ``all()`` orders them, now and after every change
+    /// to them, by this app or another process on the same file (a share
+    /// extension, a widget): what the list screen shows.
+    public func changes() -> StoreObservation<[Present]> {
+        store.observe(Present.self, Present.query.order(by: "toWhom").order(by: "id"))
+    }
+
     /// The presents for one person, found by the database without opening any.
     public func presents(for toWhom: String) async throws -> [Present] {
         try await store.fetchAll(Present.self, Present.query.filter("toWhom", equals: .text(toWhom)).order(by: "id"))

@@ -30,29 +30,31 @@ public struct PresentsView: View {
                 }
             }
             .navigationTitle("Presents")
-            .task { await reload() }
+            .task { await follow() }
             .alert(
                 "Presents", isPresented: .constant(failure != nil),
                 actions: { Button("OK") { failure = nil } }, message: { Text(failure ?? "") })
         }
     }
 
-    private func reload() async {
-        do { presents = try await store.all() } catch { failure = "\(error)" }
+    /// The list as the store has it, now and after every change: this
+    /// screen's, a share extension's or a widget's (the task ends with the view).
+    private func follow() async {
+        do {
+            for try await list in store.changes() { presents = list }
+        } catch { failure = "\(error)" }
     }
 
     private func add() async {
         do {
             try await store.add(toWhom: toWhom, description: what)
             (toWhom, what) = ("", "")
-            await reload()
         } catch { failure = "\(error)" }
     }
 
     private func remove(_ gone: [Present]) async {
         do {
-            for present in gone { if let id = present.id { try await store.remove(id: id) } }
-            await reload()
+            for present in gone { try await store.remove(present) }
         } catch { failure = "\(error)" }
     }
 }

@@ -109,6 +109,24 @@ extension PresentsStoreTests {
         #expect(served.requests.last == "POST https://keys.example.com/v1/keys/presents")
     }
 
+    /// The list screen's sequence: the presents at once, then after each
+    /// change, made here or through another handle on the file (as a share
+    /// extension would).
+    @Test func theListFollowsEveryChange() async throws {
+        let url = try Self.file()
+        let presents = try await PresentsStore.open(
+            at: url, unlock: .password("Xmas 2026"), kdf: Self.fast, rollbackGuard: nil)
+        let extensionSide = try await PresentsStore.open(at: url, unlock: .password("Xmas 2026"), rollbackGuard: nil)
+        var changes = presents.changes().makeAsyncIterator()
+        #expect(try await changes.next() == [])
+        let kite = try await presents.add(toWhom: "Sam", description: "a kite")
+        #expect(try await changes.next() == [kite])
+        let scarf = try await extensionSide.add(toWhom: "Grandma", description: "a scarf")
+        #expect(try await changes.next() == [scarf, kite])
+        try await presents.remove(kite)
+        #expect(try await changes.next() == [scarf])
+    }
+
     /// The password changed: the new one opens the presents, the old one no longer.
     @Test func thePasswordChanges() async throws {
         let url = try Self.file()
