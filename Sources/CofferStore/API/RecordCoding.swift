@@ -198,14 +198,12 @@ struct FieldDecoder: Decoder {
             guard case .bytes(let bytes) = value else { throw mismatch }
             return Data(bytes) as! T
         case is Double.Type:
-            guard let number = value.textValue.flatMap(Double.init) ?? value.integerValue.map(Double.init) else {
-                throw mismatch
-            }
+            // Only the text a Double is stored as: an integer field (a
+            // date's milliseconds, a count) is never read as one.
+            guard let number = value.textValue.flatMap(Double.init) else { throw mismatch }
             return number as! T
         case is Float.Type:
-            guard let number = value.textValue.flatMap(Float.init) ?? value.integerValue.map(Float.init) else {
-                throw mismatch
-            }
+            guard let number = value.textValue.flatMap(Float.init) else { throw mismatch }
             return number as! T
         case let integer as any FixedWidthInteger.Type:
             guard case .integer(let number) = value, let fitted = integer.init(exactly: number) else { throw mismatch }

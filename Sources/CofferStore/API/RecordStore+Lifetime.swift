@@ -46,6 +46,35 @@ extension RecordStore {
         }
     }
 
+    /// Opens the store at `path`, refusing it unless it keeps every one of
+    /// `records` as the type declares itself (``SchemaRecord``): the error
+    /// names the type, the field and how they differ.
+    public static func open(
+        sqlite path: String, secret: UnlockSecret, records: [any SchemaRecord.Type],
+        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
+        try checked(try open(sqlite: path, secret: secret, rollbackGuard: rollbackGuard), records)
+    }
+
+    /// Opens the store at `path`, or makes it with the record types'
+    /// tables; either way refused unless it keeps every type as declared.
+    public static func open(
+        orCreate path: String, records: [any SchemaRecord.Type], secret: UnlockSecret,
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) throws -> RecordStore {
+        let schema = try StoreSchema(records: records)
+        return try checked(
+            try open(orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard), records)
+    }
+
+    static func checked(_ store: RecordStore, _ records: [any SchemaRecord.Type]) throws -> RecordStore {
+        do { try store.schema.check(records) } catch {
+            try? store.close()
+            throw error
+        }
+        return store
+    }
+
     /// Deletes the stored record with `record`'s primary key; false when
     /// there was none. A record without one (never put) is `invalidArgument`.
     @discardableResult
@@ -68,6 +97,16 @@ extension RecordStore {
     ) async throws -> RecordStore {
         try await BlockingWork.run {
             try open(orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+        }
+    }
+
+    /// ``open(orCreate:records:secret:kdf:rollbackGuard:)`` on a Dispatch thread.
+    public static func open(
+        orCreate path: String, records: [any SchemaRecord.Type], secret: UnlockSecret,
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+    ) async throws -> RecordStore {
+        try await BlockingWork.run {
+            try open(orCreate: path, records: records, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
         }
     }
 

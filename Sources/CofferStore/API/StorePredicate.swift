@@ -8,6 +8,8 @@ public struct StoreColumn: Sendable, Hashable, ExpressibleByStringLiteral {
     public var name: String
     public init(_ name: String) { self.name = name }
     public init(stringLiteral name: String) { self.name = name }
+    /// The field a record type's coding key names (`StoreColumn(Note.CodingKeys.createdAt)`).
+    public init(_ key: some CodingKey) { name = key.stringValue }
 
     /// Between `low` and `high`, both included.
     public func between(_ low: StoreValue, and high: StoreValue) -> StorePredicate {

@@ -63,6 +63,17 @@ public struct StoreQuery: Sendable, Hashable {
         return query
     }
 
+    /// `filter(_:equals:)` with the field named by a record type's coding
+    /// key (`Note.CodingKeys.title`): a name the compiler checks.
+    public func filter(_ key: some CodingKey, equals value: StoreValue) -> StoreQuery {
+        filter(key.stringValue, equals: value)
+    }
+
+    /// `order(by:descending:)` with the field named by a coding key.
+    public func order(by key: some CodingKey, descending: Bool = false) -> StoreQuery {
+        order(by: key.stringValue, descending: descending)
+    }
+
     /// Only the records whose fields equal every value of `conditions`.
     public func filter(_ conditions: StoreRecord) -> StoreQuery {
         var query = self
