@@ -19,10 +19,24 @@ public struct KeyCachePolicy: Sendable, Equatable {
     public var timeToLive: Int64
     /// Times a cached key may be handed out.
     public var maxUses: Int
+    /// When the cached keys can be read (Apple's `kSecAttrAccessible`):
+    /// after the first unlock since boot, on this device only by default,
+    /// so that a background task or an extension reads them while the
+    /// device is locked, and no backup carries them (they are fetched again).
+    public var accessibility: Accessibility
+    /// The keychain access group the cached keys are kept in, shared with
+    /// the app's extensions (Apple's `kSecAttrAccessGroup`); nil for the
+    /// app's default group.
+    public var accessGroup: String?
 
-    public init(timeToLive: Int64 = 3600, maxUses: Int = 10_000) {
+    public init(
+        timeToLive: Int64 = 3600, maxUses: Int = 10_000,
+        accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly, accessGroup: String? = nil
+    ) {
         self.timeToLive = timeToLive
         self.maxUses = maxUses
+        self.accessibility = accessibility
+        self.accessGroup = accessGroup
     }
 }
 
@@ -48,12 +62,17 @@ struct KeyCache: Sendable {
         var key: SymmetricKey
     }
 
+    /// The cache's items under `account` (every account when nil), in its access group.
+    func query(_ account: String?) -> KeychainQuery {
+        KeychainQuery(itemClass: .genericPassword, service: service, account: account, accessGroup: policy.accessGroup)
+    }
+
     static let magic = Array("CKC2".utf8)
     static let formerMagic = Array("CKC1".utf8)
 
     /// The entry under `account`, if it is still within the policy; counts one use.
     func take(_ account: String, now: Int64) throws -> Entry? {
-        let query = KeychainQuery.password(service: service, account: account)
+        let query = query(account)
         let secret: SecretBytes
         do {
             secret = try keychain.copyData(query)
@@ -76,10 +95,13 @@ struct KeyCache: Sendable {
     /// Keeps `entry` (a fresh fetch, counted as one use) under `account`.
     func put(_ entry: Entry, _ account: String) throws {
         let data = Self.encode(entry)
-        let query = KeychainQuery.password(service: service, account: account)
+        let query = query(account)
         do {
             try keychain.add(
-                .password(service: service, account: account, label: "Coffer key server cache"), data: data)
+                .password(
+                    service: service, account: account, label: "Coffer key server cache",
+                    accessGroup: policy.accessGroup, accessibility: policy.accessibility),
+                data: data)
         } catch let error as KeychainError where error.code == .duplicateItem {
             try keychain.update(query, with: KeychainChanges(data: data))
         }
@@ -88,15 +110,15 @@ struct KeyCache: Sendable {
     /// Forgets the key under `account`, if the cache holds one.
     func remove(_ account: String) throws {
         do {
-            try keychain.delete(.password(service: service, account: account))
+            try keychain.delete(query(account))
         } catch let error as KeychainError where error.code == .itemNotFound {}
     }
 
     /// Forgets every key this cache holds for `account` (sign-out).
     func forget(accountPrefix: String) throws {
-        for item in try keychain.copyMatching(.password(service: service))
+        for item in try keychain.copyMatching(query(nil))
         where item.account?.hasPrefix(accountPrefix) == true {
-            try keychain.delete(.password(service: service, account: item.account))
+            try keychain.delete(query(item.account))
         }
     }
 

@@ -104,3 +104,34 @@ import Testing
     }
 }
 #endif
+
+#if Server
+extension KeyCacheLifetimeTests {
+    /// The cache's items are kept with the policy's accessibility (after
+    /// the first unlock, this device only, unless told) and in its access
+    /// group, where the next fetch finds them.
+    @Test func cachedKeysCarryThePolicysAccessibilityAndAccessGroup() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer, clientCacheSeconds: 600)
+        try await server.run { client in
+            for (policy, accessibility, group) in [
+                (KeyCachePolicy(), Accessibility.afterFirstUnlockThisDeviceOnly, nil),
+                (
+                    KeyCachePolicy(accessibility: .whenUnlocked, accessGroup: "TEAM.example.shared"),
+                    Accessibility.whenUnlocked, "TEAM.example.shared"
+                ),
+            ] as [(KeyCachePolicy, Accessibility, String?)] {
+                let keychain = InMemoryKeychain()
+                let app = try KeyClientTests.client(
+                    client.port, token: try issuer.token("alice"), cache: keychain, policy: policy, over: .urlSession)
+                #expect(!(try await app.currentKey(purpose: "notes").fromCache))
+                #expect(try await app.currentKey(purpose: "notes").fromCache)
+                let items = try await keychain.copyMatching(.password())
+                #expect(items.count == 1)
+                #expect(items.first?.accessibility == accessibility)
+                #expect(items.first?.accessGroup == group)
+            }
+        }
+    }
+}
+#endif
