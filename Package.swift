@@ -99,6 +99,10 @@ let package = Package(
             name: "CofferStore",
             dependencies: [
                 "Coffer",
+                // On Apple platforms only: the keychain that keeps a store's
+                // rollback mark by default (RecordStore+Platform.swift).
+                .target(
+                    name: "CofferKeychain", condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding an INSERT's values straight

@@ -9,8 +9,15 @@ import Foundation
 public struct KeychainRollbackGuard: RollbackGuard {
     public static let service = "org.coffer.rollback-guard"
     public let keychain: any Keychain
+    /// When the marks can be read: after the first unlock, on this device
+    /// only, by default, so that a background task can write and no device
+    /// backup carries a mark back with an older copy of what it guards.
+    public let accessibility: Accessibility
 
-    public init(keychain: any Keychain) { self.keychain = keychain }
+    public init(keychain: any Keychain, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) {
+        self.keychain = keychain
+        self.accessibility = accessibility
+    }
 
     public func highWaterMark(for key: String) throws -> UInt64? {
         do {
@@ -32,7 +39,10 @@ public struct KeychainRollbackGuard: RollbackGuard {
     public func reset(_ key: String, to generation: UInt64) throws {
         let data = SecretBytes(withUnsafeBytes(of: generation.bigEndian, Array.init))
         do {
-            try keychain.add(.password(service: Self.service, account: key, label: "Coffer rollback mark"), data: data)
+            try keychain.add(
+                .password(
+                    service: Self.service, account: key, label: "Coffer rollback mark", accessibility: accessibility),
+                data: data)
         } catch let error as KeychainError where error.code == .duplicateItem {
             try keychain.update(.password(service: Self.service, account: key), data: data)
         }

@@ -174,7 +174,7 @@ extension RecordStore {
     /// metadata are byte for byte those of a SQLite store.
     public static func create(
         postgres url: String, password: String?, schema: StoreSchema, secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         let backend = try PostgresBackend(url: url, password: password)
         try backend.write(exclusive: false) { try backend.createNamespace($0) }
@@ -192,7 +192,7 @@ extension RecordStore {
     /// `GENERATED ALWAYS AS IDENTITY` refuses them.
     public static func adopt(
         postgres url: String, password: String?, schema: StoreSchema, secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         let backend = try PostgresBackend(url: url, password: password)
         return try adopt(backend, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard) {
@@ -246,7 +246,7 @@ extension RecordStore {
     /// store's state").
     public static func open(
         postgres url: String, password: String?, secret: UnlockSecret,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         try open(try PostgresBackend(url: url, password: password), secret: secret, rollbackGuard: rollbackGuard)
     }
@@ -257,7 +257,7 @@ extension RecordStore {
     @discardableResult
     public static func acceptCurrentState(
         postgres url: String, password: String?, secret: UnlockSecret,
-        rollbackGuard: any RollbackGuard = StateFileRollbackGuard.user
+        rollbackGuard: any RollbackGuard = RecordStore.defaultRollbackGuard
     ) throws -> UInt64 {
         try acceptCurrentState(
             try PostgresBackend(url: url, password: password), secret: secret, rollbackGuard: rollbackGuard)

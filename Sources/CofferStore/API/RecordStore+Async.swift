@@ -183,7 +183,7 @@ extension RecordStore {
     /// main thread, or the cooperative pool).
     public static func create(
         sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) async throws -> RecordStore {
         try await BlockingWork.run {
             try RecordStore.create(
@@ -194,7 +194,8 @@ extension RecordStore {
     /// ``open(sqlite:secret:rollbackGuard:)`` on a Dispatch thread: the
     /// key derivation never runs on the caller's.
     public static func open(
-        sqlite path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        sqlite path: String, secret: UnlockSecret,
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) async throws -> RecordStore {
         try await BlockingWork.run { try RecordStore.open(sqlite: path, secret: secret, rollbackGuard: rollbackGuard) }
     }

@@ -9,7 +9,9 @@ import Darwin
 
 extension RecordStore {
     /// Opens the store at `path`, or makes it with `schema` when there is
-    /// no file there: what an app calls at every launch.
+    /// no file there: what an app calls at every launch. On Apple
+    /// platforms the store's files are given `fileProtection` at each open
+    /// (``StoreFileProtection``; nothing elsewhere).
     ///
     /// ```swift
     /// let store = try RecordStore.open(orCreate: url.path, schema: schema, secret: .password(typed))
@@ -22,7 +24,20 @@ extension RecordStore {
     /// schema its migrations made; `schema` is not compared with it.
     public static func open(
         orCreate path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,
+        fileProtection: StoreFileProtection = .completeUntilFirstUserAuthentication
+    ) throws -> RecordStore {
+        let store = try openOrCreate(path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+        do { try protect(path, fileProtection) } catch {
+            try? store.close()
+            throw error
+        }
+        return store
+    }
+
+    static func openOrCreate(
+        _ path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
+        rollbackGuard: (any RollbackGuard)?
     ) throws -> RecordStore {
         if !FileManager.default.fileExists(atPath: path) {
             do {
@@ -51,7 +66,7 @@ extension RecordStore {
     /// names the type, the field and how they differ.
     public static func open(
         sqlite path: String, secret: UnlockSecret, records: [any SchemaRecord.Type],
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         try checked(try open(sqlite: path, secret: secret, rollbackGuard: rollbackGuard), records)
     }
@@ -60,11 +75,14 @@ extension RecordStore {
     /// tables; either way refused unless it keeps every type as declared.
     public static func open(
         orCreate path: String, records: [any SchemaRecord.Type], secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,
+        fileProtection: StoreFileProtection = .completeUntilFirstUserAuthentication
     ) throws -> RecordStore {
         let schema = try StoreSchema(records: records)
         return try checked(
-            try open(orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard), records)
+            try open(
+                orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard,
+                fileProtection: fileProtection), records)
     }
 
     static func checked(_ store: RecordStore, _ records: [any SchemaRecord.Type]) throws -> RecordStore {
@@ -89,24 +107,30 @@ extension RecordStore {
 }
 
 extension RecordStore {
-    /// ``open(orCreate:schema:secret:kdf:rollbackGuard:)`` on a Dispatch
-    /// thread: the password KDF never runs on the caller's.
+    /// ``open(orCreate:schema:secret:kdf:rollbackGuard:fileProtection:)`` on a
+    /// Dispatch thread: the password KDF never runs on the caller's.
     public static func open(
         orCreate path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,
+        fileProtection: StoreFileProtection = .completeUntilFirstUserAuthentication
     ) async throws -> RecordStore {
         try await BlockingWork.run {
-            try open(orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+            try open(
+                orCreate: path, schema: schema, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard,
+                fileProtection: fileProtection)
         }
     }
 
-    /// ``open(orCreate:records:secret:kdf:rollbackGuard:)`` on a Dispatch thread.
+    /// ``open(orCreate:records:secret:kdf:rollbackGuard:fileProtection:)`` on a Dispatch thread.
     public static func open(
         orCreate path: String, records: [any SchemaRecord.Type], secret: UnlockSecret,
-        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,
+        fileProtection: StoreFileProtection = .completeUntilFirstUserAuthentication
     ) async throws -> RecordStore {
         try await BlockingWork.run {
-            try open(orCreate: path, records: records, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard)
+            try open(
+                orCreate: path, records: records, secret: secret, kdf: kdf, rollbackGuard: rollbackGuard,
+                fileProtection: fileProtection)
         }
     }
 

@@ -76,17 +76,21 @@ public final class RecordStore: Sendable {
     /// file is made 0600 (its WAL and shared memory take its mode).
     /// `rollbackGuard` keeps the store's highest epoch outside the file,
     /// so that an older copy of its state put back is refused
-    /// (`rolledBack`): the per-user state file by default, nil for none.
+    /// (`rolledBack`): ``defaultRollbackGuard`` unless told, nil for none.
+    /// On Apple platforms its files are given the Data Protection class
+    /// `completeUntilFirstUserAuthentication` (``StoreFileProtection``).
     public static func create(
         sqlite path: String, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         try schema.validate()
         try createPrivateFile(path)
         do {
-            return try create(
+            let store = try create(
                 in: try SQLiteBackend(path: path), schema: schema, secret: secret, kdf: kdf,
                 rollbackGuard: rollbackGuard)
+            try protect(path, .completeUntilFirstUserAuthentication)
+            return store
         } catch {
             // Nothing was committed: leave no empty file behind.
             for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
@@ -97,7 +101,7 @@ public final class RecordStore: Sendable {
     /// Makes the tables and the metadata of a new store in `backend`'s database.
     package static func create(
         in backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     )
         throws -> RecordStore
     {
@@ -142,7 +146,8 @@ public final class RecordStore: Sendable {
     /// (``acceptCurrentState(sqlite:secret:rollbackGuard:)`` takes it when
     /// a backup was put back on purpose).
     public static func open(
-        sqlite path: String, secret: UnlockSecret, rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        sqlite path: String, secret: UnlockSecret,
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.io, "there is no store at \(path)")
@@ -156,7 +161,7 @@ public final class RecordStore: Sendable {
     /// Returns that epoch.
     @discardableResult
     public static func acceptCurrentState(
-        sqlite path: String, secret: UnlockSecret, rollbackGuard: any RollbackGuard = StateFileRollbackGuard.user
+        sqlite path: String, secret: UnlockSecret, rollbackGuard: any RollbackGuard = RecordStore.defaultRollbackGuard
     ) throws -> UInt64 {
         guard FileManager.default.fileExists(atPath: path) else {
             throw CofferError(.io, "there is no store at \(path)")
@@ -175,7 +180,7 @@ public final class RecordStore: Sendable {
 
     package static func open(
         _ backend: any StoreBackend, secret: UnlockSecret,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard
     ) throws -> RecordStore {
         func meta(_ db: any StoreConnection) throws -> [String: [UInt8]] {
             guard try db.tableExists(StoreSQL.metaTable) else {

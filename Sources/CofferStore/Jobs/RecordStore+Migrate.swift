@@ -38,7 +38,7 @@ extension RecordStore {
     /// the tables, in one transaction, no row touched.
     package static func adopt(
         _ backend: any StoreBackend, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF,
-        rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user,
+        rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,
         check: (StoreSchema.Table, any StoreConnection) throws -> Void
     ) throws -> RecordStore {
         try schema.validate()
