@@ -195,3 +195,36 @@ import Testing
         #expect(Self.code { try store.delete(Present(id: nil, to: "Tom")) } == .invalidArgument)
     }
 }
+
+#if Server
+import CofferStorePostgres
+
+extension StoreSlotTests {
+    /// The same slot changes on a PostgreSQL store: one state change each,
+    /// seen by a second handle (another server).
+    @Test(.enabled(if: PostgresStoreTests.available)) func slotsChangeOnPostgres() throws {
+        let namespace = "slots_" + String(UUID().uuidString.prefix(8)).lowercased()
+        let store = try PostgresStoreTests.store(try RecordStoreTests.schema(), in: namespace)
+        let url = try PostgresStoreTests.url(namespace)
+        let password = try #require(PostgresStoreTests.server).password
+        let id = try store.put(["to": "Ann", "description": "a book"], into: "presents")
+        let recovery = try store.addRecoveryKey()
+        let other = try RecordStore.open(
+            postgres: url, password: password, secret: try .recoveryKey(recovery.text), rollbackGuard: nil)
+        #expect(try other.get("presents", id: id)?["description"] == "a book")
+        try store.changeSecret(to: Self.new, kdf: Self.fast)
+        #expect(Self.code { _ = try other.get("presents", id: id) } == .refused)
+        #expect(
+            Self.code {
+                _ = try RecordStore.open(
+                    postgres: url, password: password, secret: recovery.unlockSecret, rollbackGuard: nil)
+            } == .invalidArgument)
+        let again = try RecordStore.open(postgres: url, password: password, secret: Self.new, rollbackGuard: nil)
+        #expect(try again.keySlots().count == 1)
+        #expect(try again.get("presents", id: id)?["description"] == "a book")
+        try again.close()
+        try other.close()
+        try store.close()
+    }
+}
+#endif

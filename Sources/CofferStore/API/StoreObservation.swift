@@ -59,14 +59,14 @@ public struct StoreObservation<Element: Sendable>: AsyncSequence, Sendable {
                 guard !store.closed.withLock({ $0 }) else { return nil }
                 watcher = try store.backend.changeWatcher()
                 try await look()
-                return try await run()
+                return try await runUnlessClosed()
             }
             while true {
                 do { try await Task.sleep(for: observation.tick) } catch { return nil }
                 guard !Task.isCancelled, !store.closed.withLock({ $0 }) else { return nil }
                 guard try await look() else { continue }
                 let before = last
-                let element = try await run()
+                guard let element = try await runUnlessClosed() else { return nil }
                 if last != before { return element }
             }
         }
@@ -93,6 +93,15 @@ public struct StoreObservation<Element: Sendable>: AsyncSequence, Sendable {
                 moved = true
             }
             return moved
+        }
+
+        /// ``run()``, or nil when the store was closed meanwhile (the
+        /// close, not the query, ended it).
+        mutating func runUnlessClosed() async throws -> Element? {
+            do { return try await run() } catch let error as CofferError where error.code == .refused {
+                if observation.store.closed.withLock({ $0 }) { return nil }
+                throw error
+            }
         }
 
         mutating func run() async throws -> Element {
