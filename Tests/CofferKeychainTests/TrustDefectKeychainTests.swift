@@ -82,26 +82,33 @@ import Glibc
     /// (same size) with A's cached mtime. A's next `add` must not reuse its
     /// cached items and drop B's update.
     @Test func F10_cacheIsNotReusedWhenTheBytesChanged() throws {
-        let folder = try KeychainFolder()
-        let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
-        let a = try FileKeychain.create(path: folder.keychain, secret: secret, rollbackGuard: nil)
-        try a.add(.password(service: "s", account: "x"), data: SecretBytes([1]))
-        _ = try a.copyMatching(.password())  // A caches this version (inode I)
-        var cached = stat()
-        stat(folder.keychain, &cached)
-        let keep = folder.path + "/inode-I"
-        #expect(link(folder.keychain, keep) == 0)  // inode I survives B's rename
-        let b = try FileKeychain.open(path: folder.keychain, secret: secret, rollbackGuard: nil)
-        // The item's modification date is JSON: update until B's file has
-        // exactly A's size, as the reviewer's scenario needs.
-        var written: [UInt8] = []
-        for _ in 0..<200 {
-            try b.update(.password(service: "s", account: "x"), data: SecretBytes([2]))
-            written = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
-            if written.count == Int(cached.st_size) { break }
-            usleep(1_000)
+        // The items' dates are JSON numbers of varying length, so B's file
+        // has A's size only by chance: B updates until it does, and when
+        // A's own size is a rare one (a date of few digits), the scenario
+        // starts again with a new A rather than waiting on luck.
+        var setUp: (KeychainFolder, UnlockSecret, FileKeychain, stat, String, [UInt8])?
+        for _ in 0..<20 where setUp == nil {
+            let folder = try KeychainFolder()
+            let secret = UnlockSecret.key(SymmetricKey(size: .bits256))
+            let a = try FileKeychain.create(path: folder.keychain, secret: secret, rollbackGuard: nil)
+            try a.add(.password(service: "s", account: "x"), data: SecretBytes([1]))
+            _ = try a.copyMatching(.password())  // A caches this version (inode I)
+            var cached = stat()
+            stat(folder.keychain, &cached)
+            let keep = folder.path + "/inode-I"
+            #expect(link(folder.keychain, keep) == 0)  // inode I survives B's rename
+            let b = try FileKeychain.open(path: folder.keychain, secret: secret, rollbackGuard: nil)
+            for _ in 0..<50 {
+                try b.update(.password(service: "s", account: "x"), data: SecretBytes([2]))
+                let written = Array(try Data(contentsOf: URL(fileURLWithPath: folder.keychain)))
+                if written.count == Int(cached.st_size) {
+                    setUp = (folder, secret, a, cached, keep, written)
+                    break
+                }
+                usleep(1_000)
+            }
         }
-        try #require(written.count == Int(cached.st_size))
+        let (folder, secret, a, cached, keep, written) = try #require(setUp, "B's file never had A's size")
         // B's bytes into inode I, in place; A's mtime back; inode I back at the path.
         let descriptor = open(keep, O_WRONLY)
         #expect(written.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == written.count)
