@@ -83,13 +83,7 @@ struct StoreFind: ParsableCommand {
             if !fromFile { Self.warnIfSealed(field, option: "--where") }
             wanted[name] = try StoreJSON.argument(value, field: field, table: table.name)
         }
-        var query = StoreQuery(table.name).filter(wanted)
-        for order in ordering {
-            let descending = order.hasSuffix(":desc")
-            let name =
-                descending ? String(order.dropLast(5)) : order.hasSuffix(":asc") ? String(order.dropLast(4)) : order
-            query = query.order(by: name, descending: descending)
-        }
+        var query = Self.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
         if count {
             print(try opened.fetchCount(query))
@@ -101,6 +95,18 @@ struct StoreFind: ParsableCommand {
             out += "\n"
         }
         print(out, terminator: "")
+    }
+
+    /// `query` ordered by each `--order-by` FIELD, FIELD:asc or FIELD:desc.
+    static func ordered(_ query: StoreQuery, _ ordering: [String]) -> StoreQuery {
+        var query = query
+        for order in ordering {
+            let descending = order.hasSuffix(":desc")
+            let name =
+                descending ? String(order.dropLast(5)) : order.hasSuffix(":asc") ? String(order.dropLast(4)) : order
+            query = query.order(by: name, descending: descending)
+        }
+        return query
     }
 
     /// A sealed field's search value on the command line is visible to

@@ -46,11 +46,7 @@ struct StoreWatch: ParsableCommand {
             StoreFind.warnIfSealed(field, option: "--where")
             wanted[name] = try StoreJSON.argument(value, field: field, table: table.name)
         }
-        var query = StoreQuery(table.name).filter(wanted)
-        for order in ordering {
-            let descending = order.hasSuffix(":desc")
-            query = query.order(by: descending ? String(order.dropLast(5)) : order, descending: descending)
-        }
+        var query = StoreFind.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit) }
         let observation = opened.observe(query, tick: .milliseconds(tick), period: .milliseconds(period))
         let limitOfLines = changes
