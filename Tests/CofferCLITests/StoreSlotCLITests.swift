@@ -143,3 +143,28 @@ import Glibc
         #expect(verified.status == 0, "\(verified.stdoutText)")
     }
 }
+
+extension StoreSlotCLITests {
+    /// A removed slot put back by a database writer (the key ring row as it
+    /// was, written with sqlite3): the store refuses its state, and the
+    /// removed KEK does not get in.
+    @Test func aRemovedSlotPutBackWithSQLiteOpensNothing() throws {
+        let directory = try StoreCLITests.setUp()
+        try directory.write("kekB", [UInt8](repeating: 0xb7, count: 32))
+        StoreCLITests.ok(
+            try Self.run(["add-slot", "--new-kek-file", "kekB"], directory, unlock: ["--kek-file", "kek"]), "add-slot")
+        let before = try StoreTamperCLITests.sqlite(
+            "SELECT hex(value) FROM coffer_meta WHERE name = 'key_ring'", directory
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!before.isEmpty)
+        StoreCLITests.ok(
+            try Self.run(["remove-slot", "--slot", "1"], directory, unlock: ["--kek-file", "kek"]), "remove-slot")
+        #expect(try !Self.opens(directory, ["--kek-file", "kekB"]))
+        try StoreTamperCLITests.sqlite(
+            "UPDATE coffer_meta SET value = X'\(before)' WHERE name = 'key_ring'", directory)
+        let result = try Self.run(
+            ["get", "--table", "presents", "--id", "1"], directory, unlock: ["--kek-file", "kekB"])
+        #expect(
+            result.status == 3 && result.stderr.contains("changed without the store's keys"), "\(result.stderr)")
+    }
+}
