@@ -215,18 +215,14 @@ extension RecordStore {
             else { continue }
             types[name] = type
         }
-        let holds: [StoreSchema.FieldType: Set<String>] = [
-            .text: ["text", "character varying", "character"], .integer: ["smallint", "integer", "bigint"],
-            .bytes: ["bytea"],
-        ]
         for field in table.fields {
             guard let type = types[field.name] else {
                 throw CofferError(.invalidArgument, "\(table.name) in \(location) has no column \(field.name)")
             }
-            guard holds[field.type]!.contains(type) else {
+            guard field.type.postgresColumnTypes.contains(type) else {
                 throw CofferError(
                     .invalidArgument,
-                    "\(table.name).\(field.name) in \(location) is \(type), which does not hold \(field.type.rawValue)")
+                    "\(table.name).\(field.name) in \(location) is \(type), which does not hold \(field.type.name)")
             }
         }
         let keys = try db.rows(

@@ -48,8 +48,8 @@ import Testing
         let table = try StoreSchema.Table(record: Note.self)
         #expect(table.name == "notes" && table.primaryKey == "id")
         #expect(
-            table.fields.map { "\($0.name):\($0.type.rawValue)\($0.sealed ? ":sealed" : "")" } == [
-                "id:integer", "title:text", "body:text:sealed", "tag:text:sealed", "createdAt:integer", "score:text",
+            table.fields.map { "\($0.name):\($0.type.name)\($0.sealed ? ":sealed" : "")" } == [
+                "id:integer", "title:text", "body:text:sealed", "tag:text:sealed", "createdAt:date", "score:double",
                 "kind:text", "priority:integer", "pinned:integer", "attachment:bytes",
             ])
         #expect(table.field("body")?.bind == ["title"])
@@ -186,12 +186,28 @@ import Testing
         }
     }
 
-    /// An integer field is never read into a Double (a date's milliseconds
-    /// would read as a number): it is an error naming the field.
+    /// A date field is never read into a Double or an integer (its
+    /// milliseconds would read as a number), nor a double into an integer
+    /// or text: each is an error naming the field.
     struct NoteReadWrong: SealedRecord {
         static let storeTable = "notes"
         var id: Int64?
         var createdAt: Double
+    }
+    struct NoteDateAsInteger: SealedRecord {
+        static let storeTable = "notes"
+        var id: Int64?
+        var createdAt: Int64
+    }
+    struct NoteScoreAsText: SealedRecord {
+        static let storeTable = "notes"
+        var id: Int64?
+        var score: String
+    }
+    struct NoteScoreAsInteger: SealedRecord {
+        static let storeTable = "notes"
+        var id: Int64?
+        var score: Int
     }
 
     @Test func anIntegerFieldIsNotReadIntoADouble() throws {
@@ -200,11 +216,20 @@ import Testing
             orCreate: folder.database, records: [Note.self], secret: .password("pw"), kdf: RecordStoreTests.fast,
             rollbackGuard: nil)
         let note = try store.put(Self.note("x", at: 5))
-        do {
-            _ = try store.get(NoteReadWrong.self, id: .integer(note.id!))
-            Issue.record("an integer was read into a Double")
-        } catch let error as CofferError {
-            #expect(error.description.contains("createdAt"), "\(error)")
+        let id = StoreValue.integer(note.id!)
+        for (read, field) in [
+            ({ _ = try store.get(NoteReadWrong.self, id: id) }, "notes.createdAt holds date"),
+            ({ _ = try store.get(NoteDateAsInteger.self, id: id) }, "notes.createdAt holds date"),
+            ({ _ = try store.get(NoteScoreAsText.self, id: id) }, "notes.score holds double"),
+            ({ _ = try store.get(NoteScoreAsInteger.self, id: id) }, "notes.score holds double"),
+        ] as [(() throws -> Void, String)] {
+            do {
+                try read()
+                Issue.record("\(field) was read as another type")
+            } catch let error as CofferError {
+                #expect(error.description.contains(field), "\(error)")
+            }
         }
+        #expect(try store.get(Note.self, id: id)?.score == 2.5)
     }
 }

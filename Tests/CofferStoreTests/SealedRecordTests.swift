@@ -28,7 +28,7 @@ import Testing
                 fields: [
                     .init(name: "id", type: .integer), .init(name: "toWhom", type: .text),
                     .init(name: "description", type: .text, sealed: true, bind: ["toWhom"]),
-                    .init(name: "due", type: .integer), .init(name: "price", type: .text, sealed: true),
+                    .init(name: "due", type: .date), .init(name: "price", type: .double, sealed: true),
                     .init(name: "bought", type: .integer), .init(name: "wrapping", type: .text),
                     .init(name: "photo", type: .bytes, sealed: true), .init(name: "note", type: .text, sealed: true),
                     .init(name: "shop", type: .text),
@@ -65,7 +65,7 @@ import Testing
 
         // The dictionary API sees the same fields; the description is sealed on disk.
         let raw = try #require(try store.get("presents", id: 1))
-        #expect(raw["due"] == .integer(1_766_620_800_250) && raw["price"] == "12.5" && raw["bought"] == 0)
+        #expect(raw["due"] == .date(milliseconds: 1_766_620_800_250) && raw["price"] == 12.5 && raw["bought"] == 0)
         #expect(raw["wrapping"] == "paper" && raw["photo"] == .null)
         #expect(!(try Data(contentsOf: URL(fileURLWithPath: folder.database))).contains(Data("knitted".utf8)))
 
@@ -92,7 +92,10 @@ import Testing
             sqlite: folder.database, schema: try Self.schema(), secret: RecordStoreTests.passphrase,
             kdf: RecordStoreTests.fast, rollbackGuard: nil)
         try store.put(
-            ["toWhom": "Sam", "description": "x", "due": 5, "price": "cheap", "bought": 1, "wrapping": "box"],
+            [
+                "toWhom": "Sam", "description": "x", "due": .date(milliseconds: 5), "price": 1.5, "bought": 1,
+                "wrapping": "box",
+            ],
             into: "presents")
         func refused(_ words: String, _ body: () throws -> Void) {
             #expect {
@@ -101,8 +104,10 @@ import Testing
                 ($0 as? CofferError)?.code == .invalidArgument && "\($0)".contains(words)
             }
         }
-        refused("price") { _ = try store.get(Present.self, id: 1) }
-        try store.update("presents", id: 1, set: ["price": "1", "bought": 2])
+        // A value of another type never goes in, sealed or clear.
+        refused("presents.price holds double, not text") { try store.update("presents", id: 1, set: ["price": "1"]) }
+        refused("presents.due holds date, not integer") { try store.update("presents", id: 1, set: ["due": 5]) }
+        try store.update("presents", id: 1, set: ["bought": 2])
         refused("bought") { _ = try store.get(Present.self, id: 1) }
         try store.update("presents", id: 1, set: ["bought": 1])
         refused("presents.wrapping holds a value Wrapping does not take") { _ = try store.get(Present.self, id: 1) }

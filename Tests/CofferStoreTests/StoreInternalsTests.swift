@@ -48,7 +48,12 @@ import Testing
         let table = Self.table
         let sealer = try RowSealer(keys: keys, table: table, fields: table.fields.filter(\.sealed), version: 2)
         #expect(sealer.columns == ["coffer_life", "note", "email", "email_exact", "email_city"])
-        for (offset, (note, email)) in zip(Self.values, Self.values.reversed()).enumerated() {
+        // The sealed fields are text (or null): a value of another type is refused before sealing.
+        let texts = Self.values.map { $0.isNull || $0.type == .text ? $0 : .text("\($0.encoded)") }
+        #expect(throws: CofferError.self) {
+            try sealer.seal(["note": 5], key: 1, life: [UInt8](repeating: 0, count: 16))
+        }
+        for (offset, (note, email)) in zip(texts, texts.reversed()).enumerated() {
             let city = Self.values[(offset + 3) % Self.values.count]
             let key = StoreValue.integer(Int64(offset) - 2)
             let record: StoreRecord = ["city": city, "note": note, "email": email]

@@ -17,7 +17,8 @@ import Testing
                 fields: [
                     .init(name: "id", type: .integer),
                     .init(name: "title", type: .text),
-                    .init(name: "createdAt", type: .integer),
+                    .init(name: "createdAt", type: .date),
+                    .init(name: "score", type: .double),
                     .init(name: "raw", type: .bytes),
                     .init(
                         name: "body", type: .text, sealed: true,
@@ -41,7 +42,9 @@ import Testing
         var records: [StoreRecord] = []
         for (index, title) in titles.enumerated() {
             let record: StoreRecord = [
-                "title": title, "createdAt": .integer(Int64(index + 1) * 86_400_000),
+                "title": title, "createdAt": .date(milliseconds: Int64(index + 1) * 86_400_000),
+                // 10.5 after 9.75, -0.5 before 0.25: ordered as numbers, not as text.
+                "score": index == 5 ? .null : .double(Double(index) * 1.25 - 3.5),
                 "raw": index % 4 == 0 ? .null : .bytes([UInt8(index), 0xff]),
                 "body": .text(index % 3 == 0 ? "buy Milk and eggs" : "call home"),
                 "tag": index % 2 == 0 ? " Work" : "home",
@@ -56,14 +59,19 @@ import Testing
 
     static func ids(_ records: [StoreRecord]) -> [Int64] { records.compactMap { $0["id"]?.integerValue } }
 
+    static func milliseconds(_ record: StoreRecord) -> Int64 {
+        Int64((record["createdAt"]!.dateValue!.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    static func score(_ record: StoreRecord) -> Double? { record["score"]?.doubleValue }
+
     /// Null first, then text by UTF-8 bytes, as the databases order it here.
     static func less(_ a: StoreValue, _ b: StoreValue) -> Bool? {
-        switch (a, b) {
-        case (.integer(let x), .integer(let y)): x < y
-        case (.text(let x), .text(let y)): x.utf8.lexicographicallyPrecedes(y.utf8)
-        case (.bytes(let x), .bytes(let y)): x.lexicographicallyPrecedes(y)
-        default: nil
-        }
+        if let x = a.integerValue, let y = b.integerValue { return x < y }
+        if let x = a.doubleValue, let y = b.doubleValue { return x < y }
+        if let x = a.textValue, let y = b.textValue { return x.utf8.lexicographicallyPrecedes(y.utf8) }
+        if let x = a.bytesValue, let y = b.bytesValue { return x.lexicographicallyPrecedes(y) }
+        return nil
     }
 
     static func fold(_ text: String) -> String {
@@ -78,14 +86,19 @@ import Testing
         let (store, records) = try Self.filled(backend, folder)
         let day: Int64 = 86_400_000
         let cases: [(StorePredicate, (StoreRecord) -> Bool)] = [
-            (StoreColumn("createdAt") > .integer(5 * day), { $0["createdAt"]!.integerValue! > 5 * day }),
-            (StoreColumn("createdAt") >= .integer(5 * day), { $0["createdAt"]!.integerValue! >= 5 * day }),
-            (StoreColumn("createdAt") < .integer(3 * day), { $0["createdAt"]!.integerValue! < 3 * day }),
-            (StoreColumn("createdAt") <= .integer(3 * day), { $0["createdAt"]!.integerValue! <= 3 * day }),
+            (StoreColumn("createdAt") > .date(milliseconds: 5 * day), { Self.milliseconds($0) > 5 * day }),
+            (StoreColumn("createdAt") >= .date(milliseconds: 5 * day), { Self.milliseconds($0) >= 5 * day }),
+            (StoreColumn("createdAt") < .date(milliseconds: 3 * day), { Self.milliseconds($0) < 3 * day }),
+            (StoreColumn("createdAt") <= .date(milliseconds: 3 * day), { Self.milliseconds($0) <= 3 * day }),
             (
-                StoreColumn("createdAt").between(.integer(4 * day), and: .integer(7 * day)),
-                { (4 * day...7 * day).contains($0["createdAt"]!.integerValue!) }
+                StoreColumn("createdAt").between(.date(milliseconds: 4 * day), and: .date(milliseconds: 7 * day)),
+                { (4 * day...7 * day).contains(Self.milliseconds($0)) }
             ),
+            (StoreColumn("score") > 2.5, { (Self.score($0) ?? -.infinity) > 2.5 }),
+            (StoreColumn("score") <= -0.5, { (Self.score($0) ?? .infinity) <= -0.5 }),
+            (StoreColumn("score").between(-1, and: 9.75), { (-1...9.75).contains(Self.score($0) ?? .nan) }),
+            (StoreColumn("score").in([0.25, 10.5]), { [0.25, 10.5].contains(Self.score($0)) }),
+            (StoreColumn("score").isNull, { $0["score"] == .null }),
             (StoreColumn("title") == "Shop", { $0["title"] == "Shop" }),
             (StoreColumn("title") != "Shop", { $0["title"] != "Shop" && $0["title"] != .null }),
             (StoreColumn("title") < "Zoë", { Self.less($0["title"]!, "Zoë") == true }),
@@ -108,8 +121,8 @@ import Testing
             (StoreColumn("raw").isNotNull, { $0["raw"] != .null }),
             (StoreColumn("raw") > .bytes([5]), { Self.less(.bytes([5]), $0["raw"]!) == true }),
             (
-                StoreColumn("title").contains("op") && StoreColumn("createdAt") > .integer(day),
-                { $0["title"]!.textValue?.contains("op") == true && $0["createdAt"]!.integerValue! > day }
+                StoreColumn("title").contains("op") && StoreColumn("createdAt") > .date(milliseconds: day),
+                { $0["title"]!.textValue?.contains("op") == true && Self.milliseconds($0) > day }
             ),
             (
                 StoreColumn("title").isNull || StoreColumn("id").in([1]),
@@ -123,11 +136,16 @@ import Testing
             #expect(Self.ids(found) == Self.ids(records.filter(expected)), "case \(index) on \(backend)")
             #expect(try store.fetchCount(query) == found.count, "case \(index) on \(backend)")
         }
+        // Doubles ordered as numbers (10.5 after 9.75; text would put it first).
+        let byScore = try store.fetchAll(StoreQuery("notes").filter(StoreColumn("score").isNotNull).order(by: "score"))
+        #expect(byScore.map { Self.score($0)! } == records.compactMap(Self.score).sorted(), "\(backend)")
         // With a sealed equality: the blind index picks candidates, the predicate narrows them in SQL.
         let work = try store.fetchAll(
-            StoreQuery("notes").filter("tag", equals: "work").filter(StoreColumn("createdAt") > .integer(6 * day))
-                .order(by: "createdAt", descending: true).limit(2))
-        let expected = records.filter { $0["tag"] == " Work" && $0["createdAt"]!.integerValue! > 6 * day }
+            StoreQuery("notes").filter("tag", equals: "work").filter(
+                StoreColumn("createdAt") > .date(milliseconds: 6 * day)
+            )
+            .order(by: "createdAt", descending: true).limit(2))
+        let expected = records.filter { $0["tag"] == " Work" && Self.milliseconds($0) > 6 * day }
         #expect(Self.ids(work) == Array(Self.ids(expected).reversed().prefix(2)))
     }
 
@@ -160,7 +178,11 @@ import Testing
             (StoreColumn("body").hasPrefix("buy"), "notes.body is sealed: the database cannot compare"),
             (StoreColumn("tag") > "a", "find a sealed field by equality through its blind index"),
             (StoreColumn("title") > .null, "use isNull"),
-            (StoreColumn("createdAt") > "yesterday", "notes.createdAt holds integer, not text"),
+            (StoreColumn("createdAt") > "yesterday", "notes.createdAt holds dates: compare it with .date"),
+            // The trial's trap: seconds as an integer never silently matched nothing.
+            (StoreColumn("createdAt") > .integer(1_700_000_000), "holds dates: compare it with .date(someDate)"),
+            (StoreColumn("score") > "2", "notes.score holds double, not text"),
+            (StoreColumn("id") > 2.5, "notes.id holds integer, not double"),
             (StoreColumn("createdAt").hasPrefix("1"), "a prefix or a part is for text fields"),
             (StoreColumn("colour") == "red", "notes has no field colour"),
             (StoreColumn("id").in((0...10_000).map { StoreValue.integer($0) }), "at most 10000"),
@@ -181,11 +203,20 @@ import Testing
     }
 
     @Test func aDateIsItsMillisecondsAndCompares() throws {
-        let date = Date(timeIntervalSince1970: 1_700_000_000.1239)
-        #expect(StoreValue.date(date) == .integer(1_700_000_000_123))
+        let date = Date(timeIntervalSince1970: 1_700_000_000.1236)
+        #expect(StoreValue.date(date) == .date(milliseconds: 1_700_000_000_124))  // to the nearest
+        #expect(StoreValue.date(date) != .integer(1_700_000_000_124))  // a date is not an integer
         #expect(StoreValue.date(date) == (try StoreValue(encoding: date)))
-        #expect(StoreValue.date(Date(timeIntervalSince1970: -0.0005)) == .integer(-1))
-        #expect(StoreValue.date(.distantFuture).integerValue! > 0)
+        #expect(StoreValue.date(Date(timeIntervalSince1970: -0.0006)) == .date(milliseconds: -1))
+        #expect(StoreValue.date(Date(timeIntervalSince1970: 0.0004)) == .date(milliseconds: 0))
+        #expect(StoreValue.date(.distantFuture).dateValue! > Date())
+        // What comes back stores as itself, for every millisecond tried.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100_000 {
+            let milliseconds = Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &generator)
+            let back = StoreValue.date(milliseconds: milliseconds).dateValue!
+            #expect(StoreValue.date(back) == .date(milliseconds: milliseconds), "\(milliseconds)")
+        }
     }
 }
 

@@ -128,9 +128,21 @@ import Testing
         #expect(record["to"]?.textValue == "Grandma" && record["to"]?.integerValue == nil)
         #expect(record["year"]?.integerValue == 2026 && record["year"]?.textValue == nil)
         #expect(record["raw"]?.bytesValue == [1] && record["gone"]?.isNull == true && record["to"]?.isNull == false)
-        #expect(try StoreValue(encoding: Date(timeIntervalSince1970: 1.5)) == .integer(1500))
+        #expect(try StoreValue(encoding: Date(timeIntervalSince1970: 1.5)) == .date(milliseconds: 1500))
         #expect(try StoreValue(encoding: true) == .integer(1))
-        #expect(try StoreValue(encoding: 0.1) == .text("0.1"))
+        #expect(try StoreValue(encoding: 0.1) == .double(0.1) && StoreValue.double(0.1).doubleValue == 0.1)
+        #expect(try StoreValue(encoding: Float(0.5)) == 0.5)
+        #expect(throws: CofferError.self) { try StoreValue(encoding: Double.nan) }
+        #expect(throws: CofferError.self) { try StoreValue(encoding: Double.infinity) }
+        // Each type's encoding, and back (docs/store.md's table of tags).
+        for value: StoreValue in [
+            "x", 7, -2.5, .date(milliseconds: -1), .bytes([0]), .null, .double(-0.0), .integer(.min),
+        ] {
+            #expect(try StoreValue(encoded: value.encoded) == value && value.encoded.first == value.encoded.first)
+        }
+        #expect(StoreValue.double(1).encoded == [0x66, 0x3F, 0xF0, 0, 0, 0, 0, 0, 0])
+        #expect(StoreValue.date(milliseconds: 1).encoded == [0x64, 0, 0, 0, 0, 0, 0, 0, 1])
+        #expect(throws: CofferError.self) { try StoreValue(encoded: [0x66, 0x7F, 0xF8, 0, 0, 0, 0, 0, 0]) }  // NaN
         #expect(try StoreValue(encoding: Data([9])) == .bytes([9]))
         #expect(try StoreValue(encoding: Optional<String>.none) == .null)
         #expect(throws: CofferError.self) { try StoreValue(encoding: UInt64.max) }

@@ -106,7 +106,7 @@ import Testing
         let cases: [(String, String)] = [
             (
                 #"{"tables": [{"name": "t", "primaryKey": "id", "fields": [{"name": "id", "type": "float"}]}]}"#,
-                #"tables[0].fields[0].type must be "text", "integer" or "bytes""#
+                #"tables[0].fields[0].type must be "integer", "double", "date", "text" or "bytes""#
             ),
             (
                 #"{"tables": [{"name": "t", "primaryKey": "id", "fields": [{"name": "id", "type": "text", "sealed": "yes"}]}]}"#,

@@ -3,10 +3,9 @@ import Foundation
 
 /// Turns a `Codable` value into a record and back, one field per stored
 /// property (``SealedRecord``). A field holds one value: `String` as text;
-/// `Int`, the sized integers and `Bool` (0 or 1) as integers; `Date` as
-/// whole milliseconds since 1970 (an integer, so it orders); `Double` and
-/// `Float` as text in their shortest exact form; `Data` as bytes; nil as
-/// null; a type that encodes one such value (a `RawRepresentable` enum)
+/// `Int`, the sized integers and `Bool` (0 or 1) as integers; `Date` as a
+/// date (whole milliseconds since 1970); `Double` and `Float` as doubles;
+/// `Data` as bytes; nil as null (``StoreSchema/FieldType``); a type that encodes one such value (a `RawRepresentable` enum)
 /// as that value. Nested structures and arrays are refused: encode them
 /// to `Data` or a `String` first.
 enum RecordCoding {
@@ -69,27 +68,10 @@ final class FieldEncoder: Encoder {
         return encoded
     }
 
-    /// The types stored as themselves, not as what their `encode(to:)` makes.
+    /// The types stored as themselves, not as what their `encode(to:)`
+    /// makes (``StoreSchema/FieldType``).
     static func direct(_ value: some Encodable, field: String) throws -> StoreValue? {
-        switch value {
-        case let text as String: return .text(text)
-        case let flag as Bool: return .integer(flag ? 1 : 0)
-        case let date as Date:
-            let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
-            guard let whole = Int64(exactly: milliseconds) else {
-                throw CofferError(.invalidArgument, "the date in \(field) is out of range")
-            }
-            return .integer(whole)
-        case let data as Data: return .bytes(Array(data))
-        case let number as Double: return .text(number.description)
-        case let number as Float: return .text(number.description)
-        case let number as any BinaryInteger:
-            guard let whole = Int64(exactly: number) else {
-                throw CofferError(.invalidArgument, "\(field) holds an integer past 64 bits")
-            }
-            return .integer(whole)
-        default: return nil
-        }
+        try StoreSchema.FieldType.value(ofSwift: value, field: field)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -183,39 +165,18 @@ struct FieldDecoder: Decoder {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ value: StoreValue, field: String, table: String) throws -> T {
-        let mismatch = RecordCoding.mismatch(table, field, value, T.self)
-        switch T.self {
-        case is String.Type:
-            guard case .text(let text) = value else { throw mismatch }
-            return text as! T
-        case is Bool.Type:
-            guard case .integer(let number) = value, number == 0 || number == 1 else { throw mismatch }
-            return (number == 1) as! T
-        case is Date.Type:
-            guard case .integer(let milliseconds) = value else { throw mismatch }
-            return Date(timeIntervalSince1970: Double(milliseconds) / 1000) as! T
-        case is Data.Type:
-            guard case .bytes(let bytes) = value else { throw mismatch }
-            return Data(bytes) as! T
-        case is Double.Type:
-            // Only the text a Double is stored as: an integer field (a
-            // date's milliseconds, a count) is never read as one.
-            guard let number = value.textValue.flatMap(Double.init) else { throw mismatch }
-            return number as! T
-        case is Float.Type:
-            guard let number = value.textValue.flatMap(Float.init) else { throw mismatch }
-            return number as! T
-        case let integer as any FixedWidthInteger.Type:
-            guard case .integer(let number) = value, let fitted = integer.init(exactly: number) else { throw mismatch }
-            return fitted as! T
-        default:
-            do {
-                return try T(from: FieldDecoder(record: [:], value: (field, value), table: table))
-            } catch is DecodingError {
-                // The type's own refusal (a raw value no case has) quotes the
-                // value, which may be sealed: name the field instead.
-                throw CofferError(.invalidArgument, "\(table).\(field) holds a value \(T.self) does not take")
-            }
+        if let direct = StoreSchema.FieldType.swiftValue(T.self, of: value) {
+            // Only a value of the property's own field type: an integer
+            // field (a count) is never read as a Double or a Date.
+            guard let direct else { throw RecordCoding.mismatch(table, field, value, T.self) }
+            return direct
+        }
+        do {
+            return try T(from: FieldDecoder(record: [:], value: (field, value), table: table))
+        } catch is DecodingError {
+            // The type's own refusal (a raw value no case has) quotes the
+            // value, which may be sealed: name the field instead.
+            throw CofferError(.invalidArgument, "\(table).\(field) holds a value \(T.self) does not take")
         }
     }
 

@@ -2,11 +2,14 @@ import Coffer
 
 extension StoreValue {
     /// The value itself, for a field the schema keeps clear: text quoted as
-    /// Swift would, an integer in decimal, bytes in hex.
+    /// Swift would, an integer or a double in decimal, a date in ISO 8601,
+    /// bytes in hex.
     var clearDescription: String {
-        switch self {
+        switch storage {
         case .text(let text): text.debugDescription
+        case .integer(let number) where type == .date: StoreSchema.FieldType.iso8601(milliseconds: number)
         case .integer(let number): String(number)
+        case .double(let number): number.description
         case .bytes(let bytes): "0x" + Hex.encode(bytes)
         case .null: "null"
         }

@@ -62,9 +62,10 @@ extension RecordStore {
 extension StoreValue {
     /// The value as an argument of the app's SQL.
     fileprivate var appArgument: DatabaseValue {
-        switch self {
+        switch storage {
         case .text(let text): text.databaseValue
         case .integer(let number): number.databaseValue
+        case .double(let number): number.databaseValue
         case .bytes(let bytes): Data(bytes).databaseValue
         case .null: .null
         }

@@ -91,10 +91,7 @@ extension RecordStore {
 
     /// The largest integer among `keys` (0 when none is an integer).
     static func largestInteger(_ keys: [StoreValue]) -> Int64 {
-        keys.reduce(0) { largest, key in
-            if case .integer(let number) = key { return max(largest, number) }
-            return largest
-        }
+        keys.reduce(0) { largest, key in max(largest, key.integerValue ?? 0) }
     }
 
     /// Seals and inserts `records` under `keys`. Sealing runs on every

@@ -81,10 +81,7 @@ extension StoreState {
             }
             if next == nil {
                 let given =
-                    records.compactMap { record -> Int64? in
-                        if case .integer(let number) = record[table.primaryKey] { return number }
-                        return nil
-                    }.max() ?? 0
+                    records.compactMap { $0[table.primaryKey]?.integerValue }.max() ?? 0
                 let floor = max(try highest(), given)
                 guard floor < Int64.max else {
                     throw CofferError(.refused, "\(table.name) has used every integer primary key")

@@ -65,7 +65,9 @@ public struct StoreColumn: Sendable, Hashable, ExpressibleByStringLiteral {
 /// ```
 ///
 /// Text compares by its UTF-8 bytes, as the store orders it, on SQLite and
-/// PostgreSQL alike; a comparison with null matches nothing (use `isNull`).
+/// PostgreSQL alike; numbers and dates as numbers; a value must be of the
+/// field's type (a whole number may stand for a double); a comparison with
+/// null matches nothing (use `isNull`).
 /// A sealed field is refused: the database holds only its sealed bytes.
 /// Find a sealed field by equality through its blind index
 /// (`filter(_:equals:)`), or by token (`filter(_:hasToken:)`).
@@ -142,6 +144,16 @@ public struct StorePredicate: Sendable, Hashable {
                     .invalidArgument,
                     "a comparison of \(table.name).\(field.name) with null matches nothing: use isNull or isNotNull")
             }
+            // A whole number compares with a double field as that number
+            // (`StoreColumn("price") > 2`); no other type stands in for another.
+            if field.type == .double, let number = value.integerValue, let exact = Double(exactly: number) {
+                return exact.databaseValue
+            }
+            guard field.type != .date || value.type == .date else {
+                throw CofferError(
+                    .invalidArgument,
+                    "\(table.name).\(field.name) holds dates: compare it with .date(someDate), not \(value.kindName)")
+            }
             return try StoreSQL.databaseValue(value, for: field, table: table.name)
         }
         func render(_ node: Node) throws -> String {
@@ -166,7 +178,7 @@ public struct StorePredicate: Sendable, Hashable {
                 guard field.type == .text else {
                     throw CofferError(
                         .invalidArgument,
-                        "\(table.name).\(name) holds \(field.type.rawValue): a prefix or a part is for text fields")
+                        "\(table.name).\(name) holds \(field.type.name): a prefix or a part is for text fields")
                 }
                 let needle = ignoringCase ? Self.asciiLowercased(text) : text
                 arguments.append(try value(.text(needle), field))
@@ -198,16 +210,5 @@ public struct StorePredicate: Sendable, Hashable {
         String(
             decoding: text.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 },
             as: UTF8.self)
-    }
-}
-
-extension StoreValue {
-    /// A date as typed records store it: whole milliseconds since 1970
-    /// (finer parts dropped, toward the past), an integer.
-    /// A date beyond Int64's milliseconds (about 292 million years) is
-    /// clamped to the nearest end.
-    public static func date(_ date: Date) -> StoreValue {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
-        return .integer(Int64(exactly: milliseconds) ?? (milliseconds < 0 ? .min : .max))
     }
 }

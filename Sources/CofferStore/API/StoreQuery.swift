@@ -188,24 +188,8 @@ extension StoreQuery {
         return ascending(left, right) != order.descending
     }
 
-    /// Null, then integers, text by UTF-8 bytes, bytes.
+    /// Null, then by type, then by value (``StoreSchema/FieldType``).
     static func ascending(_ a: StoreValue, _ b: StoreValue) -> Bool {
-        switch (a, b) {
-        case (.integer(let x), .integer(let y)): return x < y
-        case (.text(let x), .text(let y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
-        case (.bytes(let x), .bytes(let y)): return x.lexicographicallyPrecedes(y)
-        default: return a.rank < b.rank
-        }
-    }
-}
-
-extension StoreValue {
-    fileprivate var rank: Int {
-        switch self {
-        case .null: 0
-        case .integer: 1
-        case .text: 2
-        case .bytes: 3
-        }
+        StoreSchema.FieldType.ascending(a, b)
     }
 }

@@ -29,24 +29,13 @@ enum RecordProbe {
 
     /// The field type a property of Swift type `T` is stored as, and a placeholder of it.
     static func placeholder<T: Decodable>(_ type: T.Type, key: String, log: Log) throws -> (StoreSchema.FieldType, T) {
+        if let direct = StoreSchema.FieldType.placeholder(T.self) { return direct }
         switch T.self {
-        case is String.Type: return (.text, "" as! T)
-        case is Bool.Type: return (.integer, false as! T)
-        case is Date.Type: return (.integer, Date(timeIntervalSince1970: 0) as! T)
-        case is Data.Type: return (.bytes, Data() as! T)
-        case is Double.Type: return (.text, 0.0 as! T)
-        case is Float.Type: return (.text, Float(0) as! T)
-        case let integer as any FixedWidthInteger.Type: return (.integer, integer.init(0) as! T)
         default:
             if let cases = T.self as? any CaseIterable.Type, let first = first(of: cases) as? T {
                 // An enum of raw values: its raw type's field, read by encoding a case.
                 let value = try StoreValue(encoding: AnyEncodable(first as! any Encodable))
-                switch value {
-                case .text: return (.text, first)
-                case .integer: return (.integer, first)
-                case .bytes: return (.bytes, first)
-                case .null: break
-                }
+                if let type = value.type { return (type, first) }
             }
             let inner = Log()
             let value: T

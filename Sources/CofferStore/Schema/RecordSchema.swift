@@ -94,7 +94,7 @@ extension StoreSchema.Table {
             guard stored.type == wanted.type else {
                 throw refuse(
                     wanted.name,
-                    "the property is stored as \(wanted.type.rawValue), the field holds \(stored.type.rawValue)")
+                    "the property is stored as \(wanted.type.name), the field holds \(stored.type.name)")
             }
             guard stored.sealed == wanted.sealed else {
                 throw refuse(

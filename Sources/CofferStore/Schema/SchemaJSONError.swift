@@ -16,7 +16,9 @@ enum SchemaJSONError {
         case .dataCorrupted(let context):
             guard let last = context.codingPath.last else { return "it is not JSON" }
             if last.stringValue == "type" {
-                return "\(place(context.codingPath)) must be \"text\", \"integer\" or \"bytes\""
+                let names = StoreSchema.FieldType.all.map { "\"\($0.name)\"" }
+                return
+                    "\(place(context.codingPath)) must be \(names.dropLast().joined(separator: ", ")) or \(names.last!)"
             }
             return "\(place(context.codingPath)) holds a value it cannot take"
         @unknown default:

@@ -20,8 +20,6 @@ import Foundation
 public struct StoreSchema: Codable, Sendable {
     public var tables: [Table]
 
-    public enum FieldType: String, Codable, Sendable { case text, integer, bytes }
-
     public struct Table: Codable, Sendable {
         public var name: String
         public var primaryKey: String

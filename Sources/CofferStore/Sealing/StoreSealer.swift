@@ -11,6 +11,7 @@ import GRDB
 struct RowSealer: Sendable {
     struct Cell: Sendable {
         let field: String
+        let type: StoreSchema.FieldType
         /// `SC1` ‖ the parts before the primary key, length-prefixed.
         let prefix: [UInt8]
         /// Bound fields: the name's length-prefixed bytes, and the field.
@@ -56,7 +57,7 @@ struct RowSealer: Sendable {
                     index: $0, inputs: [field.name] + $0.with,
                     mac: try keys.indexMAC(table: table.name, index: $0.name, version: version))
             }
-            cells.append(Cell(field: field.name, prefix: prefix, bound: bound, indexes: indexes))
+            cells.append(Cell(field: field.name, type: field.type, prefix: prefix, bound: bound, indexes: indexes))
             columns.append(field.name)
             columns += field.indexes.filter { $0.tokens == nil }.map(\.name)
         }
@@ -79,6 +80,11 @@ struct RowSealer: Sendable {
         var context: [UInt8] = []
         var plaintext: [UInt8] = []
         for cell in cells {
+            let value = record[cell.field] ?? .null
+            guard value.isNull || value.type == cell.type else {
+                throw CofferError(
+                    .invalidArgument, "\(table.name).\(cell.field) holds \(cell.type), not \(value.kindName)")
+            }
             context.removeAll(keepingCapacity: true)
             context += cell.prefix
             try Self.append(encoded: key, to: &context)
@@ -88,7 +94,7 @@ struct RowSealer: Sendable {
                 try Self.append(encoded: record[field] ?? .null, to: &context)
             }
             plaintext.removeAll(keepingCapacity: true)
-            Self.encode(record[cell.field] ?? .null, into: &plaintext)
+            value.encode(into: &plaintext)
             values.append(try keys.keyRing.seal(plaintext, context: context).databaseValue)
             for plan in cell.indexes {
                 if let splitter = plan.index.tokens {
@@ -163,31 +169,9 @@ struct RowSealer: Sendable {
 
     /// A value's ``StoreValue/encoded`` form as a context part.
     static func append(encoded value: StoreValue, to bytes: inout [UInt8]) throws {
-        let count: Int
-        switch value {
-        case .text(let text): count = 1 + text.utf8.count
-        case .integer: count = 9
-        case .bytes(let payload): count = 1 + payload.count
-        case .null: count = 1
-        }
+        let count = value.encodedCount
         try checkPart(count)
         withUnsafeBytes(of: UInt32(count).bigEndian) { bytes += $0 }
-        encode(value, into: &bytes)
-    }
-
-    /// Appends ``StoreValue/encoded`` without building it apart.
-    static func encode(_ value: StoreValue, into bytes: inout [UInt8]) {
-        switch value {
-        case .text(let text):
-            bytes.append(UInt8(ascii: "t"))
-            bytes += text.utf8
-        case .integer(let number):
-            bytes.append(UInt8(ascii: "i"))
-            withUnsafeBytes(of: number.bigEndian) { bytes += $0 }
-        case .bytes(let payload):
-            bytes.append(UInt8(ascii: "b"))
-            bytes += payload
-        case .null: bytes.append(UInt8(ascii: "n"))
-        }
+        value.encode(into: &bytes)
     }
 }

@@ -163,7 +163,7 @@ struct StoreState: Sendable {
         case .blob(let bytes):
             guard let tag = bytes.first, tag != SealedValue.version else { return nil }
             let value = try StoreValue(encoded: bytes)
-            guard value.kindName == field.type.rawValue else {
+            guard value.type == field.type || value.isNull else {
                 throw CofferError(
                     .malformed, "\(table.name).\(field.name) of this row holds neither its value nor a sealed cell")
             }

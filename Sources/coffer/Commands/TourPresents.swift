@@ -35,7 +35,7 @@ extension Tour {
         let reopened = try RecordStore.open(sqlite: path, secret: passphrase)
         let forGrandma = try reopened.find("presents", where: "to", equals: .text("Grandma"))
         let descriptions = forGrandma.compactMap { record -> String? in
-            if case .text(let text)? = record["description"] { text } else { nil }
+            record["description"]?.textValue
         }
         try check(descriptions.sorted() == ["a knitted scarf", "jasmine tea"], "the presents for Grandma differ")
         step("listed the presents to Grandma (\"to\" is clear)", descriptions.joined(separator: ", "))

@@ -77,7 +77,7 @@ struct TourPresents: ParsableCommand {
         let reopened = try RecordStore.open(sqlite: path("presents.sqlite"), secret: secret)
         let forGrandma = try reopened.find("presents", where: "toWhom", equals: .text("Grandma")).compactMap {
             record -> String? in
-            if case .text(let text)? = record["description"] { text } else { nil }
+            record["description"]?.textValue
         }
         try tour.check(forGrandma.sorted() == ["a knitted scarf", "jasmine tea"], "Grandma's presents differ")
         tour.step("listed the presents to Grandma (\"toWhom\" is clear)", forGrandma.sorted().joined(separator: ", "))

@@ -160,22 +160,27 @@ struct StorePut: ParsableCommand {
     func run() throws {
         let input = try Input(path: file)
         defer { input.finish() }
-        let open = { try store.open(kek) }
-        try RecordStream(batch: batch).run(input, tableName: table, open: open) { opened, table, next in
-            let keyOnly = table.keyOnly
-            let prefix = "{" + StoreJSON.quoted(table.primaryKey) + ":"
-            try opened.put(batches: next, into: table.name) { committed in
-                var keys = ""
-                for key in committed {
-                    if case .integer(let number) = key {
-                        keys += prefix + String(number) + "}\n"
-                    } else {
-                        keys += StoreJSON.line([table.primaryKey: key], table: keyOnly) + "\n"
-                    }
+        var keyOnly: StoreSchema.Table?
+        let open = {
+            let opened = try store.open(kek)
+            keyOnly = try opened.schema.table(table).keyOnly
+            return opened
+        }
+        try RecordJSONLines(batch: batch).put(
+            from: input.source, regularFile: input.size != nil, into: table, open: open
+        ) { committed in
+            let keyOnly = keyOnly!
+            let prefix = "{" + RecordJSON.quoted(keyOnly.primaryKey) + ":"
+            var keys = ""
+            for key in committed {
+                if let number = key.integerValue {
+                    keys += prefix + String(number) + "}\n"
+                } else {
+                    keys += RecordJSON.line([keyOnly.primaryKey: key], table: keyOnly) + "\n"
                 }
-                print(keys, terminator: "")
-                fflush(nil)  // the keys of a committed batch leave before the next is committed
             }
+            print(keys, terminator: "")
+            fflush(nil)  // the keys of a committed batch leave before the next is committed
         }
     }
 }
@@ -190,7 +195,7 @@ struct StoreGet: ParsableCommand {
     func run() throws {
         print(
             try row.act(store, kek) { store, table, key in
-                try store.get(table.name, id: key).map { StoreJSON.line($0, table: table) }
+                try store.get(table.name, id: key).map { RecordJSON.line($0, table: table) }
             })
     }
 }
@@ -208,14 +213,10 @@ struct StoreUpdate: ParsableCommand {
     func run() throws {
         // The changes are read and parsed before the key derivation, so a
         // malformed file is said at once.
-        let bytes = try Input.readAll(path: file, what: "the changes")
-        guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw CofferError(.malformed, "the changes are not UTF-8 JSON")
-        }
-        let parsed = try bytes.withUnsafeBufferPointer { try JSONLines.object($0) }
+        let object = try RecordJSON.object(utf8: try Input.readAll(path: file, what: "the changes"))
         let line = try row.act(store, kek) { store, table, key in
-            let changes = try StoreJSON.record(parsed, table: table)
-            return try store.update(table.name, id: key, set: changes).map { StoreJSON.line($0, table: table) }
+            let changes = try RecordJSON.record(object, table: table)
+            return try store.update(table.name, id: key, set: changes).map { RecordJSON.line($0, table: table) }
         }
         print(line)
     }

@@ -67,7 +67,7 @@ struct StoreFind: ParsableCommand {
                 given, option: token == nil ? "--has-token-file" : "--has-token", file: token == nil)
             if token != nil { Self.warnIfSealed(table.field(name), option: "--has-token") }
             for record in try opened.find(table.name, where: name, hasToken: value) {
-                print(StoreJSON.line(record, table: table))
+                print(RecordJSON.line(record, table: table))
             }
             return
         }
@@ -81,7 +81,7 @@ struct StoreFind: ParsableCommand {
             }
             guard wanted[name] == nil else { throw ValidationError("the conditions name \(name) twice") }
             if !fromFile { Self.warnIfSealed(field, option: "--where") }
-            wanted[name] = try StoreJSON.argument(value, field: field, table: table.name)
+            wanted[name] = try RecordJSON.value(argument: value, field: field, table: table.name)
         }
         var query = Self.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
@@ -91,7 +91,7 @@ struct StoreFind: ParsableCommand {
         }
         var out = ""
         for record in try opened.fetchAll(query) {
-            out += StoreJSON.line(record, table: table)
+            out += RecordJSON.line(record, table: table)
             out += "\n"
         }
         print(out, terminator: "")

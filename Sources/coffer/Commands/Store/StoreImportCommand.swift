@@ -64,7 +64,7 @@ struct StoreImport: ParsableCommand {
         let records = try opened.map { try Self.storeRecord($0, table: table) }
         let keys = try target.put(contentsOf: records, into: table.name)
         var lines = ""
-        for key in keys { lines += StoreJSON.line([table.primaryKey: key], table: table.keyOnly) + "\n" }
+        for key in keys { lines += RecordJSON.line([table.primaryKey: key], table: table.keyOnly) + "\n" }
         print(lines, terminator: "")
         StandardError.write(
             "coffer: imported \(keys.count) records from \(file) (AeroGear \(parameters.generation == .cbc ? "AES-128-CBC, unauthenticated" : "secretbox")) into \(table.name)\n"
@@ -88,13 +88,15 @@ struct StoreImport: ParsableCommand {
                 case (.text, .date(let date)): .text(date.formatted(.iso8601))
                 case (.integer, .integer(let number)): .integer(number)
                 case (.integer, .boolean(let flag)): .integer(flag ? 1 : 0)
+                case (.double, .real(let number)) where number.isFinite: .double(number)
+                case (.date, .date(let date)): .date(date)
                 case (.bytes, .data(let data)): .bytes(Array(data))
                 default: nil
                 }
             guard let stored else {
                 throw CofferError(
                     .invalidArgument,
-                    "\(record.name): field \"\(name)\" is \(value), which a \(field.type.rawValue) field cannot hold")
+                    "\(record.name): field \"\(name)\" is \(value), which a \(field.type.name) field cannot hold")
             }
             converted[name] = stored
         }

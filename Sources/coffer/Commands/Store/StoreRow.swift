@@ -16,7 +16,7 @@ struct StoreRow: ParsableArguments {
     ) throws -> T {
         let opened = try store.open(kek)
         let table = try opened.schema.table(table)
-        let key = try StoreJSON.argument(id, field: table.field(table.primaryKey)!, table: table.name)
+        let key = try RecordJSON.value(argument: id, field: table.field(table.primaryKey)!, table: table.name)
         guard let result = try body(opened, table, key) else {
             throw CLIFailure("\(table.name) has no record \(id)", status: 1)
         }

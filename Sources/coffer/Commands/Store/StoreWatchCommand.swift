@@ -44,7 +44,7 @@ struct StoreWatch: ParsableCommand {
                 throw CLIFailure("\(table.name) has no field \(name)", status: 64)
             }
             StoreFind.warnIfSealed(field, option: "--where")
-            wanted[name] = try StoreJSON.argument(value, field: field, table: table.name)
+            wanted[name] = try RecordJSON.value(argument: value, field: field, table: table.name)
         }
         var query = StoreFind.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit) }
@@ -53,7 +53,7 @@ struct StoreWatch: ParsableCommand {
         _ = try Blocking.await { [table] in
             var printed = 0
             for try await records in observation {
-                print("[" + records.map { StoreJSON.line($0, table: table) }.joined(separator: ",") + "]")
+                print("[" + records.map { RecordJSON.line($0, table: table) }.joined(separator: ",") + "]")
                 fflush(nil)
                 printed += 1
                 if let limitOfLines, printed >= limitOfLines { break }

@@ -1,13 +1,12 @@
 import Coffer
-import CofferStore
 import Foundation
 
-extension RecordStream {
+extension RecordJSONLines {
     /// The reader thread's loop: pieces of whole lines, parsed on every
     /// core (before the store is open, into fields; after, into records
     /// of its table) and handed to the writer. Throws the input's own
     /// errors; a bad line is handed over with the records before it.
-    func read(_ source: inout FileDescriptorSource, _ input: Input) throws {
+    func read(_ source: inout FileDescriptorSource) throws {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: Self.readSize)
         var linesBefore = 0
@@ -26,13 +25,13 @@ extension RecordStream {
                     continue
                 }
                 let first = pending[..<newline]
-                let whole = first.withUnsafeBufferPointer { (try? JSONLines.object($0)) != nil }
+                let whole = first.withUnsafeBufferPointer { (try? RecordJSONParser.object($0)) != nil }
                 let blank = first.allSatisfy { [0x20, 0x09, 0x0D].contains($0) }
                 if !whole && !blank {
-                    let parsed = try single(input, pending, ended: ended, source: &source)
+                    let parsed = try single(pending, ended: ended, source: &source)
                     markFirstRecord(nil)
                     guard let table = awaitTable() else { return }
-                    _ = hand(Piece(records: [try StoreJSON.record(parsed, table: table)], failure: nil))
+                    _ = hand(Piece(records: [try RecordJSON.record(parsed, table: table)], failure: nil))
                     return
                 }
                 decided = !blank
@@ -77,16 +76,16 @@ extension RecordStream {
         _ lines: [(range: Range<Int>, number: Int)], _ bytes: UnsafeBufferPointer<UInt8>, checkingEachLine: Bool
     ) throws -> [Result<StoreRecord, CofferError>]? {
         nonisolated(unsafe) let bytes = bytes
-        func parse(_ index: Int) throws -> JSONLines.Parsed {
+        func parse(_ index: Int) throws -> RecordJSONParser.Parsed {
             let line = UnsafeBufferPointer(rebasing: bytes[lines[index].range])
             guard !checkingEachLine || String(validating: line, as: UTF8.self) != nil else {
                 throw CofferError(.malformed, "the record is not UTF-8 JSON")
             }
-            return try JSONLines.object(line)
+            return try RecordJSONParser.object(line)
         }
         if let table = knownTable {
             return Self.parallelMap(lines.count) { index in
-                Self.result { try StoreJSON.record(try parse($0), table: table) }(index)
+                Self.result { try RecordJSON.record(try parse($0), table: table) }(index)
             }
         }
         let parsed = Self.parallelMap(lines.count) { index in Self.result { try parse($0) }(index) }
@@ -97,7 +96,7 @@ extension RecordStream {
         }
         guard let table = awaitTable() else { return nil }
         return Self.parallelMap(parsed.count) { index in
-            parsed[index].flatMap { fields in Self.result { _ in try StoreJSON.record(fields, table: table) }(index) }
+            parsed[index].flatMap { fields in Self.result { _ in try RecordJSON.record(fields, table: table) }(index) }
         }
     }
 
@@ -129,8 +128,8 @@ extension RecordStream {
     }
 
     /// A single object spread over lines: the whole input, at most 16 MiB.
-    func single(_ input: Input, _ pending: [UInt8], ended: Bool, source: inout FileDescriptorSource) throws
-        -> JSONLines.Parsed
+    func single(_ pending: [UInt8], ended: Bool, source: inout FileDescriptorSource) throws
+        -> RecordJSONParser.Parsed
     {
         var all = pending
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -139,14 +138,14 @@ extension RecordStream {
             if count == 0 { break }
             all += buffer[..<count]
             guard all.count <= 16 << 20 else {
-                throw CLIFailure("the records \(input.name) are one object larger than 16 MiB")
+                throw CofferError(.invalidArgument, "the records are one object larger than 16 MiB")
             }
         }
         return try all.withUnsafeBufferPointer { bytes in
             guard String(validating: bytes, as: UTF8.self) != nil else {
                 throw CofferError(.malformed, "the records are not UTF-8 JSON")
             }
-            return try JSONLines.object(bytes)
+            return try RecordJSONParser.object(bytes)
         }
     }
 

@@ -1,18 +1,18 @@
 import Coffer
-import CofferStore
 import Foundation
 
-/// A reader of flat JSON objects straight from UTF-8 bytes, for `coffer
-/// store put`'s records: field names to strings, integers or null. It
-/// takes exactly RFC 8259's grammar for those (escapes and surrogate pairs
-/// included); a value of another kind (true, 1.5, an array, an object)
-/// stops it, and the field's own error is raised by the caller. JSON lines
-/// are read on every core at once.
-enum JSONLines {
+/// A reader of flat JSON objects straight from UTF-8 bytes, for records:
+/// field names to strings, numbers or null. It takes exactly RFC 8259's
+/// grammar for those (escapes and surrogate pairs included); a value of
+/// another kind (true, an array, an object) stops it, and the field's own
+/// error is raised by the caller (``RecordJSON``).
+enum RecordJSONParser {
+    typealias Scalar = StoreSchema.FieldType.JSONScalar
+
     /// A field's value, or the name of a field whose value is of a kind
     /// records do not take.
-    enum Parsed {
-        case fields([(String, StoreJSON.Scalar)])
+    enum Parsed: Sendable {
+        case fields([(String, Scalar)])
         case other(field: String)
     }
 
@@ -25,7 +25,7 @@ enum JSONLines {
         var reader = Reader(bytes: bytes)
         reader.skipSpace()
         guard reader.take(UInt8(ascii: "{")) else { throw malformed("it does not start with {") }
-        var fields: [(String, StoreJSON.Scalar)] = []
+        var fields: [(String, Scalar)] = []
         reader.skipSpace()
         if !reader.take(UInt8(ascii: "}")) {
             repeat {
@@ -64,7 +64,7 @@ enum JSONLines {
         }
 
         /// A string, integer or null; nil for a value of another kind.
-        mutating func scalar() throws -> StoreJSON.Scalar? {
+        mutating func scalar() throws -> Scalar? {
             guard let byte = peek else { throw malformed("it ends inside a field") }
             switch byte {
             case UInt8(ascii: "\""): return .string(try string())
@@ -78,9 +78,9 @@ enum JSONLines {
             }
         }
 
-        /// An integer; nil for a number with a fraction or an exponent, or
-        /// past 64 bits.
-        mutating func integer() throws -> StoreJSON.Scalar? {
+        /// An integer, or a number (a fraction, an exponent, or past 64 bits).
+        mutating func integer() throws -> Scalar? {
+            let start = at
             let negative = take(UInt8(ascii: "-"))
             let first = at
             var magnitude: UInt64 = 0
@@ -95,15 +95,31 @@ enum JSONLines {
             guard at > first else { throw malformed("a - is not followed by digits") }
             guard at - first == 1 || bytes[first] != 0x30 else { throw malformed("a number has a leading zero") }
             if let byte = peek, byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
-                return nil
+                return try number(from: start)
             }
-            guard !overflow else { return nil }
-            if negative {
-                guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            if !overflow && negative && magnitude <= UInt64(Int64.max) + 1 {
                 return .integer(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude))
             }
-            guard magnitude <= UInt64(Int64.max) else { return nil }
-            return .integer(Int64(magnitude))
+            if !overflow && !negative && magnitude <= UInt64(Int64.max) { return .integer(Int64(magnitude)) }
+            return try number(from: start)
+        }
+
+        /// The rest of a number whose integer part was read (RFC 8259:
+        /// `.` digits, then `e` or `E`, a sign, digits), as a double.
+        mutating func number(from start: Int) throws -> Scalar {
+            func digits() throws {
+                let first = at
+                while let byte = peek, (0x30...0x39).contains(byte) { at += 1 }
+                guard at > first else { throw malformed("a number is cut short") }
+            }
+            if take(UInt8(ascii: ".")) { try digits() }
+            if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+                _ = take(UInt8(ascii: "+")) || take(UInt8(ascii: "-"))
+                try digits()
+            }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
+            guard let number = Double(text) else { throw malformed("a number is not JSON") }
+            return .number(number)
         }
 
         /// A string from its opening quote: its bytes copied once when it

@@ -1,14 +1,23 @@
 import Coffer
-import CofferStore
 import Foundation
 
-/// The records `coffer store put` reads: one JSON object (up to 16 MiB), or
-/// JSON lines of any length. A reader thread takes the input a few MiB at a
-/// time and parses each piece's lines on every core, while the caller's
-/// thread unlocks the store and then writes what was parsed, batch by
-/// batch: the key derivation, the parsing and the writing overlap.
-final class RecordStream: @unchecked Sendable {
-    let batch: Int
+/// Records read from JSON (``RecordJSON``): one object (up to 16 MiB), or
+/// JSON lines of any length, as `coffer store put` reads them. A reader
+/// thread takes the input a few MiB at a time and parses each piece's
+/// lines on every core, while the caller's thread unlocks the store and
+/// then writes what was parsed, batch by batch: the key derivation, the
+/// parsing and the writing overlap.
+///
+/// ```swift
+/// let stored = try RecordJSONLines(batch: 25_000).put(
+///     from: FileDescriptorSource(fileDescriptor: descriptor), regularFile: true, into: "notes",
+///     open: { try RecordStore.open(sqlite: path, secret: .password(password)) })
+/// ```
+///
+/// A bad line stops the reading before its batch, with an error that
+/// names the line; every batch before it is written.
+public final class RecordJSONLines: @unchecked Sendable {
+    public let batch: Int
     /// The longest line taken, so that a file with no newline cannot grow the buffer without end.
     static let longestLine = 64 << 20
     static let readSize = 4 << 20
@@ -31,24 +40,54 @@ final class RecordStream: @unchecked Sendable {
     private var firstChecked = false
     private var firstFailure: CofferError?
 
-    init(batch: Int) { self.batch = batch }
+    /// - Parameter batch: records per transaction (at least 1).
+    public init(batch: Int = 25_000) {
+        precondition(batch > 0, "a batch holds at least one record")
+        self.batch = batch
+    }
 
-    /// Reads `input` on a thread of its own, opens the store with `open` on
+    /// Reads the records from `source` into `table`, each batch in one
+    /// transaction, and gives each committed batch's primary keys to
+    /// `committed` before the next is written.
+    ///
+    /// - Parameters:
+    ///   - regularFile: `source` is a file, read ahead while the store
+    ///     opens (a malformed first record is refused before `open` runs);
+    ///     false for a pipe or a terminal, which is not touched before the
+    ///     store is open (a password may be asked for first).
+    ///   - open: opens the store, on the caller's thread.
+    /// - Returns: the number of records stored.
+    @discardableResult
+    public func put(
+        from source: FileDescriptorSource, regularFile: Bool, into table: String, open: () throws -> RecordStore,
+        committed: ([StoreValue]) -> Void = { _ in }
+    ) throws -> Int {
+        var stored = 0
+        try run(source, regularFile: regularFile, tableName: table, open: open) { store, table, next in
+            try store.put(batches: next, into: table.name) { keys in
+                stored += keys.count
+                committed(keys)
+            }
+        }
+        return stored
+    }
+
+    /// Reads `source` on a thread of its own, opens the store with `open` on
     /// this one, and calls `write` with a function that gives the next
     /// batch of `batch` records in order (the last may be smaller; nil
     /// after it). A bad line stops the import before its batch: that
     /// function gives every batch before it, then throws the error naming it.
-    func run(
-        _ input: Input, tableName: String, open: () throws -> RecordStore,
+    public func run(
+        _ source: FileDescriptorSource, regularFile: Bool, tableName: String, open: () throws -> RecordStore,
         write: (RecordStore, StoreSchema.Table, _ next: () throws -> [StoreRecord]?) throws -> Void
     ) throws {
-        // The reader alone touches the input until it finishes, waited for below.
-        nonisolated(unsafe) let input = input
+        // The reader alone touches the source until it finishes, waited for below.
+        nonisolated(unsafe) let source = source
         let reader = Thread { [self] in
-            var source = input.source
+            var source = source
             let piece: Piece
             do {
-                try read(&source, input)
+                try read(&source)
                 piece = Piece(records: [], failure: nil)
             } catch let error as CofferError {
                 piece = Piece(records: [], failure: error)
@@ -69,13 +108,13 @@ final class RecordStream: @unchecked Sendable {
                 // A file's reader is waited for before the file is closed; a
                 // pipe's or a terminal's may wait on input that never comes,
                 // and the command ends without it.
-                while !finished && input.size != nil { condition.wait() }
+                while !finished && regularFile { condition.wait() }
             }
         }
         // A file is read ahead while this thread waits for its first
         // record's parse (a terminal or a pipe is not: a passphrase may be
         // asked for first).
-        if input.size != nil, let failure = awaitFirstRecord() { throw failure }
+        if regularFile, let failure = awaitFirstRecord() { throw failure }
         let store = try open()
         let table = try store.schema.table(tableName)
         condition.withLock {
