@@ -11,6 +11,7 @@ nonce byte for byte), refuse it under a changed context, and compute every
 blind index value.
 """
 import hashlib
+import struct
 import hmac
 import json
 import unicodedata
@@ -32,6 +33,10 @@ def value(kind, payload):
         return b"i" + payload.to_bytes(8, "big", signed=True)
     if kind == "bytes":
         return b"b" + bytes.fromhex(payload)
+    if kind == "double":
+        return b"f" + struct.pack(">d", payload)
+    if kind == "date":  # milliseconds since 1970
+        return b"d" + payload.to_bytes(8, "big", signed=True)
     return b"n"
 
 
@@ -79,6 +84,9 @@ cell_cases = [
     ("sealed bytes bound to two fields", "files", "blob", ("bytes", "00ff"),
      [("owner", ("text", "ünïcode")), ("size", ("integer", 3))], ("bytes", "deadbeef")),
     ("a sealed null", "presents", "description", ("integer", 7), [("to", ("null", None))], ("null", None)),
+    ("a sealed double bound to a clear date", "readings", "score", ("integer", 9),
+     [("taken", ("date", 1795867200250))], ("double", -0.1)),
+    ("a sealed date before 1970", "people", "born", ("text", "p-1"), [], ("date", -86400001)),
 ]
 for index, (title, table, column, pk, bound, plain) in enumerate(cell_cases):
     life = derived(f"coffer store v1 row life {index}", 16)

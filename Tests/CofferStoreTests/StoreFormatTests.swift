@@ -11,24 +11,22 @@ import Testing
 @Suite struct StoreFormatTests {
     struct Value: Decodable {
         let kind: String
-        let text: String?, number: Int64?
+        let text: String?, number: Int64?, double: Double?
 
         enum CodingKeys: String, CodingKey { case kind, value }
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             kind = try container.decode(String.self, forKey: .kind)
-            if kind == "integer" {
-                number = try container.decode(Int64.self, forKey: .value)
-                text = nil
-            } else {
-                text = try container.decodeIfPresent(String.self, forKey: .value)
-                number = nil
-            }
+            number = kind == "integer" || kind == "date" ? try container.decode(Int64.self, forKey: .value) : nil
+            double = kind == "double" ? try container.decode(Double.self, forKey: .value) : nil
+            text = number == nil && double == nil ? try container.decodeIfPresent(String.self, forKey: .value) : nil
         }
         var store: StoreValue {
             switch kind {
             case "text": .text(text!)
             case "integer": .integer(number!)
+            case "date": .date(milliseconds: number!)
+            case "double": .double(double!)
             case "bytes": .bytes(StoreFormatTests.bytes(text!))
             default: .null
             }
@@ -110,7 +108,7 @@ import Testing
 
     @Test func cellVectorsOpenAndReproduce() throws {
         let (vectors, keys) = try Self.load()
-        #expect(vectors.cells.count == 5)
+        #expect(vectors.cells.count == 7)
         for cell in vectors.cells {
             let life = Self.bytes(cell.life_hex)
             let context = try keys.context(
@@ -185,10 +183,14 @@ import Testing
     @Test func valuesRoundTripAndGarbageIsRefused() throws {
         for value in [
             StoreValue.text(""), .text("ünï"), .integer(.min), .integer(0), .bytes([]), .bytes([0, 255]), .null,
+            .double(-0.1), .double(.greatestFiniteMagnitude), .date(milliseconds: .min),
         ] {
             #expect(try StoreValue(encoded: value.encoded) == value)
         }
-        for garbage: [UInt8] in [[], [0x78], [0x69, 1, 2], [0x6E, 0], [0x74, 0xFF, 0xFE]] {
+        for garbage: [UInt8] in [
+            [], [0x78], [0x69, 1, 2], [0x6E, 0], [0x74, 0xFF, 0xFE], [0x66, 0, 0], [0x64] + [UInt8](repeating: 0, count: 9),
+            [0x66, 0x7F, 0xF0, 0, 0, 0, 0, 0, 0],  // infinity
+        ] {
             #expect(throws: CofferError(.malformed, "")) { try StoreValue(encoded: garbage) }
         }
         #expect(!"\(StoreValue.text("secret words"))".contains("secret"))

@@ -213,9 +213,6 @@ enum StoreBenchmark {
 }
 
 extension StoreValue {
-    var text: String? {
-        if case .text(let text) = self { return text }
-        return nil
-    }
+    var text: String? { textValue }
 }
 #endif

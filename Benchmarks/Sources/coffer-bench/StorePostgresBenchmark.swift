@@ -128,11 +128,14 @@ final class PlainPostgres {
     func execute(_ sql: String, _ values: [StoreValue] = []) throws -> PostgresQueryResult {
         var bindings = PostgresBindings()
         for value in values {
-            switch value {
-            case .integer(let number): bindings.append(number)
-            case .text(let text): bindings.append(text)
-            case .bytes(let bytes): bindings.append(ByteBuffer(bytes: bytes))
-            case .null: bindings.appendNull()
+            if let number = value.integerValue {
+                bindings.append(number)
+            } else if let text = value.textValue {
+                bindings.append(text)
+            } else if let bytes = value.bytesValue {
+                bindings.append(ByteBuffer(bytes: bytes))
+            } else {
+                bindings.appendNull()
             }
         }
         return try connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).wait()
