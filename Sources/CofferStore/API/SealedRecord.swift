@@ -26,6 +26,26 @@ import Foundation
 public protocol SealedRecord: Codable, Sendable {
     /// The name of the schema's table holding this type.
     static var storeTable: String { get }
+
+    /// Takes the primary key the store assigned when the record was put
+    /// with none (as GRDB's `didInsert`). The default decodes the record
+    /// again from its fields and the key; a type sets its property
+    /// instead, and a put hands the key back without that decoding:
+    ///
+    /// ```swift
+    /// mutating func didInsert(_ inserted: StoreInsertion) { id = inserted.id.integerValue }
+    /// ```
+    mutating func didInsert(_ inserted: StoreInsertion) throws
+}
+
+/// What a put of a record without a primary key gave it (``SealedRecord/didInsert(_:)``).
+public struct StoreInsertion: Sendable {
+    /// The primary key the store assigned.
+    public let id: StoreValue
+    /// The primary key's field.
+    public let primaryKey: String
+    /// The record's fields as it was put, the key included.
+    public let fields: StoreRecord
 }
 
 extension SealedRecord {
@@ -50,11 +70,9 @@ extension SealedRecord {
         return query
     }
 
-    /// The record with the primary key the store gave it.
-    static func stored(_ record: StoreRecord, key: StoreValue, table: StoreSchema.Table) throws -> Self {
-        var record = record
-        record[table.primaryKey] = key
-        return try RecordCoding.value(Self.self, from: record, table: table.name)
+    /// Decodes the record again from its fields and its key.
+    public mutating func didInsert(_ inserted: StoreInsertion) throws {
+        self = try RecordCoding.value(Self.self, from: inserted.fields, table: Self.storeTable)
     }
 }
 
@@ -117,7 +135,16 @@ extension StoreTransaction {
         let encoded = try records.map { try $0.storeRecord() }
         let keys = try put(contentsOf: encoded, into: R.storeTable)
         let table = try schema.table(R.storeTable)
-        return try zip(encoded, keys).map { try R.stored($0, key: $1, table: table) }
+        // A record that gave its key is stored as it is; one the store gave
+        // a key takes it (didInsert), never decoded from what it encoded.
+        return try zip(records, zip(encoded, keys)).map { record, stored in
+            var (fields, key) = stored
+            guard (fields[table.primaryKey] ?? .null).isNull else { return record }
+            fields[table.primaryKey] = key
+            var inserted = record
+            try inserted.didInsert(StoreInsertion(id: key, primaryKey: table.primaryKey, fields: fields))
+            return inserted
+        }
     }
 
     public func get<R: SealedRecord>(_ type: R.Type, id key: StoreValue) throws -> R? {
@@ -139,11 +166,18 @@ extension StoreTransaction {
         guard let key = fields[table.primaryKey], key != .null else {
             throw CofferError(.invalidArgument, "\(R.self) has no primary key \(table.primaryKey) to update by")
         }
-        guard let stored = try get(R.storeTable, id: key) else { return false }
-        // The type's own fields: those a decoding of it asks for.
-        for name in try RecordCoding.fieldsRead(by: R.self, from: stored, table: table.name) where fields[name] == nil {
-            fields[name] = .null
+        // The type's own fields (those its decoding asks for) are all
+        // written: a nil optional it left out is null. Learnt from the type
+        // alone when it decodes from placeholders, so the row is read and
+        // opened once, by the update; else from the stored record.
+        let names: [String]
+        if let properties = try? RecordProbe.properties(of: R.self) {
+            names = properties.map(\.name)
+        } else {
+            guard let stored = try get(R.storeTable, id: key) else { return false }
+            names = Array(try RecordCoding.fieldsRead(by: R.self, from: stored, table: table.name))
         }
+        for name in names where fields[name] == nil && table.field(name) != nil { fields[name] = .null }
         fields[table.primaryKey] = nil
         return try update(R.storeTable, id: key, set: fields) != nil
     }
