@@ -44,6 +44,13 @@ public struct SealingContext: Sendable, Hashable, CustomStringConvertible {
         count = parts.count
     }
 
+    /// A context already encoded (CofferStore's cell contexts, built
+    /// straight into bytes by their own builder), of `count` parts.
+    package init(encoded bytes: [UInt8], count: Int) {
+        self.bytes = bytes
+        self.count = count
+    }
+
     /// Shows the number of parts and the encoded length; the parts may be
     /// private (a user id), so they are not shown.
     public var description: String { "SealingContext(\(count) parts, \(bytes.count) bytes)" }

@@ -155,16 +155,21 @@ extension StoreState {
             guard case .blob(let sealed) = stored.storage else {
                 throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
             }
-            let context = try keys.context(
-                table: table.name, column: field.name, primaryKey: key,
+            let context = try CellContext(storeID: keys.storeID, table: table.name, field: field).bytes(
+                key: key,
                 life: try life
                     ?? {
                         life = try StoreKeys.life(of: columns, table: table.name)
                         return life!
                     }(),
-                bound: field.bind.map { ($0, record[$0] ?? .null) })
-            record[field.name] = try keys.openCell(
-                Array(sealed), context: context, table: table.name, column: field.name)
+                record: record)
+            let value = try keys.openCell(
+                Array(sealed), contextBytes: context, table: table.name, column: field.name)
+            guard value.isNull || value.type == field.type else {
+                throw CofferError(
+                    .malformed, "the sealed \(table.name).\(field.name) of this row holds \(value.kindName)")
+            }
+            record[field.name] = value
         }
         return record
     }

@@ -268,9 +268,11 @@ extension StoreState {
         func clear(_ name: String) throws -> StoreValue {
             try StoreSQL.storeValue(row[name] ?? .null, for: table.field(name)!, table: table.name)
         }
-        return try keys.context(
-            table: table.name, column: field.name, primaryKey: try clear(table.primaryKey),
-            life: try StoreKeys.life(of: row, table: table.name), bound: try field.bind.map { ($0, try clear($0)) })
+        var bound: StoreRecord = [:]
+        for name in field.bind { bound[name] = try clear(name) }
+        let bytes = try CellContext(storeID: keys.storeID, table: table.name, field: field).bytes(
+            key: try clear(table.primaryKey), life: try StoreKeys.life(of: row, table: table.name), record: bound)
+        return SealingContext(encoded: bytes, count: 6 + 2 * field.bind.count)
     }
 
     /// The stored value of `index` on `field` for `record` at `version`, null when the row has none.

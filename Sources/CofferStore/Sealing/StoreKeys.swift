@@ -109,11 +109,23 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
         guard life.count == Self.lifeSize else {
             throw CofferError(.malformed, "the life of a \(table) row is \(life.count) bytes, not \(Self.lifeSize)")
         }
-        var parts: [[UInt8]] = [
-            Array("coffer store v1".utf8), storeID, Array(table.utf8), Array(column.utf8), primaryKey.encoded, life,
-        ]
-        for (name, value) in bound { parts += [Array(name.utf8), value.encoded] }
-        return try SealingContext(parts: parts)
+        // Through the one builder the store seals and opens with (CellContext).
+        let cell = try CellContext(
+            storeID: storeID, table: table, column: column, type: primaryKey.type ?? .text, bound: bound.map(\.name))
+        var record: StoreRecord = [:]
+        for (name, value) in bound { record[name] = value }
+        return SealingContext(
+            encoded: try cell.bytes(key: primaryKey, life: life, record: record), count: 6 + 2 * bound.count)
+    }
+
+    /// The value of a sealed cell whose context is `context`'s bytes.
+    func openCell(_ sealed: [UInt8], contextBytes context: [UInt8], table: String, column: String) throws -> StoreValue
+    {
+        let opened: Data
+        do { opened = try keyRing.open(sealed, context: context) } catch let error as CofferError {
+            throw error.prefixed("the sealed \(table).\(column) of this row does not open")
+        }
+        return try StoreValue(encoded: opened)
     }
 
     public func sealCell(_ value: StoreValue, context: SealingContext) throws -> [UInt8] {

@@ -10,13 +10,9 @@ import GRDB
 /// messages are built straight into byte buffers, not from part arrays.
 struct RowSealer: Sendable {
     struct Cell: Sendable {
-        let field: String
-        let type: StoreSchema.FieldType
-        /// `SC1` ‖ the parts before the primary key, length-prefixed.
-        let prefix: [UInt8]
-        /// Bound fields: the name's length-prefixed bytes, and the field.
-        let bound: [(name: [UInt8], field: String)]
+        let context: CellContext
         let indexes: [Index]
+        var field: String { context.field }
     }
 
     struct Index: Sendable {
@@ -43,21 +39,13 @@ struct RowSealer: Sendable {
         // A row with no sealed field has no cell to bind, and maybe no life column (an adopted table).
         var columns = fields.isEmpty ? [] : [StoreSQL.lifeColumn]
         for field in fields {
-            var prefix = Self.contextMagic
-            for part in [Array("coffer store v1".utf8), keys.storeID, Array(table.name.utf8), Array(field.name.utf8)] {
-                try Self.append(part: part, to: &prefix)
-            }
-            let bound = try field.bind.map { name -> ([UInt8], String) in
-                var bytes: [UInt8] = []
-                try Self.append(part: Array(name.utf8), to: &bytes)
-                return (bytes, name)
-            }
+            let context = try CellContext(storeID: keys.storeID, table: table.name, field: field)
             let indexes = try field.indexes.map {
                 Index(
                     index: $0, inputs: [field.name] + $0.with,
                     mac: try keys.indexMAC(table: table.name, index: $0.name, version: version))
             }
-            cells.append(Cell(field: field.name, type: field.type, prefix: prefix, bound: bound, indexes: indexes))
+            cells.append(Cell(context: context, indexes: indexes))
             columns.append(field.name)
             columns += field.indexes.filter { $0.tokens == nil }.map(\.name)
         }
@@ -81,18 +69,12 @@ struct RowSealer: Sendable {
         var plaintext: [UInt8] = []
         for cell in cells {
             let value = record[cell.field] ?? .null
-            guard value.isNull || value.type == cell.type else {
+            guard value.isNull || value.type == cell.context.type else {
                 throw CofferError(
-                    .invalidArgument, "\(table.name).\(cell.field) holds \(cell.type), not \(value.kindName)")
+                    .invalidArgument,
+                    "\(table.name).\(cell.field) holds \(cell.context.type), not \(value.kindName)")
             }
-            context.removeAll(keepingCapacity: true)
-            context += cell.prefix
-            try Self.append(encoded: key, to: &context)
-            try Self.append(part: life, to: &context)
-            for (name, field) in cell.bound {
-                context += name
-                try Self.append(encoded: record[field] ?? .null, to: &context)
-            }
+            try cell.context.build(key: key, life: life, record: record, into: &context)
             plaintext.removeAll(keepingCapacity: true)
             value.encode(into: &plaintext)
             values.append(try keys.keyRing.seal(plaintext, context: context).databaseValue)
@@ -125,10 +107,10 @@ struct RowSealer: Sendable {
     /// the one place an index value is made (``StoreKeys/indexValue(_:table:index:bits:version:)``
     /// calls it too).
     static func indexValue(_ texts: [String], mac: HMAC<SHA256>, bits: Int, version: UInt16) throws -> Data {
-        var message = Self.contextMagic
+        var message = CellContext.magic
         for text in texts {
             let utf8 = text.utf8
-            try Self.checkPart(utf8.count + 1)
+            try CellContext.checkPart(utf8.count + 1)
             withUnsafeBytes(of: UInt32(utf8.count + 1).bigEndian) { message += $0 }
             message.append(UInt8(ascii: "t"))
             message += utf8
@@ -148,30 +130,5 @@ struct RowSealer: Sendable {
             bytes[1 + kept] &= UInt8(0xFF) << (kept * 8 - bits)
         }
         return stored
-    }
-
-    /// What every ``SealingContext`` encoding starts with.
-    static let contextMagic = Array("SC1".utf8)
-
-    /// ``SealingContext``'s limit on a part, kept here too.
-    static func checkPart(_ count: Int) throws {
-        guard count <= 1 << 20 else {
-            throw CofferError(.invalidArgument, "a context part is at most 1 MiB, not \(count) bytes")
-        }
-    }
-
-    /// A context part: its length, 4 bytes big-endian, then its bytes.
-    static func append(part: [UInt8], to bytes: inout [UInt8]) throws {
-        try checkPart(part.count)
-        withUnsafeBytes(of: UInt32(part.count).bigEndian) { bytes += $0 }
-        bytes += part
-    }
-
-    /// A value's ``StoreValue/encoded`` form as a context part.
-    static func append(encoded value: StoreValue, to bytes: inout [UInt8]) throws {
-        let count = value.encodedCount
-        try checkPart(count)
-        withUnsafeBytes(of: UInt32(count).bigEndian) { bytes += $0 }
-        value.encode(into: &bytes)
     }
 }
