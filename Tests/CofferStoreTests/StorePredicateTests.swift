@@ -136,6 +136,17 @@ import Testing
             #expect(Self.ids(found) == Self.ids(records.filter(expected)), "case \(index) on \(backend)")
             #expect(try store.fetchCount(query) == found.count, "case \(index) on \(backend)")
         }
+        // Ties follow insertion (the store-assigned keys), either direction.
+        let same = StoreValue.date(milliseconds: 42)
+        var tied: [Int64] = []
+        for title in ["t1", "t2", "t3"] {
+            tied.append(try store.put(["title": .text(title), "createdAt": same], into: "notes").integerValue!)
+        }
+        for descending in [false, true] {
+            let query = StoreQuery("notes").filter(StoreColumn("createdAt") == same).order(
+                by: "createdAt", descending: descending)
+            #expect(Self.ids(try store.fetchAll(query)) == tied, "\(backend)")
+        }
         // Doubles ordered as numbers (10.5 after 9.75; text would put it first).
         let byScore = try store.fetchAll(StoreQuery("notes").filter(StoreColumn("score").isNotNull).order(by: "score"))
         #expect(byScore.map { Self.score($0)! } == records.compactMap(Self.score).sorted(), "\(backend)")
