@@ -25,19 +25,20 @@ extension RecordStore {
         try fetchAll(StoreQuery(tableName).filter(conditions))
     }
 
-    func find(_ tableName: String, where conditions: StoreRecord, _ db: any StoreConnection, _ state: StoreState)
+    func find(_ tableName: String, where conditions: StoreRecord, _ work: StoreWork)
         throws -> [StoreRecord]
     {
-        try fetch(StoreQuery(tableName).filter(conditions), counting: false, db, state).records
+        try fetch(StoreQuery(tableName).filter(conditions), counting: false, work).records
     }
 
     /// The records `query` asks for, or with `counting` only their number.
     /// Clear conditions, the order, the limit and the offset are the
     /// database's; with a sealed condition, the candidates its index picks
     /// are opened and checked here, then counted, skipped and limited.
-    func fetch(_ query: StoreQuery, counting: Bool, _ db: any StoreConnection, _ state: StoreState) throws
+    func fetch(_ query: StoreQuery, counting: Bool, _ work: StoreWork) throws
         -> (records: [StoreRecord], count: Int)
     {
+        let (db, state) = (work.db, work.state)
         let (table, order) = try query.checked(state, db.dialect)
         let conditions = query.conditions
         var clear: [(StoreSchema.Field, StoreValue)] = []

@@ -30,7 +30,8 @@ extension RecordStore {
             // this one is committed.
             let reading = Result { try next() }
             let following = try? reading.get()
-            let (keys, started) = try write { db, state -> ([StoreValue], SealedBatch?) in
+            let (keys, started) = try write { work -> ([StoreValue], SealedBatch?) in
+                let (db, state) = (work.db, work.state)
                 let table = try state.schema.table(tableName)
                 let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
                 let clear = table.fields.filter { !$0.sealed }
@@ -60,7 +61,7 @@ extension RecordStore {
                     }
                 } else {
                     ahead?.rows.stop()
-                    try put(contentsOf: records, keys: keys, clear: clear, sealer: sealer, table: table, db, state)
+                    try put(contentsOf: records, keys: keys, clear: clear, sealer: sealer, table: table, work)
                 }
                 return (keys, started)
             }
@@ -99,8 +100,9 @@ extension RecordStore {
     /// seals too when it would wait).
     func put(
         contentsOf records: [StoreRecord], keys: [StoreValue], clear: [StoreSchema.Field], sealer: RowSealer,
-        table: StoreSchema.Table, _ db: any StoreConnection, _ state: StoreState
+        table: StoreSchema.Table, _ work: StoreWork
     ) throws {
+        let (db, state) = (work.db, work.state)
         try Self.pipeline(
             Array(zip(records, keys)), chunk: 256,
             map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },

@@ -21,12 +21,13 @@ extension RecordStore {
     /// sealed on every core; each row is one `INSERT`.
     @discardableResult
     public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
-        try write { db, state in try put(contentsOf: records, into: tableName, db, state) }
+        try write { work in try put(contentsOf: records, into: tableName, work) }
     }
 
-    func put(contentsOf records: [StoreRecord], into tableName: String, _ db: any StoreConnection, _ state: StoreState)
+    func put(contentsOf records: [StoreRecord], into tableName: String, _ work: StoreWork)
         throws -> [StoreValue]
     {
+        let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
         let sealer = try RowSealer(
@@ -34,7 +35,7 @@ extension RecordStore {
             version: state.keys.currentIndexVersion)
         try put(
             contentsOf: records, keys: keys, clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table,
-            db, state)
+            work)
         return keys
     }
 }
@@ -178,12 +179,13 @@ extension StoreState {
 extension RecordStore {
     /// The record whose primary key is `key`, its sealed fields opened, or nil.
     public func get(_ tableName: String, id key: StoreValue) throws -> StoreRecord? {
-        try read { db, state in try get(tableName, id: key, db, state) }
+        try read { work in try get(tableName, id: key, work) }
     }
 
-    func get(_ tableName: String, id key: StoreValue, _ db: any StoreConnection, _ state: StoreState) throws
+    func get(_ tableName: String, id key: StoreValue, _ work: StoreWork) throws
         -> StoreRecord?
     {
+        let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         let keyField = table.field(table.primaryKey)!
         let row = try db.rows(
@@ -200,15 +202,15 @@ extension RecordStore {
     /// opening. The primary key does not change.
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
-        let updated = try write { db, state in try update(tableName, id: key, set: changes, db, state) }
+        let updated = try write { work in try update(tableName, id: key, set: changes, work) }
         if updated != nil { clearResidue() }
         return updated
     }
 
     func update(
-        _ tableName: String, id key: StoreValue, set changes: StoreRecord, _ db: any StoreConnection,
-        _ state: StoreState
+        _ tableName: String, id key: StoreValue, set changes: StoreRecord, _ work: StoreWork
     ) throws -> StoreRecord? {
+        let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         for name in changes.keys where table.field(name) == nil {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
@@ -240,7 +242,7 @@ extension RecordStore {
     /// Deletes the record `key`; false when there was none.
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
-        let deleted = try write { db, state in try delete(tableName, id: key, db, state) }
+        let deleted = try write { work in try delete(tableName, id: key, work) }
         if deleted { clearResidue() }
         return deleted
     }
@@ -255,9 +257,10 @@ extension RecordStore {
         residue.withLock { $0 = false }
     }
 
-    func delete(_ tableName: String, id key: StoreValue, _ db: any StoreConnection, _ state: StoreState) throws
+    func delete(_ tableName: String, id key: StoreValue, _ work: StoreWork) throws
         -> Bool
     {
+        let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         let keyField = table.field(table.primaryKey)!
         let deleted =

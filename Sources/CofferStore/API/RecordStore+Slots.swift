@@ -16,7 +16,10 @@ extension RecordStore {
     /// The key slots, in order: a password slot names its KDF, a key slot
     /// (a KEK, a recovery key, a key server's key) says `key`.
     public func keySlots() throws -> [KeySlot] {
-        try read { _, state in state.ringFile.slots }
+        try read { work in
+            let state = work.state
+            return state.ringFile.slots
+        }
     }
 
     /// Locks the store with `secret` alone: a new data key wraps the key
@@ -87,7 +90,10 @@ extension RecordStore {
     /// another process changed it first, `edit` runs again on theirs.
     func changeRing<T>(_ edit: (inout KeyRingFile) throws -> T) throws -> T {
         for _ in 0..<8 {
-            var ring = try read { _, state in state.ringFile }
+            var ring = try read { work in
+                let state = work.state
+                return state.ringFile
+            }
             let base = ring.generation
             let before = ring.keyRing.primaryID
             let result = try edit(&ring)

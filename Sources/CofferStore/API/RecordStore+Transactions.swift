@@ -6,9 +6,11 @@ extension RecordStore {
     /// A write transaction with the store's state as of its start (reloaded
     /// first when another process or job moved the epoch). SQLite's errors
     /// become Coffer errors: a duplicate primary key is `refused`.
-    func write<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
+    func write<T>(_ body: (StoreWork) throws -> T) throws -> T {
         try checkOpen()
-        let result = try backend.write(exclusive: false) { db in try body(db, try refreshed(db, writing: true)) }
+        let result = try backend.write(exclusive: false) { db in
+            try body(StoreWork(db: db, state: try refreshed(db, writing: true)))
+        }
         commits.withLock { $0 &+= 1 }
         return result
     }
@@ -37,13 +39,16 @@ extension RecordStore {
     /// ``SnapshotReads`` the state held is tried first, with no
     /// transaction; when the epoch moved, or the read needs more than one
     /// statement, it runs again in a transaction.
-    func read<T>(_ body: (any StoreConnection, StoreState) throws -> T) throws -> T {
+    func read<T>(_ body: (StoreWork) throws -> T) throws -> T {
         try checkOpen()
         if let snapshots = backend as? any SnapshotReads {
             let held = state.withLock { $0 }
-            if let result = try snapshots.read(atEpoch: held.epoch, { db in try body(db, held) }) { return result }
+            if let result = try snapshots.read(atEpoch: held.epoch, { db in try body(StoreWork(db: db, state: held)) })
+            {
+                return result
+            }
         }
-        return try backend.read { db in try body(db, try refreshed(db)) }
+        return try backend.read { db in try body(StoreWork(db: db, state: try refreshed(db))) }
     }
 
     /// A write transaction that changes the state itself (keys, schema,

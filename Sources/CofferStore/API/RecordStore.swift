@@ -59,7 +59,10 @@ public final class RecordStore: Sendable {
 
     /// The job begun and not finished (rotate, reindex or migrate), if any.
     public func pendingJob() throws -> StoreJob? {
-        try read { db, state in try StoreJob.fetch(db, keys: state.keys, where: path) }
+        try read { work in
+            let (db, state) = (work.db, work.state)
+            return try StoreJob.fetch(db, keys: state.keys, where: path)
+        }
     }
 
     init(state: StoreState, backend: any StoreBackend, rollbackGuard: (any RollbackGuard)?) {

@@ -118,12 +118,12 @@ public struct StoreQuery: Sendable, Hashable {
 extension RecordStore {
     /// The records `query` asks for, their sealed fields opened.
     public func fetchAll(_ query: StoreQuery) throws -> [StoreRecord] {
-        try read { db, state in try fetch(query, counting: false, db, state).records }
+        try read { work in try fetch(query, counting: false, work).records }
     }
 
     /// How many records `query` matches (its limit and offset applied).
     public func fetchCount(_ query: StoreQuery) throws -> Int {
-        try read { db, state in try fetch(query, counting: true, db, state).count }
+        try read { work in try fetch(query, counting: true, work).count }
     }
 
     /// The first record `query` asks for, or nil.

@@ -72,14 +72,13 @@ extension RecordStore {
     /// returned only when the token, transformed as the index does, is one
     /// of its value's tokens.
     public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
-        try read { db, state in try find(tableName, where: fieldName, hasToken: token, db, state) }
+        try read { work in try find(tableName, where: fieldName, hasToken: token, work) }
     }
 
     func find(
-        _ tableName: String, where fieldName: String, hasToken token: String, _ db: any StoreConnection,
-        _ state: StoreState
+        _ tableName: String, where fieldName: String, hasToken token: String, _ work: StoreWork
     ) throws -> [StoreRecord] {
-        try fetch(StoreQuery(tableName).filter(fieldName, hasToken: token), counting: false, db, state).records
+        try fetch(StoreQuery(tableName).filter(fieldName, hasToken: token), counting: false, work).records
     }
 
     /// The condition that `fieldName` of `table` has `token`: SQL that picks

@@ -23,27 +23,25 @@ import Foundation
 /// another one on the same store.
 public final class StoreTransaction {
     private let store: RecordStore
-    private let db: any StoreConnection
-    private let state: StoreState
+    private let work: StoreWork
     private let writable: Bool
     fileprivate var open = true
     /// Whether a delete or an update left old cells behind in the WAL.
     fileprivate var overwrote = false
 
-    fileprivate init(store: RecordStore, db: any StoreConnection, state: StoreState, writable: Bool) {
+    fileprivate init(store: RecordStore, work: StoreWork, writable: Bool) {
         self.store = store
-        self.db = db
-        self.state = state
+        self.work = work
         self.writable = writable
     }
 
     /// The schema as of this transaction.
-    var schema: StoreSchema { state.schema }
+    var schema: StoreSchema { work.state.schema }
 
-    private func checked(writing: Bool) throws -> (any StoreConnection, StoreState) {
+    private func checked(writing: Bool) throws -> StoreWork {
         guard open else { throw CofferError(.refused, "a store transaction is used only inside its closure") }
         guard writable || !writing else { throw CofferError(.refused, "a read transaction does not write") }
-        return (db, state)
+        return work
     }
 
     @discardableResult
@@ -53,18 +51,18 @@ public final class StoreTransaction {
 
     @discardableResult
     public func put(contentsOf records: [StoreRecord], into tableName: String) throws -> [StoreValue] {
-        let (db, state) = try checked(writing: true)
-        return try store.put(contentsOf: records, into: tableName, db, state)
+        let work = try checked(writing: true)
+        return try store.put(contentsOf: records, into: tableName, work)
     }
 
     public func get(_ tableName: String, id key: StoreValue) throws -> StoreRecord? {
-        let (db, state) = try checked(writing: false)
-        return try store.get(tableName, id: key, db, state)
+        let work = try checked(writing: false)
+        return try store.get(tableName, id: key, work)
     }
 
     public func find(_ tableName: String, where conditions: StoreRecord) throws -> [StoreRecord] {
-        let (db, state) = try checked(writing: false)
-        return try store.find(tableName, where: conditions, db, state)
+        let work = try checked(writing: false)
+        return try store.find(tableName, where: conditions, work)
     }
 
     public func find(_ tableName: String, where fieldName: String, equals value: StoreValue) throws -> [StoreRecord] {
@@ -72,32 +70,32 @@ public final class StoreTransaction {
     }
 
     public func find(_ tableName: String, where fieldName: String, hasToken token: String) throws -> [StoreRecord] {
-        let (db, state) = try checked(writing: false)
-        return try store.find(tableName, where: fieldName, hasToken: token, db, state)
+        let work = try checked(writing: false)
+        return try store.find(tableName, where: fieldName, hasToken: token, work)
     }
 
     public func fetchAll(_ query: StoreQuery) throws -> [StoreRecord] {
-        let (db, state) = try checked(writing: false)
-        return try store.fetch(query, counting: false, db, state).records
+        let work = try checked(writing: false)
+        return try store.fetch(query, counting: false, work).records
     }
 
     public func fetchCount(_ query: StoreQuery) throws -> Int {
-        let (db, state) = try checked(writing: false)
-        return try store.fetch(query, counting: true, db, state).count
+        let work = try checked(writing: false)
+        return try store.fetch(query, counting: true, work).count
     }
 
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
-        let (db, state) = try checked(writing: true)
-        let updated = try store.update(tableName, id: key, set: changes, db, state)
+        let work = try checked(writing: true)
+        let updated = try store.update(tableName, id: key, set: changes, work)
         overwrote = overwrote || updated != nil
         return updated
     }
 
     @discardableResult
     public func delete(_ tableName: String, id key: StoreValue) throws -> Bool {
-        let (db, state) = try checked(writing: true)
-        let deleted = try store.delete(tableName, id: key, db, state)
+        let work = try checked(writing: true)
+        let deleted = try store.delete(tableName, id: key, work)
         overwrote = overwrote || deleted
         return deleted
     }
@@ -108,8 +106,8 @@ extension RecordStore {
     /// deletes are committed together, or none when it throws.
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         var overwrote = residue.withLock { $0 }
-        let result = try write { db, state in
-            let transaction = StoreTransaction(store: self, db: db, state: state, writable: true)
+        let result = try write { work in
+            let transaction = StoreTransaction(store: self, work: work, writable: true)
             defer {
                 transaction.open = false
                 overwrote = overwrote || transaction.overwrote
@@ -127,7 +125,8 @@ extension RecordStore {
         // reads could run `body` twice.
         try checkOpen()
         return try backend.read { db in
-            let transaction = StoreTransaction(store: self, db: db, state: try refreshed(db), writable: false)
+            let transaction = StoreTransaction(
+                store: self, work: StoreWork(db: db, state: try refreshed(db)), writable: false)
             defer { transaction.open = false }
             return try body(transaction)
         }

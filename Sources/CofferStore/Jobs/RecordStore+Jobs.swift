@@ -138,7 +138,8 @@ extension RecordStore {
         finish: (inout StoreState) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
-        let total = try read { db, state in
+        let total = try read { work in
+            let (db, state) = (work.db, work.state)
             var total = started.rowsDone
             for (position, name) in started.tables.enumerated() {
                 let table = try state.schema.table(name)
@@ -165,7 +166,8 @@ extension RecordStore {
             if let expected = try ahead?.wait(), expected.job.sameCursor(last) {
                 batch = JobBatch(job: last, state: expected.state, rows: expected.rows, changes: expected.changes)
             } else {
-                batch = try read { db, state -> JobBatch? in
+                batch = try read { work -> JobBatch? in
+                    let (db, state) = (work.db, work.state)
                     guard let job = try StoreJob.fetch(db, keys: state.keys, where: path), job.kind == started.kind
                     else { return nil }
                     guard let name = job.tables.first else { return JobBatch(job: job, state: state) }
@@ -194,7 +196,8 @@ extension RecordStore {
                 predicted.rowsDone += rows.count
                 let following = predicted
                 ahead = Pending { [self] in
-                    try read { db, state -> JobBatch in
+                    try read { work -> JobBatch in
+                        let (db, state) = (work.db, work.state)
                         let rows = try fetchBatch(db, table: table, after: following.after, batchSize)
                         return JobBatch(job: following, state: state, rows: rows)
                     }.workedOut(rewrite)
@@ -203,7 +206,8 @@ extension RecordStore {
                 predicted.tables.removeFirst()
                 predicted.after = nil
             }
-            try write { db, current in
+            try write { work in
+                let (db, current) = (work.db, work.state)
                 guard try StoreJob.fetch(db, keys: current.keys, where: path) == job, current.epoch == state.epoch
                 else { return }
                 var next = predicted

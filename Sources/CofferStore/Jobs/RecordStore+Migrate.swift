@@ -75,8 +75,9 @@ extension RecordStore {
         _ tableName: String, field fieldName: String, bind: [String] = [], indexes: [StoreSchema.Index] = [],
         batchSize: Int = 1000, progress: (StoreProgress) throws -> Void = { _ in }
     ) throws -> StoreJobReport {
-        if let done = try read({ db, state -> StoreSchema.Field? in
-            try StoreJob.fetch(db, keys: state.keys, where: path) == nil
+        if let done = try read({ work -> StoreSchema.Field? in
+            let (db, state) = (work.db, work.state)
+            return try StoreJob.fetch(db, keys: state.keys, where: path) == nil
                 ? state.schema.table(tableName).field(fieldName) : nil
         }), done.sealed {
             // Run again after it ended (say, killed before it could report):

@@ -36,7 +36,8 @@ extension RecordStore {
         for table in schema.tables {
             var after: DatabaseValue = .null
             while true {
-                let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { db, state in
+                let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { work in
+                    let (db, state) = (work.db, work.state)
                     let order = StoreSQL.quoted(table.primaryKey)
                     let columns = StoreSQL.rowColumns(table, indexes: true)
                     let condition = after.isNull ? "" : " WHERE \(order) > ?"

@@ -40,7 +40,10 @@ public struct StoreMigrator: Sendable {
 
     /// The names of the migrations `store` has applied, in order.
     public func appliedMigrations(_ store: RecordStore) throws -> [String] {
-        try store.read { _, state in state.migrations }
+        try store.read { work in
+            let state = work.state
+            return state.migrations
+        }
     }
 
     /// Applies, in order, each registered migration `store` has not, and

@@ -144,7 +144,8 @@ extension RecordStore {
         _ tableName: String, field fieldName: String, transforms: [IndexTransform]? = nil, sampleSize: Int = 100_000
     ) throws -> StorePlan {
         guard sampleSize > 0 else { throw CofferError(.invalidArgument, "a sample holds at least one row") }
-        let (rows, state, sample) = try read { db, state in
+        let (rows, state, sample) = try read { work in
+            let (db, state) = (work.db, work.state)
             let table = try state.schema.table(tableName)
             guard table.field(fieldName) != nil else {
                 throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
