@@ -51,11 +51,14 @@ public final class RecordJSONLines: @unchecked Sendable {
     /// `committed` before the next is written.
     ///
     /// - Parameters:
+    ///   - source: where the JSON is read from (a file, a pipe, a terminal).
     ///   - regularFile: `source` is a file, read ahead while the store
     ///     opens (a malformed first record is refused before `open` runs);
     ///     false for a pipe or a terminal, which is not touched before the
     ///     store is open (a password may be asked for first).
+    ///   - table: the table the records go into.
     ///   - open: opens the store, on the caller's thread.
+    ///   - committed: called with each batch's primary keys once it is committed.
     /// - Returns: the number of records stored.
     @discardableResult
     public func put(
