@@ -47,7 +47,9 @@ import Testing
         watch.currentDirectoryURL = directory.url
         let output = Pipe()
         watch.standardOutput = output
-        watch.standardError = FileHandle.nullDevice
+        FileManager.default.createFile(atPath: directory.url.appendingPathComponent("watch.err").path, contents: nil)
+        let errors = try FileHandle(forWritingTo: directory.url.appendingPathComponent("watch.err"))
+        watch.standardError = errors
         let lines = Lines(output)
         try watch.run()
         #expect(lines.next() == "[]")
@@ -71,5 +73,10 @@ import Testing
         #expect(lines.next() == #"[{"id":2,"to":"Sam","description":"a red kite","email":null}]"#)
         watch.waitUntilExit()
         #expect(watch.terminationStatus == 0)
+        // The sealed descriptions reach standard output, the results asked
+        // for, and nothing else: no line the command logs holds one.
+        try errors.close()
+        let logged = try String(contentsOf: directory.url.appendingPathComponent("watch.err"), encoding: .utf8)
+        #expect(!logged.contains("kite") && !logged.contains("Sam"), "\(logged)")
     }
 }

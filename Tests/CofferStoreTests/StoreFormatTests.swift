@@ -188,7 +188,8 @@ import Testing
             #expect(try StoreValue(encoded: value.encoded) == value)
         }
         for garbage: [UInt8] in [
-            [], [0x78], [0x69, 1, 2], [0x6E, 0], [0x74, 0xFF, 0xFE], [0x66, 0, 0], [0x64] + [UInt8](repeating: 0, count: 9),
+            [], [0x78], [0x69, 1, 2], [0x6E, 0], [0x74, 0xFF, 0xFE], [0x66, 0, 0],
+            [0x64] + [UInt8](repeating: 0, count: 9),
             [0x66, 0x7F, 0xF0, 0, 0, 0, 0, 0, 0],  // infinity
         ] {
             #expect(throws: CofferError(.malformed, "")) { try StoreValue(encoded: garbage) }

@@ -66,8 +66,8 @@ extension RecordStore {
     /// the moment it begins every write seals the field, and finds search
     /// it both through its indexes and, for rows not yet sealed, in the
     /// clear; at the end the WAL is emptied, and with `secure_delete` no
-    /// page of the database keeps a clear value. Text and integer fields
-    /// only: in SQLite a clear bytes value and a sealed one look alike.
+    /// page of the database keeps a clear value. Every type but bytes: in
+    /// SQLite a clear bytes value and a sealed one look alike.
     /// Called again for a field it has sealed, with the same bound fields
     /// and indexes, it has nothing to do.
     @discardableResult
@@ -188,9 +188,7 @@ extension RecordStore {
     func preparePostgres(_ db: any StoreConnection, table: StoreSchema.Table, field name: String) throws {
         let field = table.field(name)!
         let column = StoreSQL.quoted(name)
-        let encoded =
-            field.type == .integer
-            ? "'i'::bytea || int8send(\(column))" : "'t'::bytea || convert_to(\(column), 'UTF8')"
+        let encoded = field.type.postgresEncoded(column)
         try db.execute(
             "ALTER TABLE \(StoreSQL.quoted(table.name)) ALTER COLUMN \(column) TYPE BYTEA USING CASE WHEN \(column) IS NULL THEN NULL ELSE \(encoded) END"
         )

@@ -91,6 +91,19 @@ extension StoreSchema.FieldType {
         }
     }
 
+    /// PostgreSQL's expression for a clear `column` of this type as its
+    /// values' ``StoreValue/encoded`` bytes (a field sealed in place:
+    /// `int8send` and `float8send` write big-endian, as the encoding does).
+    func postgresEncoded(_ column: String) -> String {
+        let tag = "'\(Character(Unicode.Scalar(tag)))'::bytea"
+        return switch primitive {
+        case .integer: "\(tag) || int8send(\(column))"
+        case .double: "\(tag) || float8send(\(column))"
+        case .text: "\(tag) || convert_to(\(column), 'UTF8')"
+        case .bytes: "\(tag) || \(column)"
+        }
+    }
+
     /// Whether `storage`, read from a column, is a value of this type.
     func holds(_ storage: StoreValue.Storage) -> Bool {
         switch (primitive, storage) {
