@@ -31,7 +31,9 @@ public struct AsyncHTTPClientTransport: KeyServerTransport {
     /// connection that fails is not tried again until the timeout (a server
     /// that is down is said at once, as `URLSessionTransport` says it).
     public static func configuration(tls: TLSConfiguration? = nil) -> HTTPClient.Configuration {
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        // No redirect is followed: a key server never sends one, and a
+        // request's bearer token and DPoP proof are for its own URL.
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.connectionPool.retryConnectionEstablishment = false
         return configuration
     }

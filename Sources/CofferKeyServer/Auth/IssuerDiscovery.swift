@@ -48,17 +48,19 @@ public struct IssuerDiscovery: Sendable, Hashable {
     /// (§4.3: a document for another issuer is refused), a `jwks_uri` that
     /// is https (http only on loopback), and at least one of ES256, RS256
     /// and EdDSA among `id_token_signing_alg_values_supported`.
-    public static func discover(issuer: String, http: HTTPClient = .shared) async throws -> IssuerDiscovery {
+    /// A redirect is followed only within the issuer's origin (``IssuerFetch``).
+    public static func discover(issuer: String, http: HTTPClient = IssuerFetch.client) async throws
+        -> IssuerDiscovery
+    {
         let url = try configurationURL(issuer: issuer)
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.headers.add(name: "Accept", value: "application/json")
-        let response: HTTPClientResponse
-        let body: ByteBuffer
+        let response: (status: HTTPResponseStatus, body: ByteBuffer)
         do {
-            response = try await http.execute(request, timeout: .seconds(10))
-            body = try await response.body.collect(upTo: maxBytes)
+            response = try await IssuerFetch.get(
+                url, what: "the issuer's configuration", maximumBytes: maxBytes, http: http)
         } catch is NIOTooManyBytesError {
             throw CofferError(.malformed, "the issuer's configuration is over \(maxBytes) bytes")
+        } catch let error as CofferError {
+            throw error
         } catch {
             throw CofferError(.io, "the issuer's configuration at \(url.absoluteString) could not be read: \(error)")
         }
@@ -66,6 +68,7 @@ public struct IssuerDiscovery: Sendable, Hashable {
             throw CofferError(
                 .malformed, "the issuer's configuration at \(url.absoluteString) answered \(response.status.code)")
         }
+        let body = response.body
         return try parse(Data(body.readableBytesView), issuer: issuer)
     }
 

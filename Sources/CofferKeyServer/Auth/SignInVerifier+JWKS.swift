@@ -58,19 +58,21 @@ extension SignInVerifier {
     /// Reads an issuer's JWKS from `url` (its `jwks_uri`): https, or http
     /// on loopback; a 200 answer of at most 1 MiB, within 10 seconds.
     /// Pass it as `jwks:`; the verifier calls it at start and, at most once
-    /// per `refreshFloor`, when a token names a key it does not know.
-    public static func issuerKeys(at url: URL, http: HTTPClient = .shared) throws -> @Sendable () async throws -> Data {
+    /// per `refreshFloor`, when a token names a key it does not know. A
+    /// redirect is followed only within the URL's origin (``IssuerFetch``).
+    public static func issuerKeys(at url: URL, http: HTTPClient = IssuerFetch.client) throws
+        -> @Sendable () async throws -> Data
+    {
         guard url.scheme == "https" || (url.scheme == "http" && Loopback.isHost(url.host)) else {
             throw CofferError(.invalidArgument, "the JWKS URL must be https (http only on loopback)")
         }
         return {
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.headers.add(name: "Accept", value: "application/json")
-            let response = try await http.execute(request, timeout: .seconds(10))
+            let response = try await IssuerFetch.get(
+                url, what: "the issuer's JWKS", maximumBytes: maxJWKSBytes, http: http)
             guard response.status == .ok else {
                 throw CofferError(.malformed, "the issuer's JWKS URL answered \(response.status.code)")
             }
-            return Data(try await response.body.collect(upTo: maxJWKSBytes).readableBytesView)
+            return Data(response.body.readableBytesView)
         }
     }
 }
