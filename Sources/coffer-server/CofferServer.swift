@@ -19,6 +19,26 @@ struct CofferServer: AsyncParsableCommand {
             """,
         subcommands: [Serve.self, Operator.self, KEK.self, Audit.self],
         defaultSubcommand: Serve.self)
+
+    /// As ArgumentParser's, with a hint for an older KEK ring put back.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CofferError where error.code == .rolledBack {
+            exit(
+                withError: CofferError(
+                    .rolledBack,
+                    "\(error); restore the newest kek.ckr, or, if this older copy was restored on purpose, run 'coffer-server kek accept-restore' with the same --data and KEK options"
+                ))
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Where the server keeps its data. Each setting comes from its flag,
@@ -120,26 +140,57 @@ struct DataOptions: ParsableArguments {
         }
         let passphrase = try ServerFiles.passphrase(
             try settings.required(kekPassphraseFile, "kek.passphrase.file", flag: "--kek-passphrase-file"))
-        return KeyRingStore(path: path, secret: .password(passphrase), rollbackGuard: nil)
+        // The passphrase ring is guarded as key rings are (the per-user
+        // state file, outside DIR): an older kek.ckr put back would enable
+        // again the KEK keys a rewrap disabled (security review 4, G11).
+        return KeyRingStore(path: path, secret: .password(passphrase), rollbackGuard: StateFileRollbackGuard.user)
     }
 }
 
 enum ServerFiles {
     /// A file holding a secret: a regular file of this user's, closed to
     /// others, at most 64 KiB.
+    ///
+    /// The file is opened first and checked on its descriptor (`fstat`), so
+    /// nothing can be swapped between the check and the read, and
+    /// `/dev/fd/N` (a pipe the shell or a service manager hands over)
+    /// works: a pipe is read as it is; a regular file must be this user's
+    /// (or root's) and closed to others.
     static func secretFile(_ path: String, what: String) throws -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else {
+            throw ValidationError("cannot open \(what) \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
         var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw ValidationError("\(what) \(path) is not a regular file")
+        guard fstat(descriptor, &info) == 0 else { throw ValidationError("cannot examine \(what) \(path)") }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
+                throw ValidationError("\(what) \(path) is open to other users; chmod 600 it")
+            }
+        case S_IFIFO:
+            // A pipe gives its bytes once; a command that needs them twice
+            // (its settings, then the key ring) is given them again.
+            if let earlier = pipesRead.withLock({ $0[path] }) { return earlier }
+        default: throw ValidationError("\(what) \(path) is neither a regular file nor a pipe")
         }
-        guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
-            throw ValidationError("\(what) \(path) is open to other users; chmod 600 it")
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65537)
+        while bytes.count <= 65536 {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw ValidationError("cannot read \(what) \(path)") }
+            if count == 0 { break }
+            bytes += buffer[..<count]
         }
-        guard let handle = FileHandle(forReadingAtPath: path), let data = try handle.read(upToCount: 65537),
-            data.count <= 65536
-        else { throw ValidationError("cannot read \(what) \(path), or it is over 64 KiB") }
-        return [UInt8](data)
+        guard bytes.count <= 65536 else { throw ValidationError("\(what) \(path) is over 64 KiB") }
+        if info.st_mode & S_IFMT == S_IFIFO { pipesRead.withLock { $0[path] = bytes } }
+        return bytes
     }
+
+    /// What each pipe given as a secret file held, for this process's life.
+    private static let pipesRead = Locked<[String: [UInt8]]>([:])
 
     /// A passphrase file: its bytes less one trailing newline; never empty.
     /// Checked as every secret file is (``secretFile(_:what:)``: a regular

@@ -7,7 +7,7 @@ import Foundation
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
-        subcommands: [Rotate.self, Rewrap.self, List.self, Enable.self])
+        subcommands: [Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self])
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -80,6 +80,30 @@ struct KEK: AsyncParsableCommand {
                     coffer-server kek rewrap reseals its stored keys under the primary and disables it again
 
                     """.utf8))
+        }
+    }
+
+    struct AcceptRestore: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "accept-restore",
+            abstract:
+                "Accepts DIR/kek.ckr as it is now, though older than one already written (a backup restored on purpose).",
+            discussion: """
+                The KEK ring is guarded against an older copy put back (the per-user state file, or the KEK \
+                keychain): such a copy would enable again the KEK keys a rewrap disabled, and the server refuses \
+                it. After restoring a backup on purpose, this makes its generation the mark; run kek rewrap \
+                afterwards if the restored ring has keys enabled that later rotations had disabled.
+                """)
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            let settings = try await data.settings()
+            let ring = try data.kekRing(settings)
+            guard FileManager.default.fileExists(atPath: ring.path) else {
+                throw ValidationError("there is no KEK ring at \(ring.path)")
+            }
+            let generation = try ring.acceptCurrentGeneration()
+            FileHandle.standardError.write(Data("accepted \(ring.path) at generation \(generation)\n".utf8))
         }
     }
 
