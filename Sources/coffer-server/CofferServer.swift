@@ -17,6 +17,7 @@ struct CofferServer: AsyncParsableCommand {
             issuer's keys (a JWKS file). Operators, who rotate, retire and shred, use tokens made by \
             `coffer-server operator add`.
             """,
+        version: CofferVersion.string,
         subcommands: [Serve.self, Operator.self, KEK.self, Audit.self],
         defaultSubcommand: Serve.self)
 
@@ -81,6 +82,16 @@ struct DataOptions: ParsableArguments {
     var kekKeychainPassphraseFile: String?
 
     func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }
+
+    /// The database as the start-up log names it: the SQLite path, or the
+    /// PostgreSQL URL with no password.
+    func databaseDescription(_ settings: ServerSettings) -> String {
+        let directory = settings.value(self.directory, "data") ?? "."
+        let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
+        guard var url = URLComponents(string: database), url.scheme != nil, url.password != nil else { return database }
+        url.password = nil
+        return url.string ?? "a PostgreSQL database"
+    }
 
     /// The KEK (the key ring is created on first use) and the key store.
     func open(_ settings: ServerSettings) async throws -> ServerKeyStore {

@@ -15,7 +15,7 @@ struct CofferCommand: ParsableCommand {
             4 malformed input, 5 unsupported version or parameter, 6 refused \
             (binary to a terminal, existing file), 64 usage.
             """,
-        version: "0.1.0",
+        version: CofferVersion.string,
         subcommands: [
             Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
             RSA.self, Agree.self, Sign.self, Verify.self, Key.self,

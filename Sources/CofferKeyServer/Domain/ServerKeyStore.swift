@@ -24,6 +24,8 @@ public final class ServerKeyStore: Sendable {
     /// long as the server waits between its own readings of the ring.
     static let absentFor: Int64 = 30
     var kek: KeyRing { ring.withLock { $0 } }
+    /// The id of the KEK's primary key, as `kek list` prints it (for the start-up log).
+    public var kekPrimaryID: UInt32 { kek.primaryID }
     /// Seconds since 1970; tests move it.
     let now: @Sendable () -> Int64
     /// Reads and audits key releases, many per transaction.
