@@ -3,6 +3,7 @@ import ArgumentParser
 import Coffer
 import CofferKeyServer
 import Foundation
+import Logging
 import NIOSSL
 
 extension Serve {
@@ -23,6 +24,19 @@ extension Serve {
             limits.maximumConnections = count
         }
         return limits
+    }
+
+    /// What an operator checks first when two replicas disagree: which
+    /// database, realm and KEK this one serves with (never a secret).
+    func logStart(_ logger: Logger, _ settings: ServerSettings, store: ServerKeyStore, tls: Bool) {
+        logger.info(
+            "coffer-server \(CofferVersion.string) starting",
+            metadata: [
+                "database": .string(dev ? "development data" : data.databaseDescription(settings)),
+                "realm": .string(settings.value(realm, "realm") ?? "default"),
+                "kek.primary": .string(String(format: "%08x", store.kekPrimaryID)),
+                "tls": .string(tls ? "on" : "off (loopback)"),
+            ])
     }
 
     static func decimalSeconds(_ text: String) throws -> Double {

@@ -195,16 +195,7 @@ struct Serve: AsyncParsableCommand {
             limits: limits, metrics: metrics, dpop: dpop, clientCacheSeconds: cacheSeconds)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = try logLevel(settings)
-        // What an operator checks first when two replicas disagree: which
-        // database, realm and KEK this one serves with (never a secret).
-        logger.info(
-            "coffer-server \(CofferVersion.string) starting",
-            metadata: [
-                "database": .string(dev ? "development data" : data.databaseDescription(settings)),
-                "realm": .string(settings.value(realm, "realm") ?? "default"),
-                "kek.primary": .string(String(format: "%08x", store.kekPrimaryID)),
-                "tls": .string(tls == nil ? "off (loopback)" : "on"),
-            ])
+        logStart(logger, settings, store: store, tls: tls != nil)
         let anchoring = try auditAnchoring(settings)
         let app = try buildApplication(
             server,
