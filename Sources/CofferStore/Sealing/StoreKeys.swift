@@ -138,11 +138,7 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     public func openCell(_ sealed: [UInt8], context: SealingContext, table: String, column: String) throws
         -> StoreValue
     {
-        let opened: Data
-        do { opened = try keyRing.open(sealed, context: context) } catch let error as CofferError {
-            throw error.prefixed("the sealed \(table).\(column) of this row does not open")
-        }
-        return try StoreValue(encoded: opened)
+        try openCell(sealed, contextBytes: context.bytes, table: table, column: column)
     }
 
     // MARK: Blind indexes
