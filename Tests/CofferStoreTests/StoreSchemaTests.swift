@@ -117,6 +117,12 @@ import Testing
             (#"{"tables": {}}"#, "tables must be a list"),
             ("[]", "the file's top level must be an object"),
             ("{", "it is not JSON"),
+            // A misspelt member is an error, never a weaker default (a clear field).
+            (
+                #"{"tables": [{"name": "t", "primaryKey": "id", "fields": [{"name": "id", "type": "integer"}, {"name": "s", "type": "text", "seald": true}]}]}"#,
+                #"tables[0].fields[1] has "seald", which is not one of its members"#
+            ),
+            (#"{"tables": [], "version": 2}"#, #"the file's top level has "version""#),
         ]
         for (json, words) in cases {
             let error = #expect(throws: CofferError.self) { try StoreSchema(json: Data(json.utf8)) }

@@ -1,9 +1,39 @@
+import Coffer
 import Foundation
 
 /// A schema file's JSON that does not decode, said as a person fixes it:
 /// where (`tables[0].fields[1].sealed`) and what that place takes, never
 /// Swift's `DecodingError` as it prints itself.
 enum SchemaJSONError {
+    /// Refuses a member the schema does not have, anywhere in the file: a
+    /// misspelt `"seald": true` would otherwise leave a field clear.
+    static func checkMembers(_ data: Data) throws {
+        guard let top = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
+        func check(_ object: [String: Any], _ allowed: [String], _ place: String) throws {
+            for name in object.keys.sorted() where !allowed.contains(name) {
+                throw CofferError(
+                    .invalidArgument,
+                    "schema: \(place) has \"\(name)\", which is not one of its members (\(allowed.joined(separator: ", ")))"
+                )
+            }
+        }
+        try check(top, ["tables"], "the file's top level")
+        for (t, table) in ((top["tables"] as? [Any]) ?? []).enumerated() {
+            guard let table = table as? [String: Any] else { continue }
+            try check(table, ["name", "primaryKey", "fields"], "tables[\(t)]")
+            for (f, field) in ((table["fields"] as? [Any]) ?? []).enumerated() {
+                guard let field = field as? [String: Any] else { continue }
+                try check(field, ["name", "type", "sealed", "bind", "indexes"], "tables[\(t)].fields[\(f)]")
+                for (i, index) in ((field["indexes"] as? [Any]) ?? []).enumerated() {
+                    guard let index = index as? [String: Any] else { continue }
+                    try check(
+                        index, ["name", "transforms", "bits", "with", "tokens", "acceptLeakage"],
+                        "tables[\(t)].fields[\(f)].indexes[\(i)]")
+                }
+            }
+        }
+    }
+
     static func explain(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "it is not JSON" }
         switch error {

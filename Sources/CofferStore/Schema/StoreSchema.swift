@@ -132,6 +132,7 @@ public struct StoreSchema: Codable, Sendable {
 
     /// Reads and checks a schema file's JSON.
     public init(json: some DataProtocol) throws {
+        try SchemaJSONError.checkMembers(Data(json))
         do { self = try JSONDecoder().decode(StoreSchema.self, from: Data(json)) } catch let error as CofferError {
             throw error
         } catch {
