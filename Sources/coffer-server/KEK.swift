@@ -41,21 +41,33 @@ struct KEK: AsyncParsableCommand {
             let settings = try await data.settings()
             // Read first, so that a missing ring is an error here, not a new ring.
             let ring = try await data.kekRing(settings).read().keyRing
-            let (counts, malformed) = try await data.open(settings).rowsByKEKKey()
+            let usage = try await data.open(settings).rowsByKEKKey()
             let formatter = ISO8601DateFormatter()
             for key in ring.keys {
                 print(
-                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))  \(Self.stored(counts[key.id] ?? 0))"
+                    "\(String(format: "%08x", key.id))  \(key.state.description.padding(toLength: 8, withPad: " ", startingAt: 0))  \(formatter.string(from: key.created))  \(Self.sealed(usage, key.id))"
                 )
             }
             let known = Set(ring.keys.map(\.id))
-            for (id, count) in counts.sorted(by: { $0.key < $1.key }) where !known.contains(id) {
-                print("\(String(format: "%08x", id))  absent    (not in this ring)      \(Self.stored(count))")
+            for id in Set(usage.keys.keys).union(usage.secrets.keys).sorted() where !known.contains(id) {
+                print("\(String(format: "%08x", id))  absent    (not in this ring)      \(Self.sealed(usage, id))")
             }
-            if malformed > 0 { print("-         malformed (too short to name a key) \(Self.stored(malformed))") }
+            if usage.malformed > 0 || !usage.malformedSecrets.isEmpty {
+                let secrets = usage.malformedSecrets.sorted().joined(separator: ", ")
+                print(
+                    "-         malformed (too short to name a key) \(Self.stored(usage.malformed))"
+                        + (secrets.isEmpty ? "" : ", server secrets \(secrets)"))
+            }
         }
 
         static func stored(_ count: Int) -> String { count == 1 ? "1 stored key" : "\(count) stored keys" }
+
+        /// "3 stored keys", with ", server secrets audit-anchor-key, dpop-nonce-key" when it sealed any.
+        static func sealed(_ usage: KEKUsage, _ id: UInt32) -> String {
+            let secrets = (usage.secrets[id] ?? []).sorted()
+            return stored(usage.keys[id] ?? 0)
+                + (secrets.isEmpty ? "" : ", server secrets \(secrets.joined(separator: ", "))")
+        }
     }
 
     struct Enable: AsyncParsableCommand {

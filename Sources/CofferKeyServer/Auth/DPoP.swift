@@ -243,10 +243,25 @@ extension ServerKeyStore {
     /// the KEK with its name as context, so a database writer can neither
     /// read it nor put in one of their own.
     func sharedSecretKey(_ name: String) async throws -> SymmetricKey {
-        let context = try SealingContext("coffer-server", name)
+        let context = try Self.secretContext(name)
         let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
         let sealed = try await rows.secret(named: name, make: made)
-        return SymmetricKey(data: try openWrapped(sealed, context: context))
+        return SymmetricKey(data: try openSecret(name, sealed: sealed, context: context))
+    }
+
+    static func secretContext(_ name: String) throws -> SealingContext { try SealingContext("coffer-server", name) }
+
+    /// Opens a server secret, naming it (and what to do) when its KEK key
+    /// is disabled or missing, so an operator can act on the error.
+    func openSecret(_ name: String, sealed: Data, context: SealingContext) throws -> Data {
+        do {
+            return try openWrapped(sealed, context: context)
+        } catch let error as CofferError where error.code == .keyNotFound || error.code == .keyDisabled {
+            let id = (try? SealedValue.keyID(of: sealed)).map { String(format: "%08x", $0) } ?? "unknown"
+            throw error.prefixed(
+                "the server secret \(name) (sealed under KEK key \(id); enable that key with coffer-server kek enable, then kek rewrap reseals it under the primary)"
+            )
+        }
     }
 }
 #endif

@@ -70,6 +70,12 @@ protocol KeyRows: Sendable {
     func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
     /// The secret named `name`, stored as `make` by whichever replica asked first.
     func secret(named name: String, make: Data) async throws -> Data
+    /// Every stored secret, by name, as sealed (for the KEK's rewrap and list).
+    func secrets() async throws -> [String: Data]
+    /// Replaces the secret `name` by `sealed` if it is still `old`; returns
+    /// whether it did (audited as one `rewrap`).
+    func replaceSecret(named name: String, old: Data, sealed: Data, now: Int64, audit: AuditEntry.Record)
+        async throws -> Bool
     /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
     func forgetExpired(before now: Int64) async throws
 

@@ -33,6 +33,29 @@ extension PostgresKeyRows {
         }
     }
 
+    func secrets() async throws -> [String: Data] {
+        try await database.query("SELECT name, value FROM server_secrets") { rows in
+            var secrets: [String: Data] = [:]
+            for try await (name, value) in rows.decode((String, Data).self) { secrets[name] = value }
+            return secrets
+        }
+    }
+
+    func replaceSecret(named name: String, old: Data, sealed: Data, now: Int64, audit: AuditEntry.Record)
+        async throws -> Bool
+    {
+        try await database.transaction { db in
+            var changed = false
+            for try await _ in try await db.run(
+                "UPDATE server_secrets SET value = \(sealed) WHERE name = \(name) AND value = \(old) RETURNING 1")
+            {
+                changed = true
+            }
+            if changed { try await Self.append(db, [audit], now: now) }
+            return changed
+        }
+    }
+
     /// Deletes in statements of at most ``KeyRows/forgetBatch`` rows,
     /// each its own short transaction.
     func forgetExpired(before now: Int64) async throws {

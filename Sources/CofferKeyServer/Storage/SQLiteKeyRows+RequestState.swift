@@ -46,6 +46,29 @@ extension SQLiteKeyRows {
         }
     }
 
+    func secrets() async throws -> [String: Data] {
+        try await pool.read { db in
+            var secrets: [String: Data] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT name, value FROM server_secrets")
+            while let row = try rows.next() {
+                secrets[try row.decode(forColumn: "name")] = try row.decode(forColumn: "value")
+            }
+            return secrets
+        }
+    }
+
+    func replaceSecret(named name: String, old: Data, sealed: Data, now: Int64, audit: AuditEntry.Record)
+        async throws -> Bool
+    {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE server_secrets SET value = ? WHERE name = ? AND value = ?", arguments: [sealed, name, old])
+            guard db.changesCount == 1 else { return false }
+            try Self.append(db, [audit], now: now)
+            return true
+        }
+    }
+
     /// Deletes in transactions of at most ``forgetBatch`` rows, so that
     /// the releases waiting on the writer wait for one short transaction,
     /// never for a sweep of a minute's worth of proofs.
