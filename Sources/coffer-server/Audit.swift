@@ -15,16 +15,37 @@ struct Audit: AsyncParsableCommand {
             discussion: """
                 Every anchor the server stored must carry its MAC (a key only the KEK opens) and lie on the chain, \
                 and so must --expect-head, a head printed earlier by `audit head` or `audit verify` and kept \
-                outside the database: a cut tail, or an entry removed or rewritten, fails.
+                outside the database: a cut tail, or an entry removed or rewritten, fails. --checkpoint takes \
+                the last line of the file serve --audit-checkpoint appends to as that head.
                 """)
         @OptionGroup var data: DataOptions
         @Option(help: ArgumentHelp("A head kept earlier: the chain must still pass through it.", valueName: "SEQ:HASH"))
         var expectHead: String?
+        @Option(
+            help: ArgumentHelp(
+                "The server's checkpoint file (serve --audit-checkpoint): its last line is the head expected.",
+                valueName: "FILE"))
+        var checkpoint: String?
+
+        func validate() throws {
+            if expectHead != nil && checkpoint != nil {
+                throw ValidationError("give --expect-head or --checkpoint, not both")
+            }
+        }
 
         func run() async throws {
-            let expected: AuditHead?
+            var expected: AuditHead?
             do { expected = try expectHead.map(AuditHead.init) } catch {
                 throw ValidationError("--expect-head: \(error)")
+            }
+            if let checkpoint {
+                guard FileManager.default.isReadableFile(atPath: checkpoint) else {
+                    throw ValidationError("cannot read the checkpoint file \(checkpoint)")
+                }
+                guard let last = try Serve.lastCheckpoint(checkpoint) else {
+                    throw ValidationError("the checkpoint file \(checkpoint) has no line yet")
+                }
+                expected = last.head
             }
             let store = try await data.open(try await data.settings())
             let verifier = try await store.verifyAudit(expecting: expected) { checked in

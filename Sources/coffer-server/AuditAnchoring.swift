@@ -7,14 +7,36 @@ import Logging
 extension Serve {
     /// How often the audit chain is anchored, and where checkpoint lines go.
     func auditAnchoring(_ settings: ServerSettings) throws -> (
-        interval: Duration, checkpoint: (@Sendable (String) throws -> Void)?
+        interval: Duration, checkpoint: (@Sendable (String) throws -> Void)?, last: AuditAnchor?
     ) {
         let seconds = try auditAnchorEvery ?? settings.value(nil, "audit-anchor-every").map(Self.decimalSeconds) ?? 60
         guard seconds >= 0.1, seconds <= 86_400 else {
             throw ValidationError("--audit-anchor-every is 0.1 to 86,400 seconds")
         }
         let target = settings.value(auditCheckpoint, "audit-checkpoint")
-        return (.milliseconds(Int64((seconds * 1000).rounded())), target.map(Self.checkpointWriter))
+        return (
+            .milliseconds(Int64((seconds * 1000).rounded())), target.map(Self.checkpointWriter),
+            try target.flatMap(Self.lastCheckpoint)
+        )
+    }
+
+    /// The last line of the checkpoint file `target`, as an anchor: the
+    /// server anchors again only if the database still holds it and the
+    /// chain extends it (security review 4, H8). Nil for standard output,
+    /// a file not there yet, or one without a line.
+    static func lastCheckpoint(_ target: String) throws -> AuditAnchor? {
+        guard target != "-", let file = FileHandle(forReadingAtPath: target) else { return nil }
+        defer { try? file.close() }
+        let end = try file.seekToEnd()
+        try file.seek(toOffset: end > 4096 ? end - 4096 : 0)
+        let tail = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
+        guard let line = tail.split(separator: "\n").last else { return nil }
+        do {
+            return try AuditAnchor(line: String(line))
+        } catch {
+            throw ValidationError(
+                "the last line of the audit checkpoint file \(target) is not a checkpoint line: \(error)")
+        }
     }
 
     /// Appends each checkpoint line to `target` ("-" for standard output),

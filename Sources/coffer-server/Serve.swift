@@ -197,6 +197,7 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = try logLevel(settings)
         logStart(logger, settings, store: store, tls: tls != nil)
         let anchoring = try auditAnchoring(settings)
+        if let last = anchoring.last { store.trustAuditAnchor(last) }
         let app = try buildApplication(
             server,
             KeyServerConfiguration(

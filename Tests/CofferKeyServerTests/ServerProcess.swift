@@ -149,5 +149,14 @@ struct ServerAddress: Sendable {
         let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         return (Int(response.status.code), object, response.headers)
     }
+
+    /// GET `path` (with a bearer token when given): status and body as text.
+    func text(_ path: String, token: String? = nil) async throws -> (Int, String) {
+        var request = HTTPClientRequest(url: url + path)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
+        let data = try await response.body.collect(upTo: 4 << 20)
+        return (Int(response.status.code), String(buffer: data))
+    }
 }
 #endif

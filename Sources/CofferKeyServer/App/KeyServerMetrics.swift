@@ -93,6 +93,16 @@ public final class KeyServerMetrics: Sendable {
             coffer_release_requests_total \(releases.items)
 
             """
+        let anchors = server.store.anchorCounts
+        text += """
+            # HELP coffer_audit_anchor_refusals_total Audit anchors refused: the chain in the database no longer extends the last anchor.
+            # TYPE coffer_audit_anchor_refusals_total counter
+            coffer_audit_anchor_refusals_total \(anchors.refusals)
+            # HELP coffer_audit_anchor_failures_total Audit anchors not written for another reason (the database, the anchor key).
+            # TYPE coffer_audit_anchor_failures_total counter
+            coffer_audit_anchor_failures_total \(anchors.failures)
+
+            """
         // Left out while the database does not answer (readiness says so).
         if let waiting = try? await server.store.rowsToRewrap() {
             text += """

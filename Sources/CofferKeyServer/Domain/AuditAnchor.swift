@@ -70,6 +70,23 @@ public struct AuditAnchor: Sendable, Equatable {
     public var line: String {
         "coffer-audit-checkpoint head=\(head) at=\(at) mac=\(Hex.encode(Array(mac)))"
     }
+
+    /// Reads a checkpoint line (``line``), without its line feed; anything
+    /// else is `malformed`. Whether the server made it is checked where it
+    /// is used, under the anchor key.
+    public init(line: String) throws {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 4, fields[0] == "coffer-audit-checkpoint", fields[1].hasPrefix("head="),
+            fields[2].hasPrefix("at="), fields[3].hasPrefix("mac="),
+            let head = try? AuditHead(String(fields[1].dropFirst(5))),
+            let at = Int64(fields[2].dropFirst(3)), at >= 0,
+            fields[3].utf8.count == 4 + 64, let mac = Hex.decode(String(fields[3].dropFirst(4)))
+        else {
+            throw CofferError(
+                .malformed, "an audit checkpoint line is coffer-audit-checkpoint head=SEQ:HASH at=SECONDS mac=HEX")
+        }
+        self.init(seq: head.seq, hash: head.hash, at: at, mac: Data(mac))
+    }
 }
 
 extension ServerKeyStore {
@@ -84,17 +101,6 @@ extension ServerKeyStore {
 
     /// The chain's head now; nil while it is empty.
     public func auditHead() async throws -> AuditHead? { try await rows.auditHead() }
-
-    /// Anchors the chain's head (see ``AuditAnchor``) and returns the
-    /// anchor, or nil when the chain is empty. Replicas anchoring the same
-    /// head at once store it once.
-    @discardableResult
-    public func anchorAudit() async throws -> AuditAnchor? {
-        guard let head = try await rows.auditHead() else { return nil }
-        let anchor = AuditAnchor(head: head, at: now(), key: try await auditAnchorKey())
-        try await rows.addAuditAnchor(anchor)
-        return anchor
-    }
 
     /// Every anchor, in order, each checked against the anchor key; the
     /// first that is not authentic breaks the verification.

@@ -36,6 +36,8 @@ public final class ServerKeyStore: Sendable {
     let localCounts = LocalRateCounts()
     /// The audit anchors' MAC key, once read from the database.
     let anchorKey = Locked<SymmetricKey?>(nil)
+    /// The last anchor made, and how anchoring went (``AnchorState``).
+    let anchoring = Locked(AnchorState())
     /// Keys opened in the last minute (``OpenedKeys``).
     let opened = OpenedKeys()
 

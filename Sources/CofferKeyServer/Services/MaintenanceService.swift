@@ -54,7 +54,7 @@ public struct AuditAnchorService: Service {
     let logger: Logger
     /// The last head anchored by this service, so that an idle chain
     /// writes no more checkpoint lines.
-    private let anchored = Locked<Int64>(0)
+    private let anchored = Locked<AuditHead?>(nil)
 
     public init(
         store: ServerKeyStore, interval: Duration = .seconds(60),
@@ -75,11 +75,17 @@ public struct AuditAnchorService: Service {
     /// Anchors the head; a failure is logged and tried again next time.
     func anchor() async {
         do {
-            guard let head = try await store.auditHead(), head.seq > anchored.withLock({ $0 }),
+            // Any other head than the last one anchored, a lower one too:
+            // the store refuses what does not extend its last anchor.
+            guard let head = try await store.auditHead(), head != anchored.withLock({ $0 }),
                 let anchor = try await store.anchorAudit()
             else { return }
             try checkpoint?(anchor.line + "\n")
-            anchored.withLock { $0 = max($0, anchor.seq) }
+            anchored.withLock { $0 = anchor.head }
+        } catch let refusal as AuditAnchorRefusal {
+            logger.error(
+                "audit anchor refused: the audit chain in the database no longer extends the last anchor",
+                metadata: ["reason": "\(refusal)"])
         } catch {
             logger.warning("audit anchor not written", metadata: ["error": "\(error)"])
         }

@@ -64,6 +64,8 @@ protocol KeyRows: Sendable {
     func addAuditAnchor(_ anchor: AuditAnchor) async throws
     /// Anchors after `seq`, in order, at most `limit`.
     func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor]
+    /// The anchor with the highest number; nil when there is none.
+    func lastAuditAnchor() async throws -> AuditAnchor?
 
     /// Raises the request count of `bucket` in the window ending at
     /// `windowEnd` by one, in one statement, and returns the new count.

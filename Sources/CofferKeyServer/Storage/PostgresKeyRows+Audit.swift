@@ -122,6 +122,16 @@ extension PostgresKeyRows {
         ) { _ in () }
     }
 
+    func lastAuditAnchor() async throws -> AuditAnchor? {
+        try await database.query("SELECT seq, hash, at, mac FROM audit_anchors ORDER BY seq DESC LIMIT 1") { rows in
+            var anchor: AuditAnchor?
+            for try await (seq, hash, at, mac) in rows.decode((Int64, Data, Int64, Data).self) {
+                anchor = AuditAnchor(seq: seq, hash: hash, at: at, mac: mac)
+            }
+            return anchor
+        }
+    }
+
     func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor] {
         try await database.query(
             "SELECT seq, hash, at, mac FROM audit_anchors WHERE seq > \(seq) ORDER BY seq LIMIT \(limit)"

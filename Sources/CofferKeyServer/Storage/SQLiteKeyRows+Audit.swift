@@ -110,6 +110,16 @@ extension SQLiteKeyRows {
         }
     }
 
+    func lastAuditAnchor() async throws -> AuditAnchor? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT seq, hash, at, mac FROM audit_anchors ORDER BY seq DESC LIMIT 1").map {
+                try AuditAnchor(
+                    seq: $0.decode(forColumn: "seq"), hash: $0.decode(forColumn: "hash"),
+                    at: $0.decode(forColumn: "at"), mac: $0.decode(forColumn: "mac"))
+            }
+        }
+    }
+
     func auditAnchors(after seq: Int64, limit: Int) async throws -> [AuditAnchor] {
         try await pool.read { db in
             try Row.fetchAll(

@@ -1,0 +1,53 @@
+"""A database writer's rewrite of coffer-server's audit chain, done outside
+Coffer (security review 4, H8): reads the chain as JSON lines on standard
+input (one entry per line, as sqlite3's json_object or PostgreSQL's
+json_build_object print it), drops every entry about SUBJECT, renumbers
+and relinks the rest with SHA-256 as docs/key-server.md ("Audit log")
+defines the links, and prints the SQL that puts the forged chain in place
+and deletes the anchors from the first removed entry on.
+
+    python3 audit-relink.py sqlite|postgres SUBJECT < entries.jsonl | sqlite3 keys.sqlite
+"""
+import hashlib
+import json
+import struct
+import sys
+
+dialect, subject = sys.argv[1], sys.argv[2]
+columns = ["seq", "at", "actor", "action", "realm", "subject", "device", "purpose", "version", "detail"]
+entries = [json.loads(line) for line in sys.stdin if line.strip()]
+kept = [e for e in entries if e["subject"] != subject]
+removed = [e["seq"] for e in entries if e["subject"] == subject]
+if not removed:
+    sys.exit(f"no entry about {subject}")
+
+
+def field(value):
+    data = str(value).encode()
+    return struct.pack("!I", len(data)) + data
+
+
+def text(value):
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def blob(data):
+    return f"X'{data.hex()}'" if dialect == "sqlite" else f"decode('{data.hex()}', 'hex')"
+
+
+previous = bytes(32)
+rows = []
+for number, entry in enumerate(kept, 1):
+    entry = dict(entry, seq=number)
+    previous = hashlib.sha256(
+        previous + field("coffer audit v1") + b"".join(field(entry[c]) for c in columns)
+    ).digest()
+    values = [str(entry["seq"]), str(entry["at"])] + [text(entry[c]) for c in columns[2:8]]
+    values += [str(entry["version"]), text(entry["detail"]), blob(previous)]
+    rows.append("(" + ", ".join(values) + ")")
+print("BEGIN;")
+print("DELETE FROM audit;")
+print(f"INSERT INTO audit ({', '.join(columns)}, hash) VALUES")
+print(",\n".join(rows) + ";")
+print(f"DELETE FROM audit_anchors WHERE seq >= {min(removed)};")
+print("COMMIT;")
