@@ -40,6 +40,10 @@ def start(binary, folder, key, extra):
     with open(passphrase, "w") as out:
         out.write("a benchmark passphrase\n")
     os.chmod(passphrase, 0o600)
+    # A new key server, as an operator makes one.
+    subprocess.run(
+        [os.path.join(binary, "coffer-server"), "kek", "init", "--data", os.path.join(folder, "data"),
+         "--kek-passphrase-file", passphrase], check=True, stdout=subprocess.DEVNULL)
     server = subprocess.Popen(
         [os.path.join(binary, "coffer-server"), "serve", "--listen", "127.0.0.1:0", "--data",
          os.path.join(folder, "data"), "--kek-passphrase-file", passphrase, "--issuer", "https://issuer.bench",

@@ -13,7 +13,7 @@ struct CofferServer: AsyncParsableCommand {
         abstract: "Releases a key per user (and device, and purpose) to apps whose users have signed in.",
         discussion: """
             Keys are rows sealed under the server's KEK, a key ring in DIR/kek.ckr unlocked by a \
-            passphrase file (created on first start). Sign-in tokens are JWTs checked against the \
+            passphrase file (made by `coffer-server kek init`). Sign-in tokens are JWTs checked against the \
             issuer's keys (a JWKS file). Operators, who rotate, retire and shred, use tokens made by \
             `coffer-server operator add`.
             """,
@@ -93,18 +93,23 @@ struct DataOptions: ParsableArguments {
         return url.string ?? "a PostgreSQL database"
     }
 
-    /// The KEK (the key ring is created on first use) and the key store.
-    func open(_ settings: ServerSettings) async throws -> ServerKeyStore {
+    /// The KEK and the key store. Only `kek init` (and `serve --dev`)
+    /// passes `creating`: every other command refuses a missing KEK ring or
+    /// database, so that a misspelt setting is an error, not a new KEK
+    /// (operator trial 4: a replica with `"databse"` made one and served
+    /// other key bytes under the same key id).
+    func open(_ settings: ServerSettings, creating: Bool = false) async throws -> ServerKeyStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let ring = try kekRing(settings)
+        if creating {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        let ring = try kekRing(settings, creating: creating)
         // Read again every 30 seconds and when a row names a KEK the ring
         // lacks; unlocked again only when the file has changed.
         let reader = KeyRingReader(ring)
-        let file = try await BlockingWork.run {
-            FileManager.default.fileExists(atPath: ring.path) ? try reader.read() : try reader.create()
-        }
+        let exists = FileManager.default.fileExists(atPath: ring.path)
+        let file = try await BlockingWork.run { exists ? try reader.read() : try reader.create() }
         let reload: @Sendable () throws -> KeyRing = { try reader.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
         let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
@@ -117,19 +122,44 @@ struct DataOptions: ParsableArguments {
             guard passwordFile == nil else {
                 throw ValidationError("--database-password-file is for a postgres:// database")
             }
-            return try ServerKeyStore(path: database, kek: file.keyRing, reload: reload)
+            return try ServerKeyStore(path: database, kek: file.keyRing, reload: reload, creating: creating)
         }
         let password = PostgresURL.password(
             file: try passwordFile.map { Array(try ServerFiles.secretFile($0, what: "the database password file")) })
-        return try await ServerKeyStore.open(postgres: database, password: password, kek: file.keyRing, reload: reload)
+        return try await ServerKeyStore.open(
+            postgres: database, password: password, kek: file.keyRing, reload: reload, creating: creating)
+    }
+
+    /// Whether the database has the key server's tables (for `kek init`):
+    /// opened without creating, under a throwaway ring that opens nothing.
+    func databaseExists(_ settings: ServerSettings) async -> Bool {
+        guard let directory = settings.value(self.directory, "data") else { return false }
+        let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
+        guard PostgresURL.names(database) else { return FileManager.default.fileExists(atPath: database) }
+        let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
+        let file = passwordFile.flatMap { try? Array(ServerFiles.secretFile($0, what: "the database password file")) }
+        guard
+            let store = try? await ServerKeyStore.open(
+                postgres: database, password: PostgresURL.password(file: file), kek: KeyRing(), creating: false)
+        else { return false }
+        await store.close()
+        return true
     }
 
     /// The KEK key ring file, DIR/kek.ckr, unlocked by a passphrase file
     /// or by a key kept in a file keychain (whose own passphrase comes from
-    /// a file; the key is made there on first use).
-    func kekRing(_ settings: ServerSettings) throws -> KeyRingStore {
+    /// a file; the keychain and its key are made only when `creating`).
+    func kekRing(_ settings: ServerSettings, creating: Bool = false) throws -> KeyRingStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
         let path = directory + "/kek.ckr"
+        // The KEK's own secrets are read first, so that a bad one is the error.
+        let missing = {
+            guard creating || FileManager.default.fileExists(atPath: path) else {
+                throw ValidationError(
+                    "there is no KEK ring at \(path): coffer-server kek init makes one, once, for a new key server (then copy kek.ckr to each replica's --data folder); check --data and --config for a misspelling"
+                )
+            }
+        }
         if let keychainPath = settings.value(kekKeychain, "kek.keychain") {
             guard settings.value(kekPassphraseFile, "kek.passphrase.file") == nil else {
                 throw ValidationError("give one of --kek-passphrase-file and --kek-keychain")
@@ -140,17 +170,26 @@ struct DataOptions: ParsableArguments {
                     try settings.required(
                         kekKeychainPassphraseFile, "kek.keychain.passphrase.file",
                         flag: "--kek-keychain-passphrase-file")))
-            let keychain =
-                FileManager.default.fileExists(atPath: keychainPath)
-                ? try FileKeychain.open(path: keychainPath, secret: secret, rollbackGuard: nil)
-                : try FileKeychain.create(path: keychainPath, secret: secret, rollbackGuard: nil)
-            _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer-server KEK")
+            try missing()
+            let keychain: FileKeychain
+            if FileManager.default.fileExists(atPath: keychainPath) {
+                keychain = try FileKeychain.open(path: keychainPath, secret: secret, rollbackGuard: nil)
+            } else {
+                guard creating else {
+                    throw ValidationError(
+                        "there is no KEK keychain at \(keychainPath): coffer-server kek init makes it, once, for a new key server"
+                    )
+                }
+                keychain = try FileKeychain.create(path: keychainPath, secret: secret, rollbackGuard: nil)
+            }
+            if creating { _ = try keychain.getOrCreateKey(.symmetric256, tag: tag, label: "coffer-server KEK") }
             return KeyRingStore(
                 path: path, secret: .keychainKEK(in: keychain, tag: tag),
                 rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
         let passphrase = try ServerFiles.passphrase(
             try settings.required(kekPassphraseFile, "kek.passphrase.file", flag: "--kek-passphrase-file"))
+        try missing()
         // The passphrase ring is guarded as key rings are (the per-user
         // state file, outside DIR): an older kek.ckr put back would enable
         // again the KEK keys a rewrap disabled (security review 4, G11).

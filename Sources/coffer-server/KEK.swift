@@ -7,7 +7,45 @@ import Foundation
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
-        subcommands: [Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self])
+        subcommands: [Init.self, Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self])
+
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Makes a new key server: the KEK key ring (and its keychain key) and the database's tables.",
+            discussion: """
+                The only command that makes a KEK ring or a database (besides serve --dev): every other one \
+                refuses a missing ring or database, so that a misspelt --data, --database or --config member is \
+                an error rather than a second key server with a KEK of its own. Run it once, for the first \
+                replica; copy DIR/kek.ckr to each other replica's DIR. Refused when both exist already; when \
+                only one does (a new database for an existing ring, say), it makes the other.
+                """)
+        @OptionGroup var data: DataOptions
+
+        func run() async throws {
+            let settings = try await data.settings()
+            let directory = try settings.required(data.directory, "data", flag: "--data")
+            let ringPath = directory + "/kek.ckr"
+            let hadRing = FileManager.default.fileExists(atPath: ringPath)
+            let database = data.databaseDescription(settings)
+            let hadDatabase = await data.databaseExists(settings)
+            guard !(hadRing && hadDatabase) else {
+                throw ValidationError("\(ringPath) and the database \(database) exist already: nothing to make")
+            }
+            guard hadRing || !hadDatabase else {
+                throw ValidationError(
+                    "the database \(database) exists but there is no KEK ring at \(ringPath): restore kek.ckr from a backup or another replica (a new KEK could open none of its keys)"
+                )
+            }
+            let store = try await data.open(settings, creating: true)
+            let primary = String(format: "%08x", store.kekPrimaryID)
+            await store.close()
+            print(
+                (hadRing
+                    ? "used the KEK ring \(ringPath) (primary \(primary))"
+                    : "made the KEK ring \(ringPath) (primary \(primary))")
+                    + "; " + (hadDatabase ? "used" : "made") + " the database \(database)")
+        }
+    }
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -111,9 +149,6 @@ struct KEK: AsyncParsableCommand {
         func run() async throws {
             let settings = try await data.settings()
             let ring = try data.kekRing(settings)
-            guard FileManager.default.fileExists(atPath: ring.path) else {
-                throw ValidationError("there is no KEK ring at \(ring.path)")
-            }
             let generation = try ring.acceptCurrentGeneration()
             FileHandle.standardError.write(Data("accepted \(ring.path) at generation \(generation)\n".utf8))
         }

@@ -165,7 +165,7 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let devIssuer = dev ? try await DevIssuer() : nil
-        let store = try await (dev ? try developmentData() : data).open(settings)
+        let store = try await (dev ? try developmentData() : data).open(settings, creating: dev)
         let verifier: SignInVerifier
         if let devIssuer {
             guard tls == nil, Loopback.isHost(host) else {
@@ -251,7 +251,8 @@ struct Operator: AsyncParsableCommand {
         @Option(
             name: .customLong("scope"),
             help: ArgumentHelp(
-                "keys:rotate, keys:retire or subjects:shred; repeat for several (default: all).", valueName: "SCOPE"))
+                "keys:rotate, keys:retire, subjects:shred or metrics:read; repeat for several (default: all).",
+                valueName: "SCOPE"))
         var scopes: [String] = []
         @Option(
             help: ArgumentHelp(

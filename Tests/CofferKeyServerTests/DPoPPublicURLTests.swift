@@ -15,7 +15,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: issuer.folder + "/repro", withIntermediateDirectories: true)
         let run = try Spawned.run(
             Issuer.root + "/.venv/bin/python", [Self.repro, issuer.folder + "/repro"],
-            environment: ["COFFER_BIN": ServerProcess.binary.deletingLastPathComponent().path], mergeErrors: true)
+            environment: ["COFFER_BIN": try ServerProcess.initializingBinary(in: issuer.folder)], mergeErrors: true)
         let text = run.text
         #expect(run.status == 0, "\(text)")
         let lines = text.split(separator: "\n").filter { $0.hasPrefix("serve ") }

@@ -37,13 +37,24 @@ import Testing
     /// if need be) under umask 022, the umask of most users: SQLite alone
     /// would create the file 0644.
     static func operatorAdd(folder: String, database: String) throws -> Spawned {
-        try Spawned.run(
+        try initialize(folder: folder, database: database)
+        return try Spawned.run(
             "/bin/sh",
             [
                 "-c", #"umask 022; exec "$0" "$@""#, ServerProcess.binary.path, "operator", "add", "--data",
                 folder + "/data", "--database", database, "--kek-passphrase-file", folder + "/passphrase", "--name",
                 "ops-\(UUID().uuidString.prefix(8))",
             ], errors: .capture)
+    }
+
+    /// `kek init` under the same umask, as an operator makes a new server.
+    static func initialize(folder: String, database: String) throws {
+        _ = try Spawned.run(
+            "/bin/sh",
+            [
+                "-c", #"umask 022; exec "$0" "$@""#, ServerProcess.binary.path, "kek", "init", "--data",
+                folder + "/data", "--database", database, "--kek-passphrase-file", folder + "/passphrase",
+            ], output: .discard, errors: .discard)
     }
 
     @Test func aDatabaseOutsideTheDataFolderIsCreated0600AndRefusedOnceOpenedToOthers() throws {

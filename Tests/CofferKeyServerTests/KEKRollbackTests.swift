@@ -32,7 +32,7 @@ import Testing
         try Data("a long kek passphrase".utf8).write(to: URL(fileURLWithPath: folder + "/pw"))
         chmod(folder + "/pw", 0o600)
         let kek = "--data D --kek-passphrase-file pw"
-        var run = try Self.tool("\"$SERVER\" operator list \(kek) && cp D/kek.ckr old.ckr", in: folder)
+        var run = try Self.tool("\"$SERVER\" kek init \(kek) && cp D/kek.ckr old.ckr", in: folder)
         #expect(run.status == 0, "\(run.output)")
         run = try Self.tool("\"$SERVER\" kek rotate --settle 0 \(kek) && cp old.ckr D/kek.ckr", in: folder)
         #expect(run.status == 0, "\(run.output)")

@@ -10,8 +10,8 @@ import Testing
 /// `GET /metrics`: what it counts, that it names no subject, and that an
 /// independent parser (prometheus_client) reads it.
 @Suite struct MetricsTests {
-    static func scrape(_ client: any TestClientProtocol) async throws -> String {
-        try await client.execute(uri: "/metrics", method: .get) { response in
+    static func scrape(_ client: any TestClientProtocol, token: String) async throws -> String {
+        try await client.execute(uri: "/metrics", method: .get, headers: bearer(token)) { response in
             #expect(response.status == .ok)
             #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
             return String(buffer: response.body)
@@ -36,11 +36,37 @@ import Testing
         return Set(run.text.split(separator: "\n").map(String.init))
     }
 
+    /// H9 (security review 4): /metrics answers only an operator token of
+    /// the metrics scope; nothing else learns a byte of it.
+    @Test func metricsNeedAnOperatorTokenOfTheMetricsScope() async throws {
+        let issuer = try Issuer()
+        let server = try await TestServer(issuer: issuer, kek: KeyRing(), backend: .sqlite)
+        let rotator = try await server.store.addOperator(name: "rotator", scopes: [.rotate])
+        let scraper = try await server.store.addOperator(name: "scraper", scopes: [.metrics])
+        let user = try issuer.token("alice")
+        try await server.run { client in
+            for (headers, status, code) in [
+                (HTTPFields(), HTTPResponse.Status.unauthorized, "token-missing"),
+                (bearer(user), .unauthorized, "operator-token-invalid"),
+                (bearer("cofop_" + String(repeating: "A", count: 43)), .unauthorized, "operator-token-invalid"),
+                (bearer(rotator), .forbidden, "scope-missing"),
+            ] {
+                try await client.execute(uri: "/metrics", method: .get, headers: headers) { response in
+                    #expect(response.status == status)
+                    let body = String(buffer: response.body)
+                    #expect(body.contains(code) && !body.contains("coffer_"), "\(body)")
+                }
+            }
+            #expect(try await Self.scrape(client, token: scraper).contains("coffer_http_requests_total"))
+        }
+    }
+
     @Test(arguments: Backend.allCases) func requestsLatencyCacheAndRewrapAreCounted(_ backend: Backend) async throws {
         let issuer = try Issuer()
         var ring = KeyRing()
         let server = try await TestServer(issuer: issuer, kek: ring, backend: backend)
         let alice = try issuer.token("alice")
+        let scraper = try await server.store.addOperator(name: "scraper", scopes: [.metrics])
         try await server.run { client in
             for purpose in ["notes", "notes", "photos"] {
                 try await client.execute(uri: "/v1/keys/\(purpose)", method: .post, headers: bearer(alice)) {
@@ -49,7 +75,7 @@ import Testing
             }
             try await client.execute(uri: "/v1/keys/notes", method: .post) { #expect($0.status == .unauthorized) }
             try await client.execute(uri: "/v1/nothing/\(UUID())", method: .get) { #expect($0.status == .notFound) }
-            let text = try await Self.scrape(client)
+            let text = try await Self.scrape(client, token: scraper)
             #expect(!text.contains("alice") && !text.contains("notes") && !text.contains(alice))
             let samples = try Self.parsed(text)
             for sample in [
@@ -73,11 +99,11 @@ import Testing
         _ = try ring.rotate()
         let rotated = try await TestServer(issuer: issuer, kek: ring, reopening: server)
         try await rotated.run { client in
-            let before = try Self.parsed(try await Self.scrape(client))
+            let before = try Self.parsed(try await Self.scrape(client, token: scraper))
             #expect(before.contains("coffer_keys_awaiting_rewrap{} 3"), "\(before)")
             let rewrapped = try await rotated.store.rewrap()
             #expect(rewrapped == 2)
-            let after = try Self.parsed(try await Self.scrape(client))
+            let after = try Self.parsed(try await Self.scrape(client, token: scraper))
             #expect(after.contains("coffer_keys_awaiting_rewrap{} 0"), "\(after)")
         }
     }

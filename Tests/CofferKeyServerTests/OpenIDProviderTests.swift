@@ -177,13 +177,13 @@ import Testing
 
     @Test func discoveryAndKeysFromTheFileAreNotMixed() throws {
         let issuer = try Issuer()
-        let run = try Spawned.run(
-            ServerProcess.binary.path,
-            [
-                "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--kek-passphrase-file",
-                try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience,
-                "--issuer-discovery", "--jwks-file", issuer.folder + "/jwks.json",
-            ], output: .discard, errors: .capture)
+        let arguments = [
+            "serve", "--listen", "127.0.0.1:0", "--data", issuer.folder + "/data", "--kek-passphrase-file",
+            try ServerProcess.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience,
+            "--issuer-discovery", "--jwks-file", issuer.folder + "/jwks.json",
+        ]
+        ServerProcess.initialize(arguments)
+        let run = try Spawned.run(ServerProcess.binary.path, arguments, output: .discard, errors: .capture)
         let said = run.errorText
         #expect(run.status == 64 && said.contains("--issuer-discovery finds the keys itself"), "\(said)")
     }

@@ -33,11 +33,74 @@ final class ServerProcess {
         issuer: Issuer, data: String, log: String? = nil, extra: [String] = [], environment: [String: String] = [:]
     ) throws {
         try self.init(
-            arguments: [
-                "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file",
-                try Self.passphraseFile(issuer), "--issuer", Issuer.name, "--audience", Issuer.audience, "--jwks-file",
-                issuer.folder + "/jwks.json",
-            ] + extra, environment: environment, log: log)
+            arguments: try Self.serveArguments(issuer: issuer, data: data) + extra, environment: environment, log: log)
+    }
+
+    /// `serve` on a loopback port the server picks, over `data`, for `issuer`'s tokens.
+    static func serveArguments(issuer: Issuer, data: String) throws -> [String] {
+        [
+            "serve", "--listen", "127.0.0.1:0", "--data", data, "--kek-passphrase-file", try passphraseFile(issuer),
+            "--issuer", Issuer.name, "--audience", Issuer.audience, "--jwks-file", issuer.folder + "/jwks.json",
+        ]
+    }
+
+    /// The options of `coffer-server serve`'s that say where the data is.
+    static let dataOptions: Set<String> = [
+        "--config", "--data", "--database", "--database-password-file", "--kek-passphrase-file", "--kek-keychain",
+        "--kek-tag", "--kek-keychain-passphrase-file",
+    ]
+
+    /// Runs `coffer-server kek init` with the data options among
+    /// `arguments`, unless they are `--dev`'s or the folder has a KEK ring;
+    /// its answer is not checked (the command run afterwards fails on
+    /// anything it could not make).
+    static func initialize(_ arguments: [String], environment: [String: String] = [:]) {
+        guard !arguments.contains("--dev") else { return }
+        if let flag = arguments.firstIndex(of: "--data"), flag + 1 < arguments.count,
+            FileManager.default.fileExists(atPath: arguments[flag + 1] + "/kek.ckr")
+        {
+            return
+        }
+        var options: [String] = []
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            if dataOptions.contains(arguments[index]), index + 1 < arguments.endIndex {
+                options += arguments[index...index + 1]
+                index += 2
+            } else {
+                index += 1
+            }
+        }
+        _ = try? Spawned.run(
+            binary.path, ["kek", "init"] + options, environment: environment, output: .discard, errors: .discard)
+    }
+
+    /// A folder holding a `coffer-server` that runs `kek init` (over the
+    /// same `--data` and `--kek-passphrase-file`) before a first `serve`,
+    /// then the real one: for the reviews' reproductions, which start a
+    /// server over a new folder as earlier versions allowed.
+    static func initializingBinary(in folder: String) throws -> String {
+        let bin = folder + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let script = """
+            #!/bin/sh
+            real='\(binary.path)'
+            if [ "$1" = serve ]; then
+              data=; pass=; previous=
+              for arg in "$@"; do
+                case "$previous" in --data) data=$arg ;; --kek-passphrase-file) pass=$arg ;; esac
+                previous=$arg
+              done
+              [ -e "$data/kek.ckr" ] || "$real" kek init --data "$data" --kek-passphrase-file "$pass" >/dev/null 2>&1
+            fi
+            exec "$real" "$@"
+
+            """
+        guard
+            FileManager.default.createFile(
+                atPath: bin + "/coffer-server", contents: Data(script.utf8), attributes: [.posixPermissions: 0o755])
+        else { throw CofferError(.io, "cannot write \(bin)/coffer-server") }
+        return bin
     }
 
     /// The tests' KEK passphrase file, made once per issuer.
@@ -55,7 +118,10 @@ final class ServerProcess {
     }
 
     /// Starts `coffer-server` with `arguments` and `environment` (added to this process's).
+    /// A `serve` over a folder with no KEK ring yet is preceded by `kek
+    /// init` with the same data options, as an operator makes a new server.
     init(arguments: [String], environment: [String: String] = [:], log: String? = nil) throws {
+        if arguments.first == "serve" { Self.initialize(arguments, environment: environment) }
         scheme = arguments.contains("--tls-cert") ? "https" : "http"
         process.executableURL = Self.binary
         process.arguments = arguments
@@ -90,6 +156,7 @@ final class ServerProcess {
                 "operator", "add", "--data", data, "--kek-passphrase-file", issuer.folder + "/kek-passphrase", "--name",
                 name,
             ] + extra
+        initialize(["serve"] + process.arguments!.dropFirst(2), environment: environment)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout

@@ -78,7 +78,11 @@ public struct KeyServer: Sendable {
         router.middlewares.add(AddressLimitMiddleware(server: self))
         // Liveness: the process answers. Readiness: and so does its database.
         router.get("/v1/health") { _, _ in Self.json(Health(status: "ok")) }
-        router.get("/metrics") { _, _ in
+        // Counts and cache rates, no subject; still only for an operator
+        // token of the metrics scope (security review 4, H9), so that a
+        // balancer that passes every path on exposes nothing.
+        router.group("/metrics").add(middleware: OperatorAuthenticator(server: self)).get { _, context in
+            _ = try context.operatorActor(.metrics)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(

@@ -15,7 +15,9 @@ public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
     public static let retire = OperatorScope("keys:retire")
     /// Schedule and undo the shredding of a subject.
     public static let shred = OperatorScope("subjects:shred")
-    public static let all: [OperatorScope] = [.rotate, .retire, .shred]
+    /// Read `GET /metrics` (a Prometheus scraper's token).
+    public static let metrics = OperatorScope("metrics:read")
+    public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics]
 }
 
 /// An operator as listed (never its token).

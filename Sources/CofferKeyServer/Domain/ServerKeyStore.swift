@@ -41,19 +41,29 @@ public final class ServerKeyStore: Sendable {
     /// Keys opened in the last minute (``OpenedKeys``).
     let opened = OpenedKeys()
 
-    /// Opens (creating when missing) the SQLite database at `path`.
+    /// Opens (creating when missing, if `creating`) the SQLite database at `path`.
     /// - Parameters:
     ///   - path: the SQLite file.
+    ///   - creating: whether to make the file when it is not there; when
+    ///     false a missing file is refused (`coffer-server` makes it only
+    ///     in `kek init`, so that a misspelt path is an error, not a new
+    ///     empty key server).
     ///   - kek: the key ring that seals and opens every key.
     ///   - reload: reads the key ring again, when a stored key names a KEK
     ///     key the ring in memory lacks (the KEK was rotated meanwhile).
     ///   - now: the clock, in seconds since 1970.
     public convenience init(
-        path: String, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
+        path: String, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil, creating: Bool = true,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     )
         throws
     {
+        guard creating || FileManager.default.fileExists(atPath: path) else {
+            throw CofferError(
+                .refused,
+                "there is no key server database at \(path): coffer-server kek init makes it, once, for a new key server"
+            )
+        }
         self.init(rows: try SQLiteKeyRows(path: path), kek: kek, reload: reload, now: now)
     }
 

@@ -201,8 +201,9 @@ final class PostgresDatabase: Sendable {
         ["ALTER TABLE operators ADD COLUMN realm text"],
     ]
 
-    /// Brings the schema up to date; refuses a database a newer server migrated.
-    func migrate() async throws {
+    /// Brings the schema up to date; refuses a database a newer server
+    /// migrated, and, unless `creating`, one with no key server tables yet.
+    func migrate(creating: Bool = true) async throws {
         let schema = self.schema
         let logger = self.logger
         try await transaction { db in
@@ -219,6 +220,12 @@ final class PostgresDatabase: Sendable {
                 "SELECT coalesce(max(version), 0) FROM coffer_server_migrations", logger: logger
             ).decode(Int.self) {
                 applied = version
+            }
+            guard applied > 0 || creating else {
+                throw CofferError(
+                    .refused,
+                    "the PostgreSQL database\(schema.map { " (schema \($0))" } ?? "") has no key server tables: coffer-server kek init makes them, once, for a new key server"
+                )
             }
             guard applied <= Self.migrations.count else {
                 throw CofferError(

@@ -133,17 +133,21 @@ extension ServerKeyStore {
     ///   - connections: the most connections this store opens at once.
     ///   - deadline: how long an operation may take before it is answered
     ///     `503 database-unavailable`.
+    ///   - creating: whether to make the tables in a database that has none;
+    ///     when false such a database is refused (`coffer-server` makes them
+    ///     only in `kek init`, so that a misspelt URL is an error, not a new
+    ///     empty key server).
     ///   - now: the clock, in seconds since 1970.
     public static func open(
         postgres url: String, password: String?, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
-        connections: Int = 16, deadline: Duration = .seconds(3),
+        connections: Int = 16, deadline: Duration = .seconds(3), creating: Bool = true,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) async throws -> ServerKeyStore {
         let database = try PostgresDatabase(
             url: url, password: password, connections: connections, deadline: deadline)
         do {
             try await database.endpoint.probe(what: "the key server's database")
-            try await database.migrate()
+            try await database.migrate(creating: creating)
         } catch {
             await database.close()
             throw error
