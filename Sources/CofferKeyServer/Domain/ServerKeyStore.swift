@@ -7,7 +7,7 @@ import Foundation
 /// bits from the system's CSPRNG, sealed under the server's KEK with its
 /// name and version as context. The rows live in SQLite (one machine;
 /// several processes may serve one file) or PostgreSQL (any number of
-/// replicas on one database, ``ServerKeyStore/open(postgres:password:kek:reload:connections:deadline:now:)``);
+/// replicas on one database, ``ServerKeyStore/open(postgres:password:kek:reload:connections:deadline:creating:now:)``);
 /// every change is one transaction.
 public final class ServerKeyStore: Sendable {
     let rows: any KeyRows
