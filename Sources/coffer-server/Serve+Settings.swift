@@ -7,25 +7,6 @@ import Logging
 import NIOSSL
 
 extension Serve {
-    /// The timeouts and the connection limit, from the flags or the settings.
-    func clientLimits(_ settings: ServerSettings) throws -> ClientLimits {
-        func seconds(_ flag: Double?, _ key: String, _ fallback: Duration) throws -> Duration {
-            guard let value = try flag ?? settings.value(nil, key).map(Self.decimalSeconds) else { return fallback }
-            guard value > 0, value <= 3600 else {
-                throw ValidationError("--\(key) is more than 0 and at most 3600 seconds")
-            }
-            return .milliseconds(Int64((value * 1000).rounded()))
-        }
-        var limits = ClientLimits()
-        limits.idleTimeout = try seconds(idleTimeout, "idle-timeout", limits.idleTimeout)
-        limits.requestTimeout = try seconds(requestTimeout, "request-timeout", limits.requestTimeout)
-        if let count = try maxConnections ?? settings.value(nil, "max-connections").map(Self.count) {
-            guard count >= 1 else { throw ValidationError("--max-connections is at least 1") }
-            limits.maximumConnections = count
-        }
-        return limits
-    }
-
     /// What an operator checks first when two replicas disagree: which
     /// database, realm and KEK this one serves with (never a secret).
     func logStart(_ logger: Logger, _ settings: ServerSettings, store: ServerKeyStore, tls: Bool) {

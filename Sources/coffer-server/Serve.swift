@@ -87,23 +87,7 @@ struct Serve: AsyncParsableCommand {
             valueName: "URL"))
     var publicUrl: String?
 
-    @Option(
-        help: ArgumentHelp(
-            "Close a connection that sends no whole request part (or no next request) for this long (default 30).",
-            valueName: "SECONDS"))
-    var idleTimeout: Double?
-
-    @Option(
-        help: ArgumentHelp(
-            "Close a connection whose request body has not ended this long after its head (default 10).",
-            valueName: "SECONDS"))
-    var requestTimeout: Double?
-
-    @Option(
-        help: ArgumentHelp(
-            "At most N connections; past it a new one closes the longest-idle (default 3/4 of the open-file limit).",
-            valueName: "N"))
-    var maxConnections: Int?
+    @OptionGroup(title: "Connections") var connections: ConnectionOptions
 
     @Option(
         help: ArgumentHelp(
@@ -135,11 +119,12 @@ struct Serve: AsyncParsableCommand {
         let settings = try await data.settings()
         let (host, port) = try Self.address(settings.value(listen, "listen") ?? "127.0.0.1:8080")
         let tls = try tlsConfiguration(settings)
-        let limits = RateLimits(
+        var limits = RateLimits(
             subject: try Self.limit(settings.value(rateLimit, "rate-limit"), flag: "--rate-limit"),
             address: try Self.limit(
                 settings.value(addressRateLimit, "address-rate-limit"), flag: "--address-rate-limit"),
             refusalDelay: try refusalDelay(settings))
+        limits.trustedProxies = try connections.trustedProxies(settings)
         let dpop = DPoPPolicy(
             required: requireDpop || settings.value(nil, "require-dpop") == "true",
             publicURL: try Self.publicURL(settings.value(publicUrl, "public-url")))
@@ -153,7 +138,7 @@ struct Serve: AsyncParsableCommand {
                 "plain HTTP is served on loopback only (127.0.0.1, ::1); give --tls-cert and --tls-key to listen on \(host)"
             )
         }
-        let clients = try clientLimits(settings)
+        let clients = try connections.clientLimits(settings)
         let cacheText = clientCacheSeconds.map(String.init) ?? settings.value(nil, "client-cache-seconds") ?? "3600"
         guard let cacheSeconds = Int64(cacheText), (0...KeyServer.maxClientCacheSeconds).contains(cacheSeconds) else {
             throw ValidationError("--client-cache-seconds is 0 to 31,622,400 (366 days), not \(cacheText)")

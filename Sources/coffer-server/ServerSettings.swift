@@ -47,8 +47,9 @@ struct ServerSettings: Sendable {
         "idle-timeout", "request-timeout",
         "database", "issuer", "issuer-discovery", "jwks.file", "jwks.refresh-floor", "jwks.url", "kek.keychain",
         "kek.keychain.passphrase.file", "kek.passphrase.file", "kek.tag", "leeway", "listen", "log-level",
-        "max-connections", "postgres.password.file", "public-url", "rate-limit", "realm", "refusal-delay",
-        "require-dpop", "subject.claim", "tls.cert", "tls.key",
+        "max-connections", "max-connections-per-address", "postgres.password.file", "public-url", "rate-limit", "realm",
+        "refusal-delay",
+        "require-dpop", "subject.claim", "tls.cert", "tls.key", "trusted-proxies",
     ]
 
     /// `COFFER_SERVER_` variables that are not settings: the binary's path the scripts use.

@@ -59,7 +59,8 @@ public struct KeyServerConfiguration: Sendable {
 public func buildApplication(_ server: KeyServer, _ configuration: KeyServerConfiguration) throws
     -> some ApplicationProtocol
 {
-    let http1 = HTTPServerBuilder.http1(configuration: configuration.clients.http1())
+    let http1 = HTTPServerBuilder.http1(
+        configuration: configuration.clients.http1(trusting: server.limits.trustedProxies))
     let builder = try configuration.tls.map { try HTTPServerBuilder.tls(http1, tlsConfiguration: $0) } ?? http1
     let onListening = configuration.onListening
     return Application(

@@ -14,11 +14,15 @@ import Darwin
 #endif
 
 /// How long clients may take and how many may be connected at once
-/// (security review 3, G6): a connection that sends nothing, or sends its
-/// headers a byte at a time, is closed at `idleTimeout`; a request whose
-/// body has not ended `requestTimeout` after its head is closed; and past
-/// `maximumConnections` a new connection closes the longest-idle one (a
-/// connection between requests), so idle sockets never lock clients out.
+/// (security review 3, G6; review 4, H3): a connection that sends nothing,
+/// or sends its headers a byte at a time, is closed at `idleTimeout`; a
+/// request whose body has not ended `requestTimeout` after its head is
+/// closed; one client address (an IPv6 host by its /64) holds at most
+/// `maximumConnectionsPerAddress` connections (a trusted proxy's are
+/// exempt); and past `maximumConnections` a new connection closes the
+/// longest-idle one (a connection between requests), else the one whose
+/// body has been arriving longest, if for over `promptBody` — so neither
+/// idle sockets nor slowly trickled bodies lock other clients out.
 public struct ClientLimits: Sendable {
     /// Without a whole request part (its head, a piece of its body), or
     /// between requests on a kept-alive connection.
@@ -26,17 +30,28 @@ public struct ClientLimits: Sendable {
     /// From a request's head to the end of its body.
     public var requestTimeout: Duration
     public var maximumConnections: Int
+    /// Connections one client address may hold at once; nil for a
+    /// sixteenth of ``maximumConnections`` (at least 8).
+    public var maximumConnectionsPerAddress: Int?
+    /// A body that has been arriving for longer than this may be closed to
+    /// make room for a new connection when every connection is busy.
+    public var promptBody: Duration = .seconds(1)
 
-    /// 30 s idle, 10 s per request, and as many connections as a quarter
-    /// below the process's open-file limit allows (at most 10,000).
+    /// 30 s idle, 3 s for a request's body (the key routes' bodies are at
+    /// most 16 KiB), as many connections as a quarter below the process's
+    /// open-file limit allows (at most 10,000), a sixteenth of them per address.
     public init(
-        idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(10),
-        maximumConnections: Int = ClientLimits.defaultMaximumConnections
+        idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(3),
+        maximumConnections: Int = ClientLimits.defaultMaximumConnections, maximumConnectionsPerAddress: Int? = nil
     ) {
         self.idleTimeout = idleTimeout
         self.requestTimeout = requestTimeout
         self.maximumConnections = maximumConnections
+        self.maximumConnectionsPerAddress = maximumConnectionsPerAddress
     }
+
+    /// The cap per address in force.
+    public var perAddress: Int { maximumConnectionsPerAddress ?? max(8, maximumConnections / 16) }
 
     /// Three quarters of the open-file limit, so that connections never
     /// take the descriptors the database and the files need.
@@ -55,8 +70,9 @@ public struct ClientLimits: Sendable {
 
     /// Hummingbird's HTTP/1.1 channel with these limits: its idle timeout
     /// and a guard on every connection that enforces the rest.
-    public func http1() -> HTTP1Channel.Configuration {
-        let registry = ConnectionRegistry(maximum: maximumConnections)
+    public func http1(trusting proxies: TrustedProxies = TrustedProxies()) -> HTTP1Channel.Configuration {
+        let registry = ConnectionRegistry(
+            maximum: maximumConnections, perAddress: perAddress, promptBody: promptBody, trusted: proxies)
         let requestTimeout = requestTimeout
         return HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionGuard(registry: registry, requestTimeout: requestTimeout)],
@@ -72,31 +88,73 @@ final class ConnectionRegistry: Sendable {
     struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var idle = IdleOrder()
+        /// Connections inside a request's body, in the order their bodies began.
+        var inBody = IdleOrder()
+        var bodyBegan: [ObjectIdentifier: ContinuousClock.Instant] = [:]
+        /// Each connection's client address (none for a trusted proxy's), and the count per address.
+        var addressOf: [ObjectIdentifier: String] = [:]
+        var perAddress: [String: Int] = [:]
+
+        mutating func forget(_ id: ObjectIdentifier) -> (any Channel)? {
+            idle.remove(id)
+            inBody.remove(id)
+            bodyBegan[id] = nil
+            if let address = addressOf.removeValue(forKey: id) {
+                perAddress[address, default: 1] -= 1
+                if perAddress[address] == 0 { perAddress[address] = nil }
+            }
+            return channels.removeValue(forKey: id)
+        }
     }
 
     let maximum: Int
+    let perAddress: Int
+    let promptBody: Duration
+    let trusted: TrustedProxies
     private let state = Locked(State())
 
-    init(maximum: Int) { self.maximum = maximum }
+    init(
+        maximum: Int, perAddress: Int = .max, promptBody: Duration = .seconds(1),
+        trusted: TrustedProxies = TrustedProxies()
+    ) {
+        self.maximum = maximum
+        self.perAddress = perAddress
+        self.promptBody = promptBody
+        self.trusted = trusted
+    }
 
-    /// Registers `channel`; past the maximum, closes the connection idle
-    /// the longest, or, when every one is in a request, refuses this one
-    /// (false).
+    /// Registers `channel`: refused (false) when its address holds its cap
+    /// already; past the maximum, closes the connection idle the longest,
+    /// else the one whose body has been arriving longest if for over
+    /// `promptBody`, else refuses this one.
     func admit(_ channel: any Channel, id: ObjectIdentifier) -> Bool {
         enum Outcome {
             case admitted, refused
             case evicting(any Channel)
         }
+        let peer = channel.remoteAddress
+        let address = trusted.contains(peer) ? nil : peer.flatMap(KeyServerContext.limitedAddress)
+        let now = ContinuousClock.now
         let outcome = state.withLock { state -> Outcome in
             var outcome = Outcome.admitted
+            if let address, state.perAddress[address, default: 0] >= perAddress { return .refused }
             if state.channels.count >= maximum {
-                guard let oldest = state.idle.first, let evicted = state.channels.removeValue(forKey: oldest)
-                else { return .refused }
-                state.idle.remove(oldest)
-                outcome = .evicting(evicted)
+                if let oldest = state.idle.first, let evicted = state.forget(oldest) {
+                    outcome = .evicting(evicted)
+                } else if let slowest = state.inBody.first, let began = state.bodyBegan[slowest],
+                    now - began > promptBody, let evicted = state.forget(slowest)
+                {
+                    outcome = .evicting(evicted)
+                } else {
+                    return .refused
+                }
             }
             state.channels[id] = channel
             state.idle.append(id)
+            if let address {
+                state.addressOf[id] = address
+                state.perAddress[address, default: 0] += 1
+            }
             return outcome
         }
         switch outcome {
@@ -115,50 +173,30 @@ final class ConnectionRegistry: Sendable {
         }
     }
 
-    func remove(_ id: ObjectIdentifier) {
+    /// A request's head came: the connection is busy, inside its body.
+    func requestBegan(_ id: ObjectIdentifier) {
+        let now = ContinuousClock.now
         state.withLock { state in
-            state.channels[id] = nil
+            guard state.channels[id] != nil else { return }
             state.idle.remove(id)
+            state.inBody.append(id)
+            state.bodyBegan[id] = now
         }
+    }
+
+    /// A request's body ended (the connection stays busy until its response ends).
+    func bodyEnded(_ id: ObjectIdentifier) {
+        state.withLock { state in
+            state.inBody.remove(id)
+            state.bodyBegan[id] = nil
+        }
+    }
+
+    func remove(_ id: ObjectIdentifier) {
+        _ = state.withLock { state in state.forget(id) }
     }
 
     var count: Int { state.withLock { $0.channels.count } }
-}
-
-/// Identifiers in the order they were appended (appending one already
-/// there moves it to the end): a doubly linked list threaded through a
-/// dictionary, so that appending, removing and reading the first are O(1).
-struct IdleOrder {
-    private var links: [ObjectIdentifier: (previous: ObjectIdentifier?, next: ObjectIdentifier?)] = [:]
-    /// The one appended longest ago.
-    private(set) var first: ObjectIdentifier?
-    private var last: ObjectIdentifier?
-
-    var count: Int { links.count }
-
-    mutating func append(_ id: ObjectIdentifier) {
-        remove(id)
-        links[id] = (last, nil)
-        if let last { links[last]?.next = id } else { first = id }
-        last = id
-    }
-
-    mutating func remove(_ id: ObjectIdentifier) {
-        guard let link = links.removeValue(forKey: id) else { return }
-        if let previous = link.previous { links[previous]?.next = link.next } else { first = link.next }
-        if let next = link.next { links[next]?.previous = link.previous } else { last = link.previous }
-    }
-
-    /// Every identifier, first to last.
-    var ordered: [ObjectIdentifier] {
-        var result: [ObjectIdentifier] = []
-        var cursor = first
-        while let id = cursor {
-            result.append(id)
-            cursor = links[id]?.next
-        }
-        return result
-    }
 }
 
 /// On each connection, after the HTTP decoder: admits it through the
@@ -204,11 +242,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            registry.mark(id, busy: true)
+            registry.requestBegan(id)
             deadline?.cancel()
             deadline = nil
             inBody = true
         case .end:
+            registry.bodyEnded(id)
             deadline?.cancel()
             deadline = nil
             inBody = false

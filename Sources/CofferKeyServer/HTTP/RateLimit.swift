@@ -50,10 +50,15 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
 public struct RateLimits: Sendable, Hashable {
     /// Per signed-in subject of the server's realm, whatever address they come from.
     public var subject: RateLimit?
-    /// Per client address (the connection's peer: behind a load balancer,
-    /// the balancer's), counted before the token is checked, so that
-    /// guessing tokens is limited too.
+    /// Per client address (the connection's peer, or, when the peer is one
+    /// of ``trustedProxies``, the client it names in `X-Forwarded-For` or
+    /// `Forwarded`), counted before the token is checked, so that guessing
+    /// tokens is limited too.
     public var address: RateLimit?
+    /// The load balancers whose word about the client is taken; their
+    /// connections are also exempt from the per-address connection cap
+    /// (``ClientLimits``).
+    public var trustedProxies = TrustedProxies()
     /// How long a refused request waits before its answer: a token that
     /// is not accepted (401) or an address past its limit (429). A client
     /// flooding junk then holds its connections idle instead of the
@@ -167,10 +172,14 @@ public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext 
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
         identity = nil
+        forwardedClient = nil
     }
 
+    /// The client a trusted proxy named (``TrustedProxies``), as the limits name it.
+    var forwardedClient: String?
+
     /// The address as the rate limit names it: the IP without the port.
-    var clientAddress: String? { remoteAddress.flatMap(Self.limitedAddress) }
+    var clientAddress: String? { forwardedClient ?? remoteAddress.flatMap(Self.limitedAddress) }
 
     /// The client an address stands for, as the per-address limits count
     /// it (security review 3, G14): an IPv4 address (also one mapped into
@@ -205,6 +214,15 @@ struct AddressLimitMiddleware: RouterMiddleware {
         _ request: Request, context: KeyServerContext,
         next: (Request, KeyServerContext) async throws -> Response
     ) async throws -> Response {
+        var context = context
+        let proxies = server.limits.trustedProxies
+        if proxies.contains(context.remoteAddress),
+            let client = proxies.forwardedClient(
+                xForwardedFor: request.headers[HTTPField.Name("X-Forwarded-For")!],
+                forwarded: request.headers[HTTPField.Name("Forwarded")!])
+        {
+            context.forwardedClient = KeyServerContext.limitedAddress(client)
+        }
         if let limit = server.limits.address, let address = context.clientAddress,
             !["/v1/health", "/v1/ready", "/metrics"].contains(request.uri.path)
         {
