@@ -12,8 +12,8 @@ import Testing
 @Suite struct KeyResponseTests {
     static func released(device: String = "", version: Int = 3) throws -> ReleasedKey {
         let name = try KeyName(realm: "main", subject: "ada", device: device, purpose: "notes")
-        return ReleasedKey(
-            name: name, version: version, keyID: try name.keyID(version: version), key: SymmetricKey(size: .bits256))
+        let key = SymmetricKey(size: .bits256)
+        return ReleasedKey(name: name, version: version, keyID: KeyName.keyID(of: key), key: key)
     }
 
     static func object(_ body: ByteBuffer) throws -> [String: Any] {

@@ -171,25 +171,19 @@ public struct KeyServer: Sendable {
         return value
     }
 
-    /// A JSON body of at most `maxBodyBytes`, decoded strictly: an object
-    /// with no member the route does not take and no null; an empty body
-    /// is `emptyAs` when given.
+    /// A JSON body of at most `maxBodyBytes`, decoded strictly in one
+    /// pass (``StrictBody``): an object with no member the route does not
+    /// take and no null; an empty body is `emptyAs` when given.
     static func decode<T: RequestBody>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
         var request = request
         let buffer = try await request.collectBody(upTo: maxBodyBytes)
         if buffer.readableBytes == 0, let empty { return empty }
-        let data = Data(buffer.readableBytesView)
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            Set(object.keys).isSubset(of: T.members), !object.values.contains(where: { $0 is NSNull })
-        else {
+        do {
+            return try JSONDecoder().decode(StrictBody<T>.self, from: Data(buffer.readableBytesView)).value
+        } catch {
             throw KeyServerError.invalidInput(
                 "body-malformed",
                 "the request body is not a JSON object of \(T.members.sorted().joined(separator: ", "))")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: data)
-        } catch {
-            throw KeyServerError.invalidInput("body-malformed", "the request body is not the JSON this route takes")
         }
     }
 

@@ -71,14 +71,19 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
         try SealingContext("coffer key server v1", realm, subject, device, purpose, String(version))
     }
 
-    /// An opaque, stable name for one version: the first 8 bytes of
-    /// SHA-256 over its sealing context, in hex. Not secret; lets a client
-    /// tell which key sealed its data without holding the subject.
-    func keyID(version: Int) throws -> String { Self.keyID(of: try context(version: version)) }
-
-    /// The key id of a version whose context is made already.
-    static func keyID(of context: SealingContext) -> String {
-        Hex.encode(SHA256.hash(data: context.bytes).prefix(8))
+    /// The id of a version's key: the first 8 bytes of
+    /// HMAC-SHA-256(key, "coffer key server key id v2"), in hex. Not
+    /// secret, stable for the version, and committing to the key: two
+    /// different keys under one name (a replica that made its own KEK and
+    /// database, operator trial 4) have different ids, and anyone holding
+    /// the key can check its id. (Version 1 hashed the name and version
+    /// alone, so such keys shared an id.)
+    static func keyID(of key: some ContiguousBytes) -> String {
+        let mac = key.withUnsafeBytes { bytes in
+            HMAC<SHA256>.authenticationCode(
+                for: Array("coffer key server key id v2".utf8), using: SymmetricKey(data: bytes))
+        }
+        return Hex.encode(Array(mac.prefix(8)))
     }
 }
 

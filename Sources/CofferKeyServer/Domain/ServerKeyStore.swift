@@ -164,7 +164,7 @@ public final class ServerKeyStore: Sendable {
             throw KeyServerError(.failed, "key-unreadable", "a stored key did not open under the server's KEK")
         }
         let key = ReleasedKey(
-            name: name, version: version, keyID: KeyName.keyID(of: context), key: SymmetricKey(data: bytes))
+            name: name, version: version, keyID: KeyName.keyID(of: bytes), key: SymmetricKey(data: bytes))
         opened.keep(key, row, now: now)
         return key
     }

@@ -51,6 +51,33 @@ protocol RequestBody: Decodable {
     static var members: Set<String> { get }
 }
 
+/// A request body read in one pass of the JSON parser: the object's
+/// members are checked (none the route does not take, none null) on the
+/// same decoder the body's own `Decodable` then reads, so the bytes are
+/// parsed once (before, JSONSerialization read them for the check and
+/// JSONDecoder again for the value).
+struct StrictBody<T: RequestBody>: Decodable {
+    struct Member: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let value: T
+
+    init(from decoder: any Decoder) throws {
+        let object = try decoder.container(keyedBy: Member.self)
+        for member in object.allKeys {
+            guard T.members.contains(member.stringValue), !(try object.decodeNil(forKey: member)) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: member, in: object, debugDescription: "a member this body does not take, or null")
+            }
+        }
+        value = try T(from: decoder)
+    }
+}
+
 struct Health: Codable { let status: String }
 struct KeyRequest: RequestBody {
     static let members: Set<String> = ["device"]
