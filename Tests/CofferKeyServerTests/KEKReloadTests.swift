@@ -39,7 +39,7 @@ import Testing
                 _ = try await store.current(name)
                 return nil
             } catch {
-                return (error as? KeyServerError)?.code ?? "\(error)"
+                return (error as? KeyServerError)?.code.name ?? "\(error)"
             }
         }
     }

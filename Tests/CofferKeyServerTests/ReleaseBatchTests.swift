@@ -26,7 +26,7 @@ import Testing
 
     static func code(_ result: Result<StoredVersion?, any Error>) -> String? {
         guard case .failure(let error) = result else { return nil }
-        return (error as? KeyServerError)?.code ?? "\(error)"
+        return (error as? KeyServerError)?.code.name ?? "\(error)"
     }
 
     /// One proof twice in one batch: the first copy is spent, the second is

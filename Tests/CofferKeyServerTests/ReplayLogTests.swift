@@ -103,7 +103,7 @@ import Testing
             _ = try await Self.release(store, Self.name, [Self.proof(2, expires: now + 120)])
             Issue.record("a release read a malformed log row")
         } catch let error as KeyServerError {
-            #expect(error.code == "database-error")
+            #expect(error.code == .databaseError)
         }
         #expect(
             try await store.rows.release([ReleaseRequest(name: Self.name, version: nil, proof: nil)], now: now)
@@ -113,7 +113,7 @@ import Testing
             _ = try ServerKeyStore(path: path, kek: store.kek)
             Issue.record("a store opened over a malformed log row")
         } catch let error as KeyServerError {
-            #expect(error.code == "database-error")
+            #expect(error.code == .databaseError)
         }
         #expect(try KeyServerTests.rowCount(path, "DELETE FROM dpop_log WHERE seq = \(bad) RETURNING seq") == bad)
         #expect(
@@ -145,13 +145,13 @@ import Testing
             _ = try await Self.release(store, Self.name, [Self.proof(2, expires: now + 120)])
             Issue.record("a release read a log row whose expiry is text")
         } catch let error as KeyServerError {
-            #expect(error.code == "database-error")
+            #expect(error.code == .databaseError)
         }
         do {
             _ = try ServerKeyStore(path: path, kek: store.kek)
             Issue.record("a store opened over a log row whose expiry is text")
         } catch let error as KeyServerError {
-            #expect(error.code == "database-error")
+            #expect(error.code == .databaseError)
         }
         await store.close()
     }

@@ -15,7 +15,9 @@ import Testing
     }
 
     static func code(_ body: () async throws -> String) async -> String {
-        do { return "accepted " + (try await body()) } catch let error as KeyServerError { return error.code } catch {
+        do { return "accepted " + (try await body()) } catch let error as KeyServerError {
+            return error.code.name
+        } catch {
             return "\(error)"
         }
     }

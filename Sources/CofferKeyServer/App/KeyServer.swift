@@ -109,7 +109,7 @@ public struct KeyServer: Sendable {
         keys.get(":purpose/versions/:version") { request, context in
             let caller = try context.caller()
             guard let version = Int(try Self.parameter("version", context)), version >= 1 else {
-                throw KeyServerError.invalidInput("invalid-version", "a version is a whole number from 1")
+                throw KeyServerError(.invalidVersion, "a version is a whole number from 1")
             }
             let name = try KeyName(
                 realm: realm, subject: caller.subject,
@@ -127,8 +127,7 @@ public struct KeyServer: Sendable {
             let body = try await Self.decode(BatchRequest.self, request)
             guard (1...Self.maxBatch).contains(body.purposes.count), Set(body.purposes).count == body.purposes.count
             else {
-                throw KeyServerError.invalidInput(
-                    "invalid-batch", "a batch names 1 to \(Self.maxBatch) different purposes")
+                throw KeyServerError(.invalidBatch, "a batch names 1 to \(Self.maxBatch) different purposes")
             }
             var keys: [KeyResponse] = []
             for purpose in body.purposes {
@@ -155,18 +154,18 @@ public struct KeyServer: Sendable {
 
     static func bearer(_ request: Request) throws -> Substring {
         guard let header = request.headers[.authorization] else {
-            throw KeyServerError.unauthenticated("token-missing", "the request has no Authorization: Bearer token")
+            throw KeyServerError(.tokenMissing, "the request has no Authorization: Bearer token")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
-            throw KeyServerError.unauthenticated("token-missing", "the Authorization header is not a Bearer token")
+            throw KeyServerError(.tokenMissing, "the Authorization header is not a Bearer token")
         }
         return parts[1]
     }
 
     static func parameter(_ name: String, _ context: KeyServerContext) throws -> String {
         guard let value = context.parameters.get(name) else {
-            throw KeyServerError.invalidInput("bad-request", "the route lacks its \(name)")
+            throw KeyServerError(.badRequest, "the route lacks its \(name)")
         }
         return value
     }
@@ -181,9 +180,9 @@ public struct KeyServer: Sendable {
         do {
             return try JSONDecoder().decode(StrictBody<T>.self, from: Data(buffer.readableBytesView)).value
         } catch {
-            throw KeyServerError.invalidInput(
-                "body-malformed",
-                "the request body is not a JSON object of \(T.members.sorted().joined(separator: ", "))")
+            throw KeyServerError(
+                .bodyMalformed, "the request body is not a JSON object of \(T.members.sorted().joined(separator: ", "))"
+            )
         }
     }
 

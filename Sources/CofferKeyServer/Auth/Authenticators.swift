@@ -50,11 +50,11 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
         guard let info = try await server.store.operatorFor(token: String(try KeyServer.bearer(request))),
             info.realm == nil || info.realm == server.realm
         else {
-            throw KeyServerError.unauthenticated("operator-token-invalid", "the operator token is not known")
+            throw KeyServerError(.operatorTokenInvalid, "the operator token is not known")
         }
         guard info.realm != nil else {
-            throw KeyServerError.unauthenticated(
-                "operator-token-unbound",
+            throw KeyServerError(
+                .operatorTokenUnbound,
                 "this operator was made before operators had realms; make a new token with coffer-server operator add --realm"
             )
         }
@@ -67,7 +67,7 @@ extension KeyServerContext {
     /// The signed-in user the authenticator accepted.
     func caller() throws -> Caller {
         guard case .user(let caller) = identity?.kind else {
-            throw KeyServerError.unauthenticated("token-missing", "this route needs a sign-in token")
+            throw KeyServerError(.tokenMissing, "this route needs a sign-in token")
         }
         return caller
     }
@@ -75,10 +75,10 @@ extension KeyServerContext {
     /// The operator, who must hold `scope`, as the audit log names them.
     func operatorActor(_ scope: OperatorScope) throws -> String {
         guard case .operator(let info) = identity?.kind else {
-            throw KeyServerError.unauthenticated("operator-token-invalid", "the operator token is not known")
+            throw KeyServerError(.operatorTokenInvalid, "the operator token is not known")
         }
         guard info.scopes.contains(scope) else {
-            throw KeyServerError(.forbidden, "scope-missing", "this operator token lacks the \(scope) scope")
+            throw KeyServerError(.scopeMissing, "this operator token lacks the \(scope) scope")
         }
         return "operator:" + info.name
     }

@@ -53,12 +53,12 @@ struct DPoPProof: Sendable {
     let issuedAt: Int64
 
     static func refused(_ detail: String) -> KeyServerError {
-        KeyServerError(.proofRefused, "dpop-proof-invalid", detail)
+        KeyServerError(.dpopProofInvalid, detail)
     }
 
     /// A proof seen before, here or at another replica.
     static var replayed: KeyServerError {
-        KeyServerError(.proofRefused, "dpop-proof-replayed", "this DPoP proof was used before")
+        KeyServerError(.dpopProofReplayed, "this DPoP proof was used before")
     }
 
     /// Checks everything in the proof that needs no database: its form, its

@@ -19,7 +19,7 @@ public struct DevIssuer: Sendable {
         keys = JWTKeyCollection()
         await keys.add(ecdsa: key, kid: "dev")
         guard let parameters = key.publicKey.parameters else {
-            throw KeyServerError(.failed, "internal-error", "the development key has no parameters")
+            throw KeyServerError(.internalError, "the development key has no parameters")
         }
         jwks = try JSONSerialization.data(withJSONObject: [
             "keys": [["kty": "EC", "crv": "P-256", "x": parameters.x, "y": parameters.y, "kid": "dev", "alg": "ES256"]]

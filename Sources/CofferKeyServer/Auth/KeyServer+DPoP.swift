@@ -21,13 +21,13 @@ struct Caller: Sendable {
             let bound = "jkt:" + proofKey
             guard named == nil || named == bound else {
                 throw KeyServerError(
-                    .forbidden, "dpop-device-mismatch",
+                    .dpopDeviceMismatch,
                     "with DPoP, the device is the proof key's thumbprint (jkt:…); omit device or name that one")
             }
             return bound
         }
         guard let named, named.hasPrefix("jkt:") else { return named ?? "" }
-        throw KeyServerError(.forbidden, "dpop-device-mismatch", "a device named jkt:… needs a DPoP proof by that key")
+        throw KeyServerError(.dpopDeviceMismatch, "a device named jkt:… needs a DPoP proof by that key")
     }
 }
 
@@ -48,8 +48,7 @@ extension KeyServer {
     func caller(_ request: Request, _ context: KeyServerContext) async throws -> Caller {
         let (scheme, token) = try Self.credentials(request)
         guard !token.hasPrefix(ServerKeyStore.operatorPrefix) else {
-            throw KeyServerError(
-                .forbidden, "operator-token-refused", "an operator token cannot fetch keys; sign in as a user")
+            throw KeyServerError(.operatorTokenRefused, "an operator token cannot fetch keys; sign in as a user")
         }
         let signedIn = try await verifier.signIn(token)
         try await admitAddress(context)
@@ -111,14 +110,12 @@ extension KeyServer {
     /// The scheme (lowercased: `bearer` or `dpop`) and the token.
     static func credentials(_ request: Request) throws -> (scheme: String, token: Substring) {
         guard let header = request.headers[.authorization] else {
-            throw KeyServerError.unauthenticated(
-                "token-missing", "the request has no Authorization: Bearer or DPoP token")
+            throw KeyServerError(.tokenMissing, "the request has no Authorization: Bearer or DPoP token")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         let scheme = parts.first?.lowercased() ?? ""
         guard parts.count == 2, scheme == "bearer" || scheme == "dpop", !parts[1].isEmpty else {
-            throw KeyServerError.unauthenticated(
-                "token-missing", "the Authorization header is not a Bearer or DPoP token")
+            throw KeyServerError(.tokenMissing, "the Authorization header is not a Bearer or DPoP token")
         }
         return (scheme, parts[1])
     }

@@ -45,13 +45,12 @@ extension ServerKeyStore {
         name: String, scopes: [OperatorScope], realm: String = "default", by actor: String = "console"
     ) async throws -> String {
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
-            throw KeyServerError.invalidInput(
-                "invalid-operator-name", "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
+            throw KeyServerError(.invalidOperatorName, "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
         }
         let known = Set(OperatorScope.all)
         guard !scopes.isEmpty, scopes.allSatisfy(known.contains) else {
-            throw KeyServerError.invalidInput(
-                "invalid-scope", "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
+            throw KeyServerError(
+                .invalidScope, "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
         }
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }

@@ -135,7 +135,7 @@ public final class SignInVerifier: Sendable {
     /// as ``subject(of:)`` says.
     public func signIn(_ token: Substring) async throws -> SignedIn {
         guard token.utf8.count <= Self.maxTokenBytes else {
-            throw KeyServerError.unauthenticated("token-malformed", "the token is over \(Self.maxTokenBytes) bytes")
+            throw KeyServerError(.tokenMalformed, "the token is over \(Self.maxTokenBytes) bytes")
         }
         let digest = SHA256.hash(data: Data(token.utf8))
         if let seen = state.withLock({ state in
@@ -144,7 +144,7 @@ public final class SignInVerifier: Sendable {
             return seen
         }) {
             guard Double(now() - policy.leeway) < seen.expires else {
-                throw KeyServerError.unauthenticated("token-expired", "the token has expired")
+                throw KeyServerError(.tokenExpired, "the token has expired")
             }
             return seen.signedIn
         }
@@ -154,33 +154,31 @@ public final class SignInVerifier: Sendable {
             let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any],
             let claims = try? JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any]
         else {
-            throw KeyServerError.unauthenticated(
-                "token-malformed", "the token is not a signed JWT (three base64url parts of JSON)")
+            throw KeyServerError(.tokenMalformed, "the token is not a signed JWT (three base64url parts of JSON)")
         }
         guard let algorithm = header["alg"] as? String, policy.algorithms.contains(algorithm) else {
-            throw KeyServerError.unauthenticated(
-                "token-algorithm-refused", "only \(policy.algorithms.joined(separator: ", ")) tokens are accepted")
+            throw KeyServerError(
+                .tokenAlgorithmRefused, "only \(policy.algorithms.joined(separator: ", ")) tokens are accepted")
         }
         guard header["crit"] == nil else {
-            throw KeyServerError.unauthenticated(
-                "token-malformed", "the token has critical header parameters this server does not know")
+            throw KeyServerError(.tokenMalformed, "the token has critical header parameters this server does not know")
         }
         guard let kid = header["kid"] as? String else {
-            throw KeyServerError.unauthenticated("token-key-unknown", "the token does not name its key (kid)")
+            throw KeyServerError(.tokenKeyUnknown, "the token does not name its key (kid)")
         }
         let key = try await issuerKey(kid)
         guard key.algorithm == algorithm else {
-            throw KeyServerError.unauthenticated("token-algorithm-refused", "the token's algorithm is not its key's")
+            throw KeyServerError(.tokenAlgorithmRefused, "the token's algorithm is not its key's")
         }
         do {
             _ = try await key.keys.verify(String(token), as: AnyClaims.self)
         } catch {
-            throw KeyServerError.unauthenticated("token-signature-invalid", "the token's signature does not verify")
+            throw KeyServerError(.tokenSignatureInvalid, "the token's signature does not verify")
         }
         var boundKey: String?
         if let confirmation = claims["cnf"] {
             guard let jkt = (confirmation as? [String: Any])?["jkt"] as? String, !jkt.isEmpty else {
-                throw KeyServerError.unauthenticated("token-malformed", "the token's cnf names no DPoP key (jkt)")
+                throw KeyServerError(.tokenMalformed, "the token's cnf names no DPoP key (jkt)")
             }
             boundKey = jkt
         }
@@ -207,33 +205,33 @@ public final class SignInVerifier: Sendable {
             state.withLock { $0.keys = fresh }
             if let key = fresh[kid] { return key }
         }
-        throw KeyServerError.unauthenticated("token-key-unknown", "the token's key is not one of the issuer's")
+        throw KeyServerError(.tokenKeyUnknown, "the token's key is not one of the issuer's")
     }
 
     func check(_ claims: [String: Any]) throws -> String {
         let now = now()
         guard let exp = (claims["exp"] as? NSNumber)?.doubleValue else {
-            throw KeyServerError.unauthenticated("token-expired", "the token has no expiry (exp)")
+            throw KeyServerError(.tokenExpired, "the token has no expiry (exp)")
         }
         guard Double(now - policy.leeway) < exp else {
-            throw KeyServerError.unauthenticated("token-expired", "the token has expired")
+            throw KeyServerError(.tokenExpired, "the token has expired")
         }
         for claim in ["nbf", "iat"] where claims[claim] != nil {
             guard let time = (claims[claim] as? NSNumber)?.doubleValue, time <= Double(now + policy.leeway) else {
-                throw KeyServerError.unauthenticated("token-not-yet-valid", "the token is not valid yet (\(claim))")
+                throw KeyServerError(.tokenNotYetValid, "the token is not valid yet (\(claim))")
             }
         }
         guard claims["iss"] as? String == policy.issuer else {
-            throw KeyServerError.unauthenticated("token-issuer-mismatch", "the token is not from this server's issuer")
+            throw KeyServerError(.tokenIssuerMismatch, "the token is not from this server's issuer")
         }
         let audiences =
             (claims["aud"] as? [Any])?.compactMap { $0 as? String } ?? [claims["aud"] as? String].compactMap { $0 }
         guard audiences.contains(policy.audience) else {
-            throw KeyServerError.unauthenticated("token-audience-mismatch", "the token is not for this server (aud)")
+            throw KeyServerError(.tokenAudienceMismatch, "the token is not for this server (aud)")
         }
         guard let subject = claims[policy.subjectClaim] as? String, !subject.isEmpty else {
-            throw KeyServerError.unauthenticated(
-                "token-subject-missing", "the token has no \(policy.subjectClaim) claim naming its subject")
+            throw KeyServerError(
+                .tokenSubjectMissing, "the token has no \(policy.subjectClaim) claim naming its subject")
         }
         if policy.subjectClaim == "email" {
             // A boolean, or the string some providers send (Amazon Cognito).
@@ -241,8 +239,8 @@ public final class SignInVerifier: Sendable {
             // (JSON's true, not 1: a boolean's NSNumber has the C type char.)
             let boolean = (verified as? NSNumber).map { String(cString: $0.objCType) == "c" && $0.boolValue }
             guard boolean == true || verified as? String == "true" else {
-                throw KeyServerError.unauthenticated(
-                    "token-subject-unverified", "the token's email is not verified (email_verified is not true)")
+                throw KeyServerError(
+                    .tokenSubjectUnverified, "the token's email is not verified (email_verified is not true)")
             }
         }
         return subject

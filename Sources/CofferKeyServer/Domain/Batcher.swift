@@ -114,7 +114,7 @@ final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendable {  //
             }
             // One answer per request, or none waits for ever.
             guard answers.count == waiting.count else {
-                let error = KeyServerError(.failed, "database-error", "a batch was answered in part")
+                let error = KeyServerError(.databaseError, "a batch was answered in part")
                 for waiter in waiting { waiter.resume(throwing: error) }
                 return
             }

@@ -19,22 +19,19 @@ public struct KeyName: Sendable, Hashable, CustomStringConvertible {
     /// a subject 1–255 Unicode scalars with no control character.
     public init(realm: String, subject: String, device: String = "", purpose: String) throws {
         guard Self.isToken(realm, lowercaseOnly: true, range: 1...64) else {
-            throw KeyServerError.invalidInput(
-                "invalid-realm", "a realm is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
+            throw KeyServerError(.invalidRealm, "a realm is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
         }
         guard Self.isToken(purpose, lowercaseOnly: true, range: 1...64) else {
-            throw KeyServerError.invalidInput(
-                "invalid-purpose", "a purpose is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
+            throw KeyServerError(.invalidPurpose, "a purpose is 1–64 characters of a-z, 0-9, '.', '_' and '-'")
         }
         guard Self.isToken(device, lowercaseOnly: false, range: 0...128, colon: true) else {
-            throw KeyServerError.invalidInput(
-                "invalid-device", "a device is at most 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
+            throw KeyServerError(
+                .invalidDevice, "a device is at most 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
         }
         guard (1...255).contains(subject.utf8.count),
             !subject.unicodeScalars.contains(where: Self.isControl)
         else {
-            throw KeyServerError.invalidInput(
-                "invalid-subject", "a subject is 1–255 characters with no control character")
+            throw KeyServerError(.invalidSubject, "a subject is 1–255 characters with no control character")
         }
         self.realm = realm
         self.subject = subject

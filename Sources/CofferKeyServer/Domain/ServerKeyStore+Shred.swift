@@ -18,8 +18,7 @@ extension ServerKeyStore {
         -> Int64
     {
         guard window >= 0, window <= 366 * 86400 else {
-            throw KeyServerError.invalidInput(
-                "invalid-undo-window", "the undo window is 0 to 31,622,400 seconds (366 days)")
+            throw KeyServerError(.invalidUndoWindow, "the undo window is 0 to 31,622,400 seconds (366 days)")
         }
         let now = self.now()
         let when = try await rows.shred(

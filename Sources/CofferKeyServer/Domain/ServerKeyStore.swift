@@ -117,7 +117,7 @@ public final class ServerKeyStore: Sendable {
         // names no row there.
         guard version >= 1,
             let row = try await releases.submit(ReleaseRequest(name: name, version: version, proof: proof))
-        else { throw KeyServerError(.notFound, "key-not-found", "this key has no version \(version)") }
+        else { throw KeyServerError(.keyNotFound, "this key has no version \(version)") }
         return try open(row, name)
     }
 
@@ -136,7 +136,7 @@ public final class ServerKeyStore: Sendable {
     /// Stops releasing versions below `minimum` (at most the current one).
     public func retire(_ name: KeyName, below minimum: Int, by actor: String = "server") async throws {
         guard minimum >= 1 else {
-            throw KeyServerError.invalidInput("invalid-minimum-version", "the minimum version is a whole number from 1")
+            throw KeyServerError(.invalidMinimumVersion, "the minimum version is a whole number from 1")
         }
         try await rows.retire(
             name, minimum: minimum, now: now(),
@@ -161,7 +161,7 @@ public final class ServerKeyStore: Sendable {
             bytes = try openWrapped(wrapped, context: context)
         } catch {
             // A row moved to another name, or a KEK that is not this store's.
-            throw KeyServerError(.failed, "key-unreadable", "a stored key did not open under the server's KEK")
+            throw KeyServerError(.keyUnreadable, "a stored key did not open under the server's KEK")
         }
         let key = ReleasedKey(
             name: name, version: version, keyID: KeyName.keyID(of: bytes), key: SymmetricKey(data: bytes))

@@ -57,24 +57,24 @@ public struct Problem: Error, HTTPResponseError, Sendable, CustomStringConvertib
     /// or 503), its code and detail unchanged.
     public init(_ error: KeyServerError) {
         switch error.kind {
-        case .invalidInput: self.init(.badRequest, error.code, error.detail)
+        case .invalidInput: self.init(.badRequest, error.code.name, error.detail)
         case .unauthenticated:
-            self.init(.unauthorized, error.code, error.detail)
+            self.init(.unauthorized, error.code.name, error.detail)
             headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
         case .proofRefused:
-            self.init(.unauthorized, error.code, error.detail)
+            self.init(.unauthorized, error.code.name, error.detail)
             headers[.wwwAuthenticate] = "DPoP error=\"invalid_dpop_proof\", algs=\"ES256\""
-        case .forbidden: self.init(.forbidden, error.code, error.detail)
-        case .notFound: self.init(.notFound, error.code, error.detail)
-        case .conflict: self.init(.conflict, error.code, error.detail)
-        case .gone: self.init(.gone, error.code, error.detail)
-        case .rateLimited(let seconds):
-            self.init(.tooManyRequests, error.code, error.detail)
-            headers[.retryAfter] = String(max(1, seconds))
+        case .forbidden: self.init(.forbidden, error.code.name, error.detail)
+        case .notFound: self.init(.notFound, error.code.name, error.detail)
+        case .conflict: self.init(.conflict, error.code.name, error.detail)
+        case .gone: self.init(.gone, error.code.name, error.detail)
+        case .rateLimited:
+            self.init(.tooManyRequests, error.code.name, error.detail)
+            headers[.retryAfter] = String(max(1, error.retryAfter ?? 1))
         case .unavailable:
-            self.init(.serviceUnavailable, error.code, error.detail)
+            self.init(.serviceUnavailable, error.code.name, error.detail)
             headers[.retryAfter] = "1"
-        case .failed: self.init(.internalServerError, error.code, error.detail)
+        case .failed: self.init(.internalServerError, error.code.name, error.detail)
         }
     }
 }

@@ -153,8 +153,9 @@ final class LocalRateCounts: Sendable {
 
     static func tooMany(_ limit: RateLimit, end: Int64, now: Int64) -> KeyServerError {
         KeyServerError(
-            .rateLimited(retryAfter: max(1, end - now)), "rate-limited",
-            "more than \(limit.requests) requests in \(limit.seconds) s; try again after the Retry-After seconds")
+            .rateLimited,
+            "more than \(limit.requests) requests in \(limit.seconds) s; try again after the Retry-After seconds",
+            retryAfter: max(1, end - now))
     }
 }
 

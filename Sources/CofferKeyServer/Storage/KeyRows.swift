@@ -107,7 +107,7 @@ struct KeySnapshot: Sendable {
         if let shredAt { try ShredRule.refuse(shredAt: shredAt, shredded: shredded, now: now) }
         if let version, version < minimum {
             throw KeyServerError(
-                .gone, "key-retired",
+                .keyRetired,
                 "version \(version) of this key is retired (the lowest version still released is \(minimum))")
         }
         return stored
@@ -166,10 +166,10 @@ enum ShredRule {
     /// Throws for a subject with a shred scheduled at `at`.
     static func refuse(shredAt at: Int64, shredded: Bool, now: Int64) throws {
         if shredded || at <= now {
-            throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed")
+            throw KeyServerError(.keyShredded, "this subject's keys were destroyed")
         }
         throw KeyServerError(
-            .conflict, "shred-pending",
+            .shredPending,
             "this subject's keys are to be destroyed at \(timestamp(at)); until then an operator can undo it")
     }
 
@@ -177,17 +177,17 @@ enum ShredRule {
     /// when it happens (never later than one already scheduled).
     static func scheduled(at: Int64, existing: (shredAt: Int64, shredded: Bool)?) throws -> Int64 {
         guard let existing else { return at }
-        if existing.shredded { throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed") }
+        if existing.shredded { throw KeyServerError(.keyShredded, "this subject's keys were destroyed") }
         return min(existing.shredAt, at)
     }
 
     /// Checks that a shred can be undone.
     static func undo(existing: (shredAt: Int64, shredded: Bool)?, now: Int64) throws {
         guard let existing else {
-            throw KeyServerError(.notFound, "shred-not-pending", "no shred of this subject is pending")
+            throw KeyServerError(.shredNotPending, "no shred of this subject is pending")
         }
         guard !existing.shredded, existing.shredAt > now else {
-            throw KeyServerError(.gone, "key-shredded", "this subject's keys were destroyed; a shred cannot be undone")
+            throw KeyServerError(.keyShredded, "this subject's keys were destroyed; a shred cannot be undone")
         }
     }
 
@@ -199,13 +199,13 @@ enum ShredRule {
 /// What a new minimum version must respect.
 enum RetireRule {
     static func check(minimum: Int, current: Int?, floor: Int) throws {
-        guard let current else { throw KeyServerError(.notFound, "key-not-found", "this key was never made") }
+        guard let current else { throw KeyServerError(.keyNotFound, "this key was never made") }
         guard minimum <= current else {
             throw KeyServerError(
-                .conflict, "minimum-above-current", "the minimum version cannot pass the current version, \(current)")
+                .minimumAboveCurrent, "the minimum version cannot pass the current version, \(current)")
         }
         guard minimum >= floor else {
-            throw KeyServerError(.conflict, "retire-backwards", "versions below \(floor) are retired already")
+            throw KeyServerError(.retireBackwards, "versions below \(floor) are retired already")
         }
     }
 }

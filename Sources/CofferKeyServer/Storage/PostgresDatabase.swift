@@ -97,7 +97,7 @@ final class PostgresDatabase: Sendable {
         } catch let error as PSQLError {
             if PostgresFailure.lostRace(error) { throw error }
             if let state = error.serverInfo?[.sqlState], !PostgresFailure.transient(state) {
-                throw KeyServerError(.failed, "database-error", "the database refused a statement (\(state))")
+                throw KeyServerError(.databaseError, "the database refused a statement (\(state))")
             }
             throw Self.unavailable("is unreachable or restarting")
         }
@@ -143,7 +143,7 @@ final class PostgresDatabase: Sendable {
     }
 
     static func unavailable(_ what: String) -> KeyServerError {
-        KeyServerError(.unavailable, "database-unavailable", "the database \(what); try again shortly")
+        KeyServerError(.databaseUnavailable, "the database \(what); try again shortly")
     }
 
     // MARK: schema

@@ -76,7 +76,7 @@ extension PostgresKeyRows {
             return inserted
         }
         guard inserted else {
-            throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already")
+            throw KeyServerError(.operatorExists, "an operator named \(name) exists already")
         }
     }
 

@@ -20,7 +20,7 @@ extension PostgresKeyRows {
         return zip(results, audited).map { result, audited in
             if case .success(_?) = result, !audited {
                 return .failure(
-                    KeyServerError(.failed, "audit-failed", "the database did not audit this release"))
+                    KeyServerError(.auditFailed, "the database did not audit this release"))
             }
             return result
         }
@@ -72,8 +72,7 @@ extension PostgresKeyRows {
         return (snapshots, recorded, audited)
     }
 
-    static let wrongRowCount = KeyServerError(
-        .failed, "database-error", "the database answered the wrong number of rows")
+    static let wrongRowCount = KeyServerError(.databaseError, "the database answered the wrong number of rows")
 
     /// The release of schema version 5, a PL/pgSQL function (so each
     /// connection plans it once). Per request, in order: the subject's

@@ -11,7 +11,7 @@ extension SQLiteKeyRows {
     {
         try await pool.write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
-            else { throw KeyServerError(.conflict, "operator-exists", "an operator named \(name) exists already") }
+            else { throw KeyServerError(.operatorExists, "an operator named \(name) exists already") }
             try db.execute(
                 sql: "INSERT INTO operators (hash, name, scopes, realm, created) VALUES (?, ?, ?, ?, ?)",
                 arguments: [hash, name, scopes, realm, created])

@@ -105,7 +105,7 @@ extension SQLiteKeyRows {
         // One row always: the outer query is FROM (SELECT 1).
         guard let row = try connection.firstRow(version == nil ? latestSQL : versionSQL, arguments), row.count == 5
         else {
-            throw KeyServerError(.failed, "database-error", "the key lookup returned no row")
+            throw KeyServerError(.databaseError, "the key lookup returned no row")
         }
         let version = try Self.value(row[3], "version", as: Int.self)
         return KeySnapshot(
@@ -152,7 +152,7 @@ extension SQLiteKeyRows {
     }
 
     static func malformed(_ what: String) -> KeyServerError {
-        KeyServerError(.failed, "database-error", "the database holds a malformed \(what)")
+        KeyServerError(.databaseError, "the database holds a malformed \(what)")
     }
 }
 #endif
