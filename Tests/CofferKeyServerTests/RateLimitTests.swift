@@ -1,11 +1,12 @@
 #if Server
 import Coffer
-import CofferKeyServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import CofferKeyServer
 
 /// Per-subject and per-address limits, counted in the database.
 @Suite struct RateLimitTests {

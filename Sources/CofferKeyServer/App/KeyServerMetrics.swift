@@ -93,6 +93,16 @@ public final class KeyServerMetrics: Sendable {
             coffer_release_requests_total \(releases.items)
 
             """
+        let counted = server.store.rateCounts.counts
+        text += """
+            # HELP coffer_rate_count_batches_total Transactions that raised the shared rate-limit counts.
+            # TYPE coffer_rate_count_batches_total counter
+            coffer_rate_count_batches_total \(counted.batches)
+            # HELP coffer_rate_count_requests_total Requests those transactions counted (one per limit).
+            # TYPE coffer_rate_count_requests_total counter
+            coffer_rate_count_requests_total \(counted.items)
+
+            """
         let anchors = server.store.anchorCounts
         text += """
             # HELP coffer_audit_anchor_refusals_total Audit anchors refused: the chain in the database no longer extends the last anchor.

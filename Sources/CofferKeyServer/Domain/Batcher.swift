@@ -12,6 +12,12 @@ struct ReleaseRequest: Sendable {
     var actor: String { "subject:" + name.subject }
 }
 
+/// One request counted against a rate limit's bucket, in the window ending at `windowEnd`.
+struct RateCount: Sendable {
+    let bucket: String
+    let windowEnd: Int64
+}
+
 /// Requests that share one transaction: each waits for the transaction
 /// that holds its answer, and requests arriving while one runs share the
 /// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits

@@ -34,6 +34,9 @@ public final class ServerKeyStore: Sendable {
     let nonces = Locked<DPoPNonces?>(nil)
     /// The rate limits' first tier (``LocalRateCounts``).
     let localCounts = LocalRateCounts()
+    /// The shared rate counts: those asked for together are raised in one
+    /// transaction (with both limits on, two for every request before).
+    let rateCounts: Batcher<RateCount, Int>
     /// The audit anchors' MAC key, once read from the database.
     let anchorKey = Locked<SymmetricKey?>(nil)
     /// The last anchor made, and how anchoring went (``AnchorState``).
@@ -75,6 +78,7 @@ public final class ServerKeyStore: Sendable {
         releases = Batcher(loop: { next, answer in
             try await rows.releaseBatches(next: next, answer: answer, now: now)
         })
+        rateCounts = Batcher { counts in try await rows.countRequests(counts).map { .success($0) } }
         ring = Locked(kek)
         self.reload = reload
         self.now = now

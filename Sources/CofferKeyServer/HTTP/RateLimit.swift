@@ -88,7 +88,8 @@ public struct RateLimits: Sendable, Hashable {
 
 extension ServerKeyStore {
     /// Counts one request against `bucket` under `limit` in the count
-    /// every replica shares; throws `429 rate-limited` with `Retry-After`
+    /// every replica shares (counts that arrive together share one
+    /// transaction, ``rateCounts``); throws `429 rate-limited` with `Retry-After`
     /// (the seconds left in the window) when the window's count passes the
     /// limit, and remembers that in this replica's memory for the rest of
     /// the window (``LocalRateCounts``), so later requests cost no write.
@@ -96,7 +97,7 @@ extension ServerKeyStore {
         let now = self.now()
         let end = limit.windowEnd(now)
         try localCounts.check(bucket, under: limit, now: now, counting: false)
-        let count = try await rows.countRequest(bucket: bucket, windowEnd: end)
+        let count = try await rateCounts.submit(RateCount(bucket: bucket, windowEnd: end))
         guard count > limit.requests else { return }
         localCounts.refuse(bucket, until: end)
         throw LocalRateCounts.tooMany(limit, end: end, now: now)

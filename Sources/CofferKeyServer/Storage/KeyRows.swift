@@ -67,9 +67,10 @@ protocol KeyRows: Sendable {
     /// The anchor with the highest number; nil when there is none.
     func lastAuditAnchor() async throws -> AuditAnchor?
 
-    /// Raises the request count of `bucket` in the window ending at
-    /// `windowEnd` by one, in one statement, and returns the new count.
-    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int
+    /// Raises the request count of each bucket in the window ending at its
+    /// `windowEnd` by one, all in one transaction, and returns each new
+    /// count in order (a bucket named twice gets two consecutive counts).
+    func countRequests(_ counts: [RateCount]) async throws -> [Int]
     /// The secret named `name`, stored as `make` by whichever replica asked first.
     func secret(named name: String, make: Data) async throws -> Data
     /// Every stored secret, by name, as sealed (for the KEK's rewrap and list).

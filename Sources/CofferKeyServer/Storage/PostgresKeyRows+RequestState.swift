@@ -3,19 +3,25 @@ import Foundation
 import PostgresNIO
 
 extension PostgresKeyRows {
-    /// One upsert: of two replicas counting the same window at once, one
-    /// inserts and the other waits on the row and then raises it, so the
-    /// counts they see are consecutive.
-    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
-        try await database.query(
-            """
-            INSERT INTO rate_counts (bucket, window_end, count) VALUES (\(bucket), \(windowEnd), 1)
-            ON CONFLICT (bucket, window_end) DO UPDATE SET count = rate_counts.count + 1 RETURNING count
-            """
-        ) { rows in
-            var count = 1
-            for try await value in rows.decode(Int.self) { count = value }
-            return count
+    /// One upsert per count, in one transaction: of two replicas counting
+    /// the same window at once, one inserts and the other waits on the row
+    /// and then raises it, so the counts they see are consecutive.
+    func countRequests(_ counts: [RateCount]) async throws -> [Int] {
+        try await database.transaction { db in
+            var results: [Int] = []
+            for count in counts {
+                var value = 1
+                for try await counted in try await db.run(
+                    """
+                    INSERT INTO rate_counts (bucket, window_end, count) VALUES (\(count.bucket), \(count.windowEnd), 1)
+                    ON CONFLICT (bucket, window_end) DO UPDATE SET count = rate_counts.count + 1 RETURNING count
+                    """
+                ).decode(Int.self) {
+                    value = counted
+                }
+                results.append(value)
+            }
+            return results
         }
     }
 

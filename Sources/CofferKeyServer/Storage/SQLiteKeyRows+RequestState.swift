@@ -24,15 +24,16 @@ extension SQLiteKeyRows {
         }
     }
 
-    func countRequest(bucket: String, windowEnd: Int64) async throws -> Int {
+    func countRequests(_ counts: [RateCount]) async throws -> [Int] {
         try await pool.write { db in
-            try Int.fetchOne(
-                db,
+            let statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, 1)
                     ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + 1 RETURNING count
-                    """,
-                arguments: [bucket, windowEnd]) ?? 1
+                    """)
+            return try counts.map { count in
+                try Int.fetchOne(statement, arguments: [count.bucket, count.windowEnd]) ?? 1
+            }
         }
     }
 

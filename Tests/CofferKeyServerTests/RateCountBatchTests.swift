@@ -1,0 +1,46 @@
+#if Server
+import Foundation
+import Testing
+
+/// With both rate limits on, the shared counts of requests that arrive
+/// together are raised in one transaction (issue 56: each request made two
+/// synced commits of its own for them before), and stay exact.
+@Suite(.serialized) struct RateCountBatchTests {
+    @Test(arguments: Backend.allCases) func countsArrivingTogetherShareATransaction(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let (database, environment) = try backend.serverOptions()
+        let server = try ServerProcess(
+            issuer: issuer, data: data,
+            extra: database + ["--rate-limit", "1000/86400", "--address-rate-limit", "1000/86400"],
+            environment: environment)
+        defer { server.stop() }
+        let scraper = try ServerProcess.addOperator(
+            issuer: issuer, data: data, name: "scraper", extra: database + ["--scope", "metrics:read"],
+            environment: environment)
+        let token = try issuer.token("carla")
+        let address = server.address
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 { group.addTask { try await address.request("/v1/keys/notes", token: token).0 } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 200 })
+        let (_, text) = try await address.text("/metrics", token: scraper)
+        let value = { (name: String) in
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        let (batches, counted) = (
+            value("coffer_rate_count_batches_total") ?? 0, value("coffer_rate_count_requests_total") ?? 0
+        )
+        // Each fetch counts against both limits; the scrape, an operator's, against the address's.
+        #expect(counted == 401 && batches < counted, "\(batches) transactions for \(counted) counts")
+        let sql = "SELECT count FROM rate_counts WHERE bucket = 'subject:default/carla'"
+        let stored =
+            backend == .sqlite
+            ? try Spawned.run("/usr/bin/sqlite3", [data + "/keys.sqlite", sql]).text
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            : try TestPostgres.value(database[1], sql)
+        #expect(stored == "200")
+    }
+}
+#endif
