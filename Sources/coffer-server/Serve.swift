@@ -10,6 +10,8 @@ import Logging
 import Metrics
 import NIOCore
 import NIOSSL
+import ServiceLifecycle
+import UnixSignals
 import Prometheus
 
 struct Serve: AsyncParsableCommand {
@@ -195,7 +197,13 @@ struct Serve: AsyncParsableCommand {
         ShutdownDeadline.arm(logger: logger)
         // The sweep, the KEK reading and the audit anchors run as the
         // application's services, and stop with it.
-        try await app.runService()
+        // Graceful shutdown on SIGTERM or SIGINT, bounded by the service
+        // group itself; ShutdownDeadline is the backstop should a task
+        // ignore its cancellation.
+        var group = ServiceGroupConfiguration(
+            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = ShutdownDeadline.grace
+        try await ServiceGroup(configuration: group).run()
         await store.close()
     }
 
