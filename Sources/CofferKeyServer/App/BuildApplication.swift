@@ -1,4 +1,5 @@
 #if Server
+import Coffer
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -44,10 +45,35 @@ public struct KeyServerConfiguration: Sendable {
         self.logger = logger
         self.onListening = onListening
     }
+
+    /// The policies a key server is run under, whoever runs it
+    /// (``buildApplication(_:_:)`` checks them, so an embedder inherits
+    /// what `coffer-server serve` enforces): plain HTTP only on loopback;
+    /// DPoP required off loopback only with the public URL proofs are
+    /// checked against (never the request's Host); the development issuer
+    /// only over plain HTTP on loopback. Throws `invalidArgument` saying which.
+    public func validate(for server: KeyServer) throws {
+        let loopback = Loopback.isHost(host)
+        guard tls != nil || loopback else {
+            throw CofferError(
+                .invalidArgument,
+                "plain HTTP is served on loopback only (127.0.0.1, ::1); give a TLS certificate and key to listen on \(host)"
+            )
+        }
+        guard !server.dpop.required || server.dpop.publicURL != nil || loopback else {
+            throw CofferError(
+                .invalidArgument,
+                "requiring DPoP off loopback needs the public URL: a proof's URL is checked against it, never against the request's Host"
+            )
+        }
+        guard server.devIssuer == nil || (tls == nil && loopback) else {
+            throw CofferError(.invalidArgument, "the development issuer serves plain HTTP on loopback only")
+        }
+    }
 }
 
 /// The key server as a Hummingbird application, as `coffer-server serve`
-/// and the tests run it: `server`'s routes over HTTP/1.1 (with TLS when
+/// and the tests run it, after ``KeyServerConfiguration/validate(for:)``: `server`'s routes over HTTP/1.1 (with TLS when
 /// configured) and the client limits, and the background work as
 /// services of the application's service group (``MaintenanceService``,
 /// ``AuditAnchorService``), stopped gracefully with it.
@@ -59,6 +85,7 @@ public struct KeyServerConfiguration: Sendable {
 public func buildApplication(_ server: KeyServer, _ configuration: KeyServerConfiguration) throws
     -> some ApplicationProtocol
 {
+    try configuration.validate(for: server)
     let http1 = HTTPServerBuilder.http1(
         configuration: configuration.clients.http1(trusting: server.limits.trustedProxies))
     let builder = try configuration.tls.map { try HTTPServerBuilder.tls(http1, tlsConfiguration: $0) } ?? http1
