@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "CofferTesting", targets: ["CofferTesting"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
+        .library(name: "CofferKeyServerCore", targets: ["CofferKeyServerCore"]),
         .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
         .library(name: "CofferKeyClient", targets: ["CofferKeyClient"]),
         .library(name: "CofferKeyClientNIO", targets: ["CofferKeyClientNIO"]),
@@ -135,10 +136,29 @@ let package = Package(
         ),
         // Keys from a server after sign-in: keys as wrapped rows, tokens
         // checked against the issuer's keys, the HTTP API (docs/key-server.md).
+        // Its core: keys as wrapped rows, the audit log, rate counts and
+        // operators over SQLite or PostgreSQL, with no HTTP in it; what
+        // `coffer-server kek`, `operator` and `audit` need. This list is
+        // what keeps HTTP out: no Hummingbird, no HTTPTypes.
+        .target(
+            name: "CofferKeyServerCore",
+            dependencies: [
+                "Coffer", "CofferStore", "CofferStorePostgres",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        // The HTTP API over the core: configuration, authenticators,
+        // controllers, middleware, `buildApplication`.
         .target(
             name: "CofferKeyServer",
             dependencies: [
-                "Coffer", "CofferStorePostgres",
+                "Coffer", "CofferKeyServerCore", "CofferStorePostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -176,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "coffer-server",
             dependencies: [
-                "Coffer", "CofferKeyServer", "CofferKeychain",
+                "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeychain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -246,7 +266,8 @@ let package = Package(
         .testTarget(
             name: "CofferKeyServerTests",
             dependencies: [
-                "Coffer", "CofferKeyServer", "CofferKeyClient", "CofferKeyClientNIO", "CofferKeychain",
+                "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeyClient", "CofferKeyClientNIO",
+                "CofferKeychain",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,6 +1,6 @@
 #if Server
 import ArgumentParser
-import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 import Logging
 

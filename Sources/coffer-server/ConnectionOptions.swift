@@ -1,6 +1,7 @@
 #if Server
 import ArgumentParser
 import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 
 /// How long clients may take and how many connections they may hold

@@ -1,7 +1,7 @@
 #if Server
 import ArgumentParser
 import Coffer
-import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 
 struct KEK: AsyncParsableCommand {

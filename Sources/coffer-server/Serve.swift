@@ -2,6 +2,7 @@
 import ArgumentParser
 import Coffer
 import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 import Hummingbird
 import HummingbirdCore

@@ -1,5 +1,6 @@
 #if Server
 import ArgumentParser
+import CofferKeyServerCore
 import Configuration
 import Foundation
 import SystemPackage

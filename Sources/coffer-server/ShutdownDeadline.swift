@@ -1,4 +1,5 @@
 #if Server
+import CofferKeyServerCore
 import Dispatch
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 #if !Server
+import CofferKeyServerCore
 import Foundation
 
 /// coffer-server as built without the Server trait (the package's

@@ -5,6 +5,7 @@ import GRDB
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// SQLite's log has no index by subject: an export reads the whole log, a
 /// span of entries to a read, and finds what the index found.

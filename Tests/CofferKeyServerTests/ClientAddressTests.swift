@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// The client a peer address stands for in the per-address limits
 /// (security review 3, G14): an IPv6 host by its /64.

@@ -5,6 +5,7 @@ import PostgresNIO
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// A key the server has answered must outlive an OS crash, a power cut or
 /// a crash of PostgreSQL, not only a `kill -9` of the server: the client

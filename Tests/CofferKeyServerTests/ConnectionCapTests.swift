@@ -5,6 +5,7 @@ import NIOEmbedded
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// H3 (security review 4): one client address holds at most its share of
 /// the connections, a trusted proxy's are exempt, and when every

@@ -4,6 +4,7 @@ import NIOEmbedded
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// Past the connection limit the registry closes the connection idle the
 /// longest, found in O(1), and refuses a new one only when all are busy.

@@ -5,6 +5,7 @@ import Testing
 
 @testable import CofferKeyClient
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// The memory of accepted proof headers: it saves work, never a check.
 @Suite struct DPoPHeaderTests {

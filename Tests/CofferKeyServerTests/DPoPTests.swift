@@ -3,6 +3,7 @@ import Coffer
 import CofferKeyClient
 import CofferKeyClientNIO
 import CofferKeyServer
+import CofferKeyServerCore
 import CofferKeychain
 import Foundation
 import HTTPTypes

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// The key server's SQLite files are its user's alone (security review 3,
 /// G14 "File modes"): the database is created 0600 wherever `--database`

@@ -2,6 +2,7 @@
 import Coffer
 import CofferKeyClientNIO
 import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 import Hummingbird
 import HummingbirdTesting

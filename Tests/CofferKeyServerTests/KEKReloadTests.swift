@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// A stored key naming a KEK key the ring in memory lacks makes the store
 /// read its ring again (another process rotated the KEK). A ring that

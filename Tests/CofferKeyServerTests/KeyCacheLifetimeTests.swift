@@ -2,6 +2,7 @@
 import Coffer
 import CofferKeyClient
 import CofferKeyServer
+import CofferKeyServerCore
 import CofferKeychain
 import Crypto
 import Foundation

@@ -4,6 +4,7 @@ import Coffer
 import CofferKeyClient
 import CofferKeyClientNIO
 import CofferKeyServer
+import CofferKeyServerCore
 import CofferKeychain
 import Crypto
 import Foundation

@@ -6,6 +6,7 @@ import Hummingbird
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// The hand-written parts of the release path: the response body, the
 /// subject's control-character check and the memo of opened keys.

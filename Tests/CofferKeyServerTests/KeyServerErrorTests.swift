@@ -4,6 +4,7 @@ import HTTPTypes
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// The domain's errors carry no HTTP; the edge chooses status and headers.
 @Suite struct KeyServerErrorTests {
@@ -73,25 +74,6 @@ import Testing
         #expect(
             listed.subtracting(raised).subtracting(edge).isEmpty,
             "listed but never raised: \(listed.subtracting(raised).subtracting(edge).sorted())")
-    }
-
-    /// The layers the code layout promises: storage, domain and services
-    /// code names no HTTP type; only App, HTTP and Auth do.
-    @Test func storageDomainAndServicesImportNoHTTP() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/CofferKeyServer")
-        var checked = 0
-        for folder in ["Storage", "Domain", "Services"] {
-            let dir = root.appendingPathComponent(folder)
-            for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".swift") {
-                let text = try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
-                for banned in ["import Hummingbird", "import HTTPTypes", "Problem(", "HTTPResponse"] {
-                    #expect(!text.contains(banned), "\(folder)/\(name) uses \(banned)")
-                }
-                checked += 1
-            }
-        }
-        #expect(checked >= 20)
     }
 }
 #endif

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Coffer
 import CofferKeyClient
 import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 import Hummingbird
 import HummingbirdTesting

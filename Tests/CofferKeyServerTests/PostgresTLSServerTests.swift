@@ -1,6 +1,7 @@
 #if Server
 import Coffer
 import CofferKeyServer
+import CofferKeyServerCore
 import Foundation
 import Testing
 

@@ -42,5 +42,28 @@ import Testing
             : try TestPostgres.value(database[1], sql)
         #expect(stored == "200")
     }
+
+    /// The counts commit without a sync of their own (the release after
+    /// them syncs both); a count a client was answered for still survives
+    /// kill -9: a limit of 5 reached, the server killed and started again,
+    /// the sixth request is refused.
+    @Test(arguments: Backend.allCases) func countsSurviveKill9(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let (database, environment) = try backend.serverOptions()
+        let limits = database + ["--rate-limit", "5/86400"]
+        let token = try issuer.token("carla")
+        let first = try ServerProcess(issuer: issuer, data: data, extra: limits, environment: environment)
+        for _ in 0..<5 { #expect(try await first.address.request("/v1/keys/notes", token: token).0 == 200) }
+        first.kill9()
+        first.process.waitUntilExit()
+        let second = try ServerProcess(issuer: issuer, data: data, extra: limits, environment: environment)
+        defer { second.stop() }
+        #expect(try await second.address.request("/v1/keys/notes", token: token).0 == 429)
+        if backend == .sqlite {
+            let mode = try Spawned.run("/usr/bin/sqlite3", [data + "/keys.sqlite", "PRAGMA journal_mode"]).text
+            #expect(mode.contains("wal"))
+        }
+    }
 }
 #endif

@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// Per-subject and per-address limits, counted in the database.
 @Suite struct RateLimitTests {

@@ -5,6 +5,7 @@ import GRDB
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// A batch of releases as each backend runs it (the contract of
 /// `KeyRows.release`), with the duplicates and refusals that timing alone

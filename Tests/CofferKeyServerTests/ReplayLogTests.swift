@@ -5,6 +5,7 @@ import GRDB
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// SQLite's DPoP replay cache (`SpentProofs`): a log in the file and a set
 /// in each store's memory. Two stores on one file are what two processes

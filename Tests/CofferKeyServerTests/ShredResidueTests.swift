@@ -8,6 +8,7 @@ import HummingbirdTesting
 import Testing
 
 @testable import CofferKeyServer
+@testable import CofferKeyServerCore
 
 /// After a shred's sweep, the subject's wrapped keys are in neither the
 /// SQLite database nor its WAL (security review 3, G8, whose reproduction

@@ -1,5 +1,6 @@
 #if Server
 import Coffer
+import CofferKeyServerCore
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -75,8 +76,8 @@ public struct KeyServerConfiguration: Sendable {
 /// The key server as a Hummingbird application, as `coffer-server serve`
 /// and the tests run it, after ``KeyServerConfiguration/validate(for:)``: `server`'s routes over HTTP/1.1 (with TLS when
 /// configured) and the client limits, and the background work as
-/// services of the application's service group (``MaintenanceService``,
-/// ``AuditAnchorService``), stopped gracefully with it.
+/// services of the application's service group (`MaintenanceService`,
+/// `AuditAnchorService`), stopped gracefully with it.
 ///
 /// ```swift
 /// let app = try buildApplication(server, KeyServerConfiguration(port: 8443, tls: tls))

@@ -1,4 +1,5 @@
 #if Server
+import CofferKeyServerCore
 import Foundation
 import Hummingbird
 import Prometheus
@@ -93,7 +94,7 @@ public final class KeyServerMetrics: Sendable {
             coffer_release_requests_total \(releases.items)
 
             """
-        let counted = server.store.rateCounts.counts
+        let counted = server.store.limiter.shared.counts
         text += """
             # HELP coffer_rate_count_batches_total Transactions that raised the shared rate-limit counts.
             # TYPE coffer_rate_count_batches_total counter

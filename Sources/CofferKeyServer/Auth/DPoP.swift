@@ -1,5 +1,6 @@
 #if Server
 import Coffer
+import CofferKeyServerCore
 import Crypto
 import Foundation
 
@@ -57,9 +58,7 @@ struct DPoPProof: Sendable {
     }
 
     /// A proof seen before, here or at another replica.
-    static var replayed: KeyServerError {
-        KeyServerError(.dpopProofReplayed, "this DPoP proof was used before")
-    }
+    static var replayed: KeyServerError { .proofReplayed }
 
     /// Checks everything in the proof that needs no database: its form, its
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
@@ -228,40 +227,20 @@ final class DPoPNonces: Sendable {
     }
 }
 
-extension ServerKeyStore {
-    /// The nonce issuer every replica shares: its key is made by the first
-    /// replica that needs it, kept in the database sealed under the KEK.
-    func dpopNonces() async throws -> DPoPNonces {
-        if let nonces = nonces.withLock({ $0 }) { return nonces }
-        let issuer = DPoPNonces(key: try await sharedSecretKey("dpop-nonce-key"))
-        nonces.withLock { $0 = issuer }
-        return issuer
-    }
+/// The nonce issuer every replica shares, owned by the DPoP check: its
+/// key is made by the first replica that needs it, kept in the database
+/// sealed under the KEK (`ServerKeyStore.sharedSecretKey(_:)`).
+final class DPoPNonceSource: Sendable {
+    let store: ServerKeyStore
+    let issuer = Locked<DPoPNonces?>(nil)
 
-    /// A key all replicas share: 256 random bits made by the first replica
-    /// that needs it, kept in the database (`server_secrets`) sealed under
-    /// the KEK with its name as context, so a database writer can neither
-    /// read it nor put in one of their own.
-    func sharedSecretKey(_ name: String) async throws -> SymmetricKey {
-        let context = try Self.secretContext(name)
-        let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
-        let sealed = try await rows.secret(named: name, make: made)
-        return SymmetricKey(data: try openSecret(name, sealed: sealed, context: context))
-    }
+    init(store: ServerKeyStore) { self.store = store }
 
-    static func secretContext(_ name: String) throws -> SealingContext { try SealingContext("coffer-server", name) }
-
-    /// Opens a server secret, naming it (and what to do) when its KEK key
-    /// is disabled or missing, so an operator can act on the error.
-    func openSecret(_ name: String, sealed: Data, context: SealingContext) throws -> Data {
-        do {
-            return try openWrapped(sealed, context: context)
-        } catch let error as CofferError where error.code == .keyNotFound || error.code == .keyDisabled {
-            let id = (try? SealedValue.keyID(of: sealed)).map { String(format: "%08x", $0) } ?? "unknown"
-            throw error.prefixed(
-                "the server secret \(name) (sealed under KEK key \(id); enable that key with coffer-server kek enable, then kek rewrap reseals it under the primary)"
-            )
-        }
+    func nonces() async throws -> DPoPNonces {
+        if let issuer = issuer.withLock({ $0 }) { return issuer }
+        let made = DPoPNonces(key: try await store.sharedSecretKey("dpop-nonce-key"))
+        issuer.withLock { $0 = made }
+        return made
     }
 }
 #endif

@@ -1,6 +1,7 @@
 #if Server
 import AsyncHTTPClient
 import Coffer
+import CofferKeyServerCore
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,6 +1,7 @@
 #if Server
 import AsyncHTTPClient
 import Coffer
+import CofferKeyServerCore
 import Foundation
 import JWTKit
 import NIOCore
@@ -40,8 +41,10 @@ extension SignInVerifier {
             let json = String(decoding: try JSONSerialization.data(withJSONObject: pinned), as: UTF8.self)
             guard let jwk = try? JWK(json: json) else { continue }
             let collection = JWTKeyCollection()
-            guard (try? await collection.add(jwk: jwk, isDefault: true)) != nil else { continue }
-            keys[kid] = IssuerKey(algorithm: algorithm, keys: collection)
+            guard (try? await collection.add(jwk: jwk, isDefault: true)) != nil,
+                let verifier = try? await collection.getKey()
+            else { continue }
+            keys[kid] = IssuerKey(algorithm: algorithm, verifier: verifier)
         }
         guard !keys.isEmpty else {
             throw CofferError(

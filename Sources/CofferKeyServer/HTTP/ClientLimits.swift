@@ -1,5 +1,6 @@
 #if Server
 import Coffer
+import CofferKeyServerCore
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,5 +1,6 @@
 #if Server
 import Coffer
+import CofferKeyServerCore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -11,6 +12,8 @@ import Logging
 /// status, time and request id — never a header, a body or a query.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     static var requestIDField: HTTPField.Name { HTTPField.Name("X-Request-Id")! }
+    /// The routes, for `405` and its `Allow` header.
+    let routes: RouteTable
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -25,7 +28,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as Problem {
             response = problem.response(requestID: id)
         } catch let error as any HTTPResponseError {
-            if error.status == .notFound, let allowed = KeyServer.methods(of: request.uri.path) {
+            if error.status == .notFound, let allowed = routes.methods(of: request.uri.path) {
                 var problem = Problem(
                     .methodNotAllowed, "method-not-allowed",
                     "\(request.uri.path) takes \(allowed), not \(request.method)")

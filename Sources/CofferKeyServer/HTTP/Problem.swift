@@ -1,4 +1,5 @@
 #if Server
+import CofferKeyServerCore
 import Foundation
 import HTTPTypes
 import Hummingbird

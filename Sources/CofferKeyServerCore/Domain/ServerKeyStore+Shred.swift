@@ -8,7 +8,7 @@ import Foundation
 /// rows of subjects whose time has come (the server runs it every 30
 /// seconds, and before each shred); SQLite's `secure_delete` overwrites them.
 extension ServerKeyStore {
-    static func timestamp(_ seconds: Int64) -> String { ShredRule.timestamp(seconds) }
+    package static func timestamp(_ seconds: Int64) -> String { ShredRule.timestamp(seconds) }
 
     /// Schedules the destruction of every key of `subject` in `realm`,
     /// `window` seconds from now (0: at once); returns when. Shredding a

@@ -27,16 +27,11 @@ public final class ServerKeyStore: Sendable {
     /// The id of the KEK's primary key, as `kek list` prints it (for the start-up log).
     public var kekPrimaryID: UInt32 { kek.primaryID }
     /// Seconds since 1970; tests move it.
-    let now: @Sendable () -> Int64
+    package let now: @Sendable () -> Int64
     /// Reads and audits key releases, many per transaction.
-    let releases: Batcher<ReleaseRequest, StoredVersion?>
-    /// The DPoP nonce key, once read from the database.
-    let nonces = Locked<DPoPNonces?>(nil)
-    /// The rate limits' first tier (``LocalRateCounts``).
-    let localCounts = LocalRateCounts()
-    /// The shared rate counts: those asked for together are raised in one
-    /// transaction (with both limits on, two for every request before).
-    let rateCounts: Batcher<RateCount, Int>
+    package let releases: Batcher<ReleaseRequest, StoredVersion?>
+    /// The rate limits' counts, in memory and in the database.
+    package let limiter: RateLimiter
     /// The audit anchors' MAC key, once read from the database.
     let anchorKey = Locked<SymmetricKey?>(nil)
     /// The last anchor made, and how anchoring went (``AnchorState``).
@@ -78,7 +73,7 @@ public final class ServerKeyStore: Sendable {
         releases = Batcher(loop: { next, answer in
             try await rows.releaseBatches(next: next, answer: answer, now: now)
         })
-        rateCounts = Batcher { counts in try await rows.countRequests(counts).map { .success($0) } }
+        limiter = RateLimiter(rows: rows, now: now)
         ring = Locked(kek)
         self.reload = reload
         self.now = now
@@ -101,7 +96,7 @@ public final class ServerKeyStore: Sendable {
 
     /// `proof`: the DPoP proof of the request, refused as a replay if any
     /// replica saw it before (recorded in the release's transaction).
-    func current(_ name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
+    package func current(_ name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
         if let row = try await releases.submit(ReleaseRequest(name: name, version: nil, proof: proof)) {
             return try open(row, name)
         }
@@ -116,7 +111,7 @@ public final class ServerKeyStore: Sendable {
         try await self.version(version, of: name, proof: nil)
     }
 
-    func version(_ version: Int, of name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
+    package func version(_ version: Int, of name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
         // Versions count from 1; a version beyond what a backend stores
         // names no row there.
         guard version >= 1,

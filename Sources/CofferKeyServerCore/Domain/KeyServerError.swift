@@ -1,7 +1,7 @@
 #if Server
 /// What went wrong, in the key server's own terms — a token, a key, a
 /// subject, a database — with no HTTP in it. Domain, authentication and
-/// storage code throw this; the HTTP edge (``Problem``) turns it into an
+/// storage code throw this; the HTTP edge (`Problem`, in CofferKeyServer) turns it into an
 /// RFC 9457 problem document, choosing the status and headers from the
 /// code's ``Kind``. ``code`` is stable and documented in docs/openapi.yaml
 /// (a test checks ``Code/all`` against it); ``detail`` is for people and
@@ -120,11 +120,16 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// Whether the caller is refused before any work is done for it: a
     /// token or proof not accepted, or a rate limit passed.
-    var isRefusal: Bool {
+    package var isRefusal: Bool {
         switch kind {
         case .unauthenticated, .proofRefused, .rateLimited: true
         default: false
         }
+    }
+
+    /// A DPoP proof seen before, here or at another replica.
+    package static var proofReplayed: KeyServerError {
+        KeyServerError(.dpopProofReplayed, "this DPoP proof was used before")
     }
 }
 #endif

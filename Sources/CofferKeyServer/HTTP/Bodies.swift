@@ -1,48 +1,10 @@
 #if Server
 import Coffer
+import CofferKeyServerCore
 import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
-
-/// Operator routes under `/v1/admin/…`, each needing an operator token
-/// with its scope. They never return key bytes.
-extension KeyServer {
-    func addAdminRoutes(_ router: Router<KeyServerContext>) {
-        let router = router.group("/v1/admin").add(middleware: OperatorAuthenticator(server: self))
-        router.post("keys/rotate") { request, context in
-            let actor = try context.operatorActor(.rotate)
-            let body = try await Self.decode(RotateRequest.self, request)
-            let key = try await store.rotate(
-                try KeyName(realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose),
-                by: actor)
-            return Self.json(KeyInfo(purpose: key.name.purpose, version: key.version, keyId: key.keyID))
-        }
-        router.post("keys/retire") { request, context in
-            let actor = try context.operatorActor(.retire)
-            let body = try await Self.decode(RetireRequest.self, request)
-            let name = try KeyName(
-                realm: realm, subject: body.subject, device: body.device ?? "", purpose: body.purpose)
-            try await store.retire(name, below: body.minimumVersion, by: actor)
-            return Response(status: .noContent)
-        }
-        router.post("subjects/shred") { request, context in
-            let actor = try context.operatorActor(.shred)
-            let body = try await Self.decode(ShredRequest.self, request)
-            _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
-            let at = try await store.shred(
-                realm: realm, subject: body.subject, after: body.undoWindowSeconds ?? 86400, by: actor)
-            return Self.json(ShredResponse(subject: body.subject, shredAt: ServerKeyStore.timestamp(at)))
-        }
-        router.post("subjects/undo-shred") { request, context in
-            let actor = try context.operatorActor(.shred)
-            let body = try await Self.decode(UndoShredRequest.self, request)
-            _ = try KeyName(realm: realm, subject: body.subject, purpose: "-")
-            try await store.undoShred(realm: realm, subject: body.subject, by: actor)
-            return Response(status: .noContent)
-        }
-    }
-}
 
 // MARK: bodies (docs/openapi.yaml)
 

@@ -35,7 +35,7 @@ public struct OperatorInfo: Sendable, Equatable {
 /// is found by its hash; a hash of 256 random bits reveals nothing that a
 /// timing difference in the lookup could leak.
 extension ServerKeyStore {
-    static let operatorPrefix = "cofop_"
+    package static let operatorPrefix = "cofop_"
 
     /// Makes an operator token for the servers of `realm`; returns it (the
     /// only time it exists outside the caller). Names are unique across

@@ -89,7 +89,7 @@ protocol KeyRows: Sendable {
 }
 
 /// A version as stored: the key sealed under the KEK.
-struct StoredVersion: Sendable {
+package struct StoredVersion: Sendable {
     let version: Int
     let wrapped: Data
 }
@@ -125,7 +125,7 @@ struct KeySnapshot: Sendable {
         results.reserveCapacity(snapshots.count)
         for ((request, snapshot), fresh) in zip(snapshots, fresh) {
             do {
-                guard fresh else { throw DPoPProof.replayed }
+                guard fresh else { throw KeyServerError.proofReplayed }
                 let row = try snapshot.released(now: now, version: request.version)
                 if let row {
                     audit.append(.init(actor: request.actor, action: "release", request.name, version: row.version))
@@ -150,9 +150,14 @@ struct KeySnapshot: Sendable {
 }
 
 /// A DPoP proof seen: its replay hash and when it can be forgotten.
-struct ProofUse: Sendable {
+package struct ProofUse: Sendable {
     let hash: Data
     let expires: Int64
+
+    package init(hash: Data, expires: Int64) {
+        self.hash = hash
+        self.expires = expires
+    }
 }
 
 /// A row for KEK rotation to seal again.

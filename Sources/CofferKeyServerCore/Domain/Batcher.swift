@@ -4,7 +4,7 @@ import Foundation
 
 /// One key release asked for: `version` nil for the latest; `proof` the
 /// request's DPoP proof, refused if seen before.
-struct ReleaseRequest: Sendable {
+package struct ReleaseRequest: Sendable {
     let name: KeyName
     let version: Int?
     let proof: ProofUse?
@@ -13,7 +13,7 @@ struct ReleaseRequest: Sendable {
 }
 
 /// One request counted against a rate limit's bucket, in the window ending at `windowEnd`.
-struct RateCount: Sendable {
+package struct RateCount: Sendable {
     let bucket: String
     let windowEnd: Int64
 }
@@ -30,7 +30,8 @@ struct RateCount: Sendable {
 /// (the connection's event loop), so it costs no hop to another executor
 /// and no wake-up of another thread; only the batch's runner does, and
 /// only when the runner is parked waiting for it (``Loop``).
-final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendable {  // `state` is used only under `condition`
+/// (`@unchecked`: `state` is used only under `condition`.)
+package final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendable {
     typealias Run = @Sendable ([Item]) async throws -> [Result<Answer, any Error>]
     /// Runs batches for as long as it chooses: each from `next` (nil when
     /// none waits, and then it must stop), each answered through `answer`
@@ -67,7 +68,7 @@ final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendable {  //
     }
 
     /// Batches run and the items they carried, so far (`/metrics`).
-    var counts: (batches: Int, items: Int) { withState { $0.counts } }
+    package var counts: (batches: Int, items: Int) { withState { $0.counts } }
 
     /// Requests waiting for a batch (tests).
     var pendingCount: Int { withState { $0.pending.count } }

@@ -1,0 +1,73 @@
+#if Server
+import CofferKeyServerCore
+import Foundation
+import Hummingbird
+import HummingbirdAuth
+import NIOCore
+
+/// The request context of the key server's router: Hummingbird's basic
+/// context, the connection's peer address (which the per-address rate
+/// limit counts), and the authenticated caller.
+public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+    /// The caller, once the route group's authenticator accepted them
+    /// (``KeyServerIdentity``).
+    public var identity: KeyServerIdentity?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+        identity = nil
+        forwardedClient = nil
+    }
+
+    /// The client a trusted proxy named (``TrustedProxies``), as the limits name it.
+    var forwardedClient: String?
+
+    /// The address as the rate limit names it: the IP without the port.
+    var clientAddress: String? { forwardedClient ?? remoteAddress.flatMap(Self.limitedAddress) }
+
+    /// The client an address stands for, as the per-address limits count
+    /// it (security review 3, G14): an IPv4 address (also one mapped into
+    /// IPv6) whole, an IPv6 address by its /64 (a host is given a /64 and
+    /// chooses its own 64 low bits, so counting whole addresses would give
+    /// it 2^64 buckets), a Unix socket by its path.
+    static func limitedAddress(_ address: SocketAddress) -> String? {
+        switch address {
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+                return bytes[12...].map(String.init).joined(separator: ".")
+            }
+            let groups = stride(from: 0, to: 8, by: 2).map {
+                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+            }
+            return groups.joined(separator: ":") + "::/64"
+        case .v4, .unixDomainSocket:
+            return address.ipAddress ?? address.pathname
+        }
+    }
+}
+
+extension KeyServerContext {
+    /// The signed-in user the authenticator accepted.
+    func caller() throws -> Caller {
+        guard case .user(let caller) = identity?.kind else {
+            throw KeyServerError(.tokenMissing, "this route needs a sign-in token")
+        }
+        return caller
+    }
+
+    /// The operator, who must hold `scope`, as the audit log names them.
+    func operatorActor(_ scope: OperatorScope) throws -> String {
+        guard case .operator(let info) = identity?.kind else {
+            throw KeyServerError(.operatorTokenInvalid, "the operator token is not known")
+        }
+        guard info.scopes.contains(scope) else {
+            throw KeyServerError(.scopeMissing, "this operator token lacks the \(scope) scope")
+        }
+        return "operator:" + info.name
+    }
+}
+#endif
