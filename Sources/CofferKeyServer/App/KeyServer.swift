@@ -64,7 +64,8 @@ public struct KeyServer: Sendable {
             },
             KeyController(
                 store: store, realm: realm, clientCacheSeconds: clientCacheSeconds,
-                authenticator: UserAuthenticator(verifier: verifier, proofs: proofs), limits: shared),
+                authenticator: UserAuthenticator(verifier: verifier, proofs: proofs),
+                limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             AdminController(store: store, realm: realm, authenticator: operators, limits: shared),
         ]
         if let devIssuer { controllers.append(DevTokenController(issuer: devIssuer, realm: realm)) }

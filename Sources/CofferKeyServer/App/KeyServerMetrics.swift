@@ -94,14 +94,14 @@ public final class KeyServerMetrics: Sendable {
             coffer_release_requests_total \(releases.items)
 
             """
-        let counted = server.store.limiter.shared.counts
+        let counted = server.store.limiter.counted
         text += """
             # HELP coffer_rate_count_batches_total Transactions that raised the shared rate-limit counts.
             # TYPE coffer_rate_count_batches_total counter
-            coffer_rate_count_batches_total \(counted.batches)
-            # HELP coffer_rate_count_requests_total Requests those transactions counted (one per limit).
+            coffer_rate_count_batches_total \(counted.transactions)
+            # HELP coffer_rate_count_requests_total Requests counted (one per limit), in those transactions or in key releases'.
             # TYPE coffer_rate_count_requests_total counter
-            coffer_rate_count_requests_total \(counted.items)
+            coffer_rate_count_requests_total \(counted.counts)
 
             """
         let anchors = server.store.anchorCounts

@@ -29,7 +29,7 @@ struct KeyController: AuthenticatedController {
             try KeyName(
                 realm: realm, subject: caller.subject, device: try caller.device(body.device),
                 purpose: JSONBody.parameter("purpose", context)),
-            proof: caller.proof)
+            proof: caller.proof, counts: context.pendingCounts?.take() ?? [])
         return KeyResponse.body([KeyResponse(key, cacheSeconds: clientCacheSeconds)], batch: false)
     }
 
@@ -42,7 +42,8 @@ struct KeyController: AuthenticatedController {
             realm: realm, subject: caller.subject,
             device: try caller.device(request.uri.queryParameters.get("device").map { String($0) }),
             purpose: JSONBody.parameter("purpose", context))
-        let key = try await store.version(version, of: name, proof: caller.proof)
+        let key = try await store.version(
+            version, of: name, proof: caller.proof, counts: context.pendingCounts?.take() ?? [])
         return KeyResponse.body([KeyResponse(key, cacheSeconds: clientCacheSeconds)], batch: false)
     }
 
@@ -57,10 +58,13 @@ struct KeyController: AuthenticatedController {
         for purpose in body.purposes {
             let name = try KeyName(
                 realm: realm, subject: caller.subject, device: try caller.device(body.device), purpose: purpose)
-            // The proof is spent with the first key.
+            // The proof is spent, and the request counted, with the first key.
+            let first = keys.isEmpty
             keys.append(
                 KeyResponse(
-                    try await store.current(name, proof: keys.isEmpty ? caller.proof : nil),
+                    try await store.current(
+                        name, proof: first ? caller.proof : nil,
+                        counts: first ? context.pendingCounts?.take() ?? [] : []),
                     cacheSeconds: clientCacheSeconds))
         }
         return KeyResponse.body(keys, batch: true)

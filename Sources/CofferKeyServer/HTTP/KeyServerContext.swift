@@ -20,7 +20,12 @@ public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext 
         remoteAddress = source.channel.remoteAddress
         identity = nil
         forwardedClient = nil
+        pendingCounts = nil
     }
+
+    /// A key request's shared rate counts, which its route raises with the
+    /// release (``SharedRateLimitMiddleware``).
+    var pendingCounts: PendingCounts?
 
     /// The client a trusted proxy named (``TrustedProxies``), as the limits name it.
     var forwardedClient: String?

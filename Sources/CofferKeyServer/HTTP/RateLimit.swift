@@ -94,24 +94,58 @@ struct AddressLimitMiddleware: RouterMiddleware {
 /// The shared rate limits, after a route group's authenticator: a request
 /// whose token (and proof) or operator token was accepted is counted
 /// against its client address and, for a signed-in user, its subject, in
-/// the counts every replica shares (`RateLimiter.admit(_:under:)`).
-/// A request refused earlier costs no write.
+/// the counts every replica shares. A request refused earlier costs no
+/// write. On the key routes (`releasing`) the counts are handed to the
+/// route (``PendingCounts``), which raises them in the release's own
+/// transaction; those a route did not use (it failed first) are raised
+/// after it.
 struct SharedRateLimitMiddleware: RouterMiddleware {
     let limiting: RateLimiting
+    var releasing = false
 
     func handle(
         _ request: Request, context: KeyServerContext, next: (Request, KeyServerContext) async throws -> Response
     )
         async throws -> Response
     {
-        let (limits, store) = (limiting.limits, limiting.store)
+        let (limits, store, now) = (limiting.limits, limiting.store, limiting.store.now())
+        var counts: [LimitedCount] = []
         if let limit = limits.address, let address = context.clientAddress {
-            try await store.limiter.admit(limiting.addressBucket(address), under: limit)
+            counts.append(LimitedCount(limiting.addressBucket(address), under: limit, now: now))
         }
         if let limit = limits.subject, let subject = context.identity?.subject {
-            try await store.limiter.admit(limiting.subjectBucket(subject), under: limit)
+            counts.append(LimitedCount(limiting.subjectBucket(subject), under: limit, now: now))
         }
-        return try await next(request, context)
+        guard releasing, !counts.isEmpty else {
+            for count in counts { try await store.limiter.admit(count) }
+            return try await next(request, context)
+        }
+        let pending = PendingCounts(counts)
+        var context = context
+        context.pendingCounts = pending
+        do {
+            let response = try await next(request, context)
+            for count in pending.take() { _ = try? await store.limiter.admit(count) }
+            return response
+        } catch {
+            for count in pending.take() { _ = try? await store.limiter.admit(count) }
+            throw error
+        }
+    }
+}
+
+/// A key request's shared counts, for the route to raise with its
+/// release; taken once.
+final class PendingCounts: Sendable {
+    private let counts: Locked<[LimitedCount]>
+
+    init(_ counts: [LimitedCount]) { self.counts = Locked(counts) }
+
+    func take() -> [LimitedCount] {
+        counts.withLock { counts in
+            defer { counts = [] }
+            return counts
+        }
     }
 }
 

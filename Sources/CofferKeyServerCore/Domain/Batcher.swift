@@ -8,6 +8,9 @@ package struct ReleaseRequest: Sendable {
     let name: KeyName
     let version: Int?
     let proof: ProofUse?
+    /// The request's shared rate counts, raised in the release's own
+    /// transaction where the backend does that (``KeyRows/countsInRelease``).
+    var counts: [LimitedCount] = []
 
     var actor: String { "subject:" + name.subject }
 }
@@ -16,6 +19,28 @@ package struct ReleaseRequest: Sendable {
 package struct RateCount: Sendable {
     let bucket: String
     let windowEnd: Int64
+}
+
+/// A shared count and the limit it is checked against.
+package struct LimitedCount: Sendable {
+    let count: RateCount
+    let limit: RateLimit
+
+    package init(_ bucket: String, under limit: RateLimit, now: Int64) {
+        count = RateCount(bucket: bucket, windowEnd: limit.windowEnd(now))
+        self.limit = limit
+    }
+
+    /// The count `raised` passed the limit: the request is refused.
+    func refusal(_ raised: Int) -> SharedCountFull? {
+        raised > limit.requests ? SharedCountFull(count: self) : nil
+    }
+}
+
+/// A request a shared count refused (its window is full): the store
+/// remembers the window in memory and answers `429 rate-limited`.
+struct SharedCountFull: Error {
+    let count: LimitedCount
 }
 
 /// Requests that share one transaction: each waits for the transaction

@@ -73,7 +73,7 @@ public final class ServerKeyStore: Sendable {
         releases = Batcher(loop: { next, answer in
             try await rows.releaseBatches(next: next, answer: answer, now: now)
         })
-        limiter = RateLimiter(rows: rows, now: now)
+        limiter = RateLimiter(rows: rows, countsInRelease: rows.countsInRelease, now: now)
         ring = Locked(kek)
         self.reload = reload
         self.now = now
@@ -96,8 +96,12 @@ public final class ServerKeyStore: Sendable {
 
     /// `proof`: the DPoP proof of the request, refused as a replay if any
     /// replica saw it before (recorded in the release's transaction).
-    package func current(_ name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
-        if let row = try await releases.submit(ReleaseRequest(name: name, version: nil, proof: proof)) {
+    /// `counts`: the request's shared rate counts (``RateLimiter/release(_:)``).
+    package func current(_ name: KeyName, proof: ProofUse?, counts: [LimitedCount] = []) async throws
+        -> ReleasedKey
+    {
+        let request = ReleaseRequest(name: name, version: nil, proof: proof, counts: counts)
+        if let row = try await limiter.release(request, releases) {
             return try open(row, name)
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
@@ -111,11 +115,14 @@ public final class ServerKeyStore: Sendable {
         try await self.version(version, of: name, proof: nil)
     }
 
-    package func version(_ version: Int, of name: KeyName, proof: ProofUse?) async throws -> ReleasedKey {
+    package func version(_ version: Int, of name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [])
+        async throws -> ReleasedKey
+    {
         // Versions count from 1; a version beyond what a backend stores
         // names no row there.
         guard version >= 1,
-            let row = try await releases.submit(ReleaseRequest(name: name, version: version, proof: proof))
+            let row = try await limiter.release(
+                ReleaseRequest(name: name, version: version, proof: proof, counts: counts), releases)
         else { throw KeyServerError(.keyNotFound, "this key has no version \(version)") }
         return try open(row, name)
     }

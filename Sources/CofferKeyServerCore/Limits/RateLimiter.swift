@@ -50,11 +50,56 @@ package final class RateLimiter: Sendable {
     package let local = LocalRateCounts()
     /// The shared counts' batches.
     package let shared: Batcher<RateCount, Int>
+    /// Whether the backend raises a key request's counts in the release's
+    /// transaction (SQLite) rather than in a transaction before it.
+    let countsInRelease: Bool
+    /// Counts raised inside key releases' transactions.
+    let carried = Locked(0)
     let now: @Sendable () -> Int64
 
-    init(rows: any KeyRows, now: @escaping @Sendable () -> Int64) {
+    init(rows: any KeyRows, countsInRelease: Bool, now: @escaping @Sendable () -> Int64) {
         shared = Batcher { counts in try await rows.countRequests(counts).map { .success($0) } }
+        self.countsInRelease = countsInRelease
         self.now = now
+    }
+
+    /// Counts raised so far: transactions of their own and requests
+    /// counted (those inside key releases included, which add none).
+    package var counted: (transactions: Int, counts: Int) {
+        let own = shared.counts
+        return (own.batches, own.items + carried.withLock { $0 })
+    }
+
+    /// Raises one shared count before the request goes on (`429` when it passes its limit).
+    package func admit(_ limited: LimitedCount) async throws {
+        try await admit(limited.count.bucket, under: limited.limit)
+    }
+
+    /// Releases a key with the request's shared counts: checked first
+    /// against windows this replica knows are full; then raised in the
+    /// release's own transaction where the backend does that (one commit
+    /// for the request), or else in the counts' transaction before it. A
+    /// count that passes its limit refuses the request, `429`.
+    func release(_ request: ReleaseRequest, _ releases: Batcher<ReleaseRequest, StoredVersion?>) async throws
+        -> StoredVersion?
+    {
+        let now = self.now()
+        for limited in request.counts {
+            try local.check(limited.count.bucket, under: limited.limit, now: now, counting: false)
+        }
+        guard countsInRelease else {
+            for limited in request.counts { try await admit(limited.count.bucket, under: limited.limit) }
+            var request = request
+            request.counts = []
+            return try await releases.submit(request)
+        }
+        carried.withLock { $0 += request.counts.count }
+        do {
+            return try await releases.submit(request)
+        } catch let full as SharedCountFull {
+            local.refuse(full.count.count.bucket, until: full.count.count.windowEnd)
+            throw LocalRateCounts.tooMany(full.count.limit, end: full.count.count.windowEnd, now: now)
+        }
     }
 
     /// Counts one request against `bucket` under `limit` in the count

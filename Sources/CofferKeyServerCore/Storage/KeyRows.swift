@@ -67,6 +67,11 @@ protocol KeyRows: Sendable {
     /// The anchor with the highest number; nil when there is none.
     func lastAuditAnchor() async throws -> AuditAnchor?
 
+    /// Whether ``release(_:now:)`` raises each request's shared rate
+    /// counts (``ReleaseRequest/counts``) in its own transaction, before
+    /// it releases anything, refusing a request whose count is full; when
+    /// false the store raises them first, through ``countRequests(_:)``.
+    var countsInRelease: Bool { get }
     /// Raises the request count of each bucket in the window ending at its
     /// `windowEnd` by one, all in one transaction, and returns each new
     /// count in order (a bucket named twice gets two consecutive counts).
@@ -225,6 +230,8 @@ extension OperatorInfo {
 }
 
 extension KeyRows {
+    var countsInRelease: Bool { false }
+
     /// One batch per turn, through ``release(_:now:)``: a backend whose
     /// batch is one statement gains nothing by holding a connection longer.
     func releaseBatches(

@@ -83,11 +83,45 @@ extension SQLiteKeyRows {
     static let holdLimit = Duration.milliseconds(5)
     static let idleWait = Duration.milliseconds(1)
 
-    /// One batch, inside the caller's transaction.
+    /// The shared rate counts ride in the release's transaction: an
+    /// accepted key request with both limits on commits once.
+    var countsInRelease: Bool { true }
+
+    /// One batch, inside the caller's transaction: first each request's
+    /// shared counts, then the releases of the requests none refused.
     private func release(_ requests: [ReleaseRequest], now: Int64, _ db: Database) throws -> (
         [Result<StoredVersion?, any Error>], SpentProofs.Pending?
     ) {
         let connection = SQLiteStoreConnection(db: db)
+        let refused = try requests.map { request in
+            try request.counts.lazy.compactMap { limited in
+                let row = try connection.firstRow(
+                    Self.countSQL, [limited.count.bucket.databaseValue, limited.count.windowEnd.databaseValue])
+                return limited.refusal(try row.flatMap { try Self.value($0[0], "count", as: Int.self) } ?? 1)
+            }.first
+        }
+        guard refused.contains(where: { $0 != nil }) else {
+            return try release(admitted: requests, now: now, connection)
+        }
+        let admitted = zip(requests, refused).filter { $0.1 == nil }.map(\.0)
+        let (admittedResults, spent) = try release(admitted: admitted, now: now, connection)
+        var released = admittedResults[...]
+        var results: [Result<StoredVersion?, any Error>] = []
+        for refusal in refused {
+            if let refusal { results.append(.failure(refusal)) } else { results.append(released.removeFirst()) }
+        }
+        return (results, spent)
+    }
+
+    static let countSQL = """
+        INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, 1)
+        ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + 1 RETURNING count
+        """
+
+    private func release(admitted requests: [ReleaseRequest], now: Int64, _ connection: SQLiteStoreConnection) throws
+        -> ([Result<StoredVersion?, any Error>], SpentProofs.Pending?)
+    {
+        guard !requests.isEmpty else { return ([], nil) }
         let proofs = requests.compactMap(\.proof)
         let (recorded, spent) = proofs.isEmpty ? ([], nil) : try self.spent.record(proofs, connection)
         let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
