@@ -97,6 +97,11 @@ extension RecordStore {
             }
             highestEpoch.withLock { $0 = max($0, fresh.epoch) }
         }
+        // A newer state another process committed, now verified: the mark
+        // rises to it (H1), so this process refuses anything older later.
+        if fresh.epoch > current.epoch {
+            try rollbackGuard?.raise(Self.guardKey(fresh.keys.storeID), to: fresh.epoch)
+        }
         state.withLock { if fresh.epoch > $0.epoch { $0 = fresh } }
         return fresh
     }

@@ -206,6 +206,13 @@ public final class RecordStore: Sendable {
             try KeyRingFile(contents: $0, secret: secret)
         }
         if let mark, state.epoch < mark { throw rolledBack(backend.location, epoch: state.epoch, mark: mark) }
+        // Trust on first use, as key rings and keychains do (security review
+        // 4, H1): the epoch just verified becomes this process's mark, so
+        // every process that used the store — not only the one that last
+        // changed its state — refuses an older state put back later.
+        if let rollbackGuard, mark.map({ state.epoch > $0 }) ?? true {
+            try rollbackGuard.raise(guardKey(state.keys.storeID), to: state.epoch)
+        }
         return RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
     }
 
