@@ -198,8 +198,9 @@ extension RecordStore {
     /// Changes fields of the record `key` (a field set to `.null` becomes
     /// null; fields left out keep their value) and returns the record as it
     /// now is, or nil when there is none. Every sealed field is sealed again
-    /// and every index recomputed, so a changed bound field keeps the row
-    /// opening. The primary key does not change.
+    /// under a new life of the record, and every index recomputed, so a
+    /// changed bound field keeps the row opening and no cell of an earlier
+    /// version opens beside the new ones. The primary key does not change.
     @discardableResult
     public func update(_ tableName: String, id key: StoreValue, set changes: StoreRecord) throws -> StoreRecord? {
         let updated = try write { work in try update(tableName, id: key, set: changes, work) }
@@ -235,7 +236,10 @@ extension RecordStore {
                 try clear.map { try StoreSQL.databaseValue(record[$0.name] ?? .null, for: $0, table: table.name) }
                     + [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
         }
-        try state.writeSealed(record, key: key, row: row, table: table, db)
+        // A new life for the record (security review 4, H2): every sealed
+        // cell is sealed again under it, so a cell of an earlier version put
+        // back beside the newer ones opens no longer.
+        try state.writeSealed(record, key: key, row: row.merging([StoreSQL.lifeColumn: .null]) { $1 }, table: table, db)
         return record
     }
 
