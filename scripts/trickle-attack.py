@@ -5,7 +5,10 @@ another address (127.0.0.1) asks for /v1/health and fetches its key, each
 on a new connection, and counts the answers that came within 1 s, during
 the attack and after it. Prints one JSON object.
 
-    python3 trickle-attack.py PORT ATTACKER_TOKEN HONEST_TOKEN
+    python3 trickle-attack.py PORT < TOKENS
+
+TOKENS: the attacker's sign-in token, then the honest client's, one per
+line on standard input (never in argv, where other users can read them).
 """
 import http.client
 import json
@@ -14,7 +17,8 @@ import sys
 import threading
 import time
 
-port, attacker_token, honest_token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port = int(sys.argv[1])
+attacker_token, honest_token = sys.stdin.read().split()
 head = (f"POST /v1/keys/notes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {attacker_token}\r\n"
         "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{").encode()
 stopping = threading.Event()

@@ -17,10 +17,8 @@ import Testing
         defer { server.stop() }
         let run = try Spawned.run(
             Issuer.root + "/.venv/bin/python",
-            [
-                Issuer.root + "/scripts/trickle-attack.py", String(server.port), try issuer.token("mallory"),
-                try issuer.token("alice"),
-            ], errors: .capture)
+            [Issuer.root + "/scripts/trickle-attack.py", String(server.port)],
+            input: Data((try issuer.token("mallory") + "\n" + issuer.token("alice") + "\n").utf8), errors: .capture)
         #expect(run.status == 0, "\(run.errorText)")
         let result = try #require(try JSONSerialization.jsonObject(with: run.output) as? [String: Any])
         // The attack was under way: the attacker held connections throughout.
