@@ -73,5 +73,30 @@ import Testing
             #expect(mode.contains("wal"))
         }
     }
+
+    /// Sixty requests of one subject at once under a limit of 15: exactly
+    /// 15 keys are released and 45 refused, however the server batched them
+    /// (on SQLite a batch raises each bucket once, by its requests' number,
+    /// and gives each request its own place in that count).
+    @Test(arguments: Backend.allCases) func requestsAtOnceAreCountedExactly(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let (database, environment) = try backend.serverOptions()
+        let server = try ServerProcess(
+            issuer: issuer, data: data,
+            extra: database + ["--rate-limit", "15/86400", "--address-rate-limit", "1000/86400"],
+            environment: environment)
+        defer { server.stop() }
+        let token = try issuer.token("carla")
+        let address = server.address
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for number in 0..<60 {
+                group.addTask { try await address.request("/v1/keys/p\(number % 4)", token: token).0 }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0 == 200 }.count == 15, "\(statuses.sorted())")
+        #expect(statuses.filter { $0 == 429 }.count == 45, "\(statuses.sorted())")
+    }
 }
 #endif

@@ -16,7 +16,7 @@ package struct ReleaseRequest: Sendable {
 }
 
 /// One request counted against a rate limit's bucket, in the window ending at `windowEnd`.
-package struct RateCount: Sendable {
+package struct RateCount: Sendable, Hashable {
     let bucket: String
     let windowEnd: Int64
 }

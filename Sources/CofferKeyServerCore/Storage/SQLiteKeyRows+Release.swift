@@ -93,13 +93,7 @@ extension SQLiteKeyRows {
         [Result<StoredVersion?, any Error>], SpentProofs.Pending?
     ) {
         let connection = SQLiteStoreConnection(db: db)
-        let refused = try requests.map { request in
-            try request.counts.lazy.compactMap { limited in
-                let row = try connection.firstRow(
-                    Self.countSQL, [limited.count.bucket.databaseValue, limited.count.windowEnd.databaseValue])
-                return limited.refusal(try row.flatMap { try Self.value($0[0], "count", as: Int.self) } ?? 1)
-            }.first
-        }
+        let refused = try Self.raise(requests.map(\.counts), connection)
         guard refused.contains(where: { $0 != nil }) else {
             return try release(admitted: requests, now: now, connection)
         }
@@ -113,9 +107,41 @@ extension SQLiteKeyRows {
         return (results, spent)
     }
 
+    /// Raises the batch's shared counts, each bucket once by how many of
+    /// the batch's requests count against it (a client's requests, which
+    /// share their buckets, cost one upsert per bucket a batch, not one
+    /// each), and returns, for each request, the count that refuses it:
+    /// the k-th request of a bucket sees the count before the batch plus k,
+    /// as if each had been raised alone, in order.
+    static func raise(_ counts: [[LimitedCount]], _ connection: SQLiteStoreConnection) throws -> [SharedCountFull?] {
+        var totals: [RateCount: Int] = [:]
+        var order: [RateCount] = []
+        for limited in counts.joined() {
+            if totals[limited.count] == nil { order.append(limited.count) }
+            totals[limited.count, default: 0] += 1
+        }
+        var after: [RateCount: Int] = [:]
+        for count in order {
+            let added = totals[count]!
+            let row = try connection.firstRow(
+                countSQL, [count.bucket.databaseValue, count.windowEnd.databaseValue, added.databaseValue])
+            after[count] = try row.flatMap { try value($0[0], "count", as: Int.self) } ?? added
+        }
+        var seen: [RateCount: Int] = [:]
+        return counts.map { request in
+            var refusal: SharedCountFull?
+            for limited in request {
+                let position = seen[limited.count, default: 0] + 1
+                seen[limited.count] = position
+                refusal = refusal ?? limited.refusal(after[limited.count]! - totals[limited.count]! + position)
+            }
+            return refusal
+        }
+    }
+
     static let countSQL = """
-        INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, 1)
-        ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + 1 RETURNING count
+        INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, ?)
+        ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + excluded.count RETURNING count
         """
 
     private func release(admitted requests: [ReleaseRequest], now: Int64, _ connection: SQLiteStoreConnection) throws
