@@ -39,19 +39,12 @@ public struct KeyServerContext: AuthRequestContext, RemoteAddressRequestContext 
     /// chooses its own 64 low bits, so counting whole addresses would give
     /// it 2^64 buckets), a Unix socket by its path.
     static func limitedAddress(_ address: SocketAddress) -> String? {
-        switch address {
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
-                return bytes[12...].map(String.init).joined(separator: ".")
-            }
-            let groups = stride(from: 0, to: 8, by: 2).map {
-                String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
-            }
-            return groups.joined(separator: ":") + "::/64"
-        case .v4, .unixDomainSocket:
-            return address.ipAddress ?? address.pathname
+        guard let bytes = TrustedProxies.bytes(address) else { return address.pathname }
+        guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
         }
+        return groups.joined(separator: ":") + "::/64"
     }
 }
 
