@@ -80,20 +80,19 @@ import Testing
     /// and gives each request its own place in that count).
     @Test(arguments: Backend.allCases) func requestsAtOnceAreCountedExactly(_ backend: Backend) async throws {
         let issuer = try Issuer()
-        let data = issuer.folder + "/data"
         let (database, environment) = try backend.serverOptions()
         let server = try ServerProcess(
-            issuer: issuer, data: data,
+            issuer: issuer, data: issuer.folder + "/data",
             extra: database + ["--rate-limit", "15/86400", "--address-rate-limit", "1000/86400"],
             environment: environment)
         defer { server.stop() }
-        let token = try issuer.token("carla")
-        let address = server.address
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+        let (token, address) = (try issuer.token("carla"), server.address)
+        var statuses: [Int] = []
+        try await withThrowingTaskGroup(of: Int.self) { group in
             for number in 0..<60 {
                 group.addTask { try await address.request("/v1/keys/p\(number % 4)", token: token).0 }
             }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
+            for try await status in group { statuses.append(status) }
         }
         #expect(statuses.filter { $0 == 200 }.count == 15, "\(statuses.sorted())")
         #expect(statuses.filter { $0 == 429 }.count == 45, "\(statuses.sorted())")
