@@ -92,4 +92,12 @@ extension ServerKeyStore {
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 }
+
+extension OperatorInfo {
+    init(name: String, scopes: String, realm: String?, created: Int64) {
+        self.init(
+            name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, realm: realm,
+            created: created)
+    }
+}
 #endif

@@ -221,14 +221,6 @@ enum RetireRule {
     }
 }
 
-extension OperatorInfo {
-    init(name: String, scopes: String, realm: String?, created: Int64) {
-        self.init(
-            name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, realm: realm,
-            created: created)
-    }
-}
-
 extension KeyRows {
     var countsInRelease: Bool { false }
 
