@@ -9,7 +9,7 @@ package struct ReleaseRequest: Sendable {
     let version: Int?
     let proof: ProofUse?
     /// The request's shared rate counts, raised in the release's own
-    /// transaction where the backend does that (``KeyRows/countsInRelease``).
+    /// transaction (``CountPlan``).
     var counts: [LimitedCount] = []
 
     var actor: String { "subject:" + name.subject }

@@ -73,7 +73,7 @@ public final class ServerKeyStore: Sendable {
         releases = Batcher(loop: { next, answer in
             try await rows.releaseBatches(next: next, answer: answer, now: now)
         })
-        limiter = RateLimiter(rows: rows, countsInRelease: rows.countsInRelease, now: now)
+        limiter = RateLimiter(rows: rows, now: now)
         ring = Locked(kek)
         self.reload = reload
         self.now = now

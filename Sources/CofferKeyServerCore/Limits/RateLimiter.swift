@@ -50,16 +50,12 @@ package final class RateLimiter: Sendable {
     package let local = LocalRateCounts()
     /// The shared counts' batches.
     package let shared: Batcher<RateCount, Int>
-    /// Whether the backend raises a key request's counts in the release's
-    /// transaction (SQLite) rather than in a transaction before it.
-    let countsInRelease: Bool
     /// Counts raised inside key releases' transactions.
     let carried = Locked(0)
     let now: @Sendable () -> Int64
 
-    init(rows: any KeyRows, countsInRelease: Bool, now: @escaping @Sendable () -> Int64) {
+    init(rows: any KeyRows, now: @escaping @Sendable () -> Int64) {
         shared = Batcher { counts in try await rows.countRequests(counts).map { .success($0) } }
-        self.countsInRelease = countsInRelease
         self.now = now
     }
 
@@ -77,21 +73,14 @@ package final class RateLimiter: Sendable {
 
     /// Releases a key with the request's shared counts: checked first
     /// against windows this replica knows are full; then raised in the
-    /// release's own transaction where the backend does that (one commit
-    /// for the request), or else in the counts' transaction before it. A
-    /// count that passes its limit refuses the request, `429`.
+    /// release's own transaction (one commit for the request). A count
+    /// that passes its limit refuses the request, `429`.
     func release(_ request: ReleaseRequest, _ releases: Batcher<ReleaseRequest, StoredVersion?>) async throws
         -> StoredVersion?
     {
         let now = self.now()
         for limited in request.counts {
             try local.check(limited.count.bucket, under: limited.limit, now: now, counting: false)
-        }
-        guard countsInRelease else {
-            for limited in request.counts { try await admit(limited.count.bucket, under: limited.limit) }
-            var request = request
-            request.counts = []
-            return try await releases.submit(request)
         }
         carried.withLock { $0 += request.counts.count }
         do {

@@ -8,7 +8,9 @@ import Foundation
 /// as one transaction, with the checks below inside it.
 protocol KeyRows: Sendable {
     /// For each request, in order: the version to release (nil when the
-    /// key has none) or the problem its DPoP proof (a replay), its
+    /// key has none) or the problem its shared rate counts (one full,
+    /// ``ReleaseRequest/counts``, raised first: ``CountPlan``), its DPoP
+    /// proof (a replay), its
     /// subject's shred state or its minimum version raises. The proofs
     /// are recorded (``KeySnapshot/spend(_:recorded:)``) and the released
     /// versions appended to the audit chain (a `release` to the subject)
@@ -67,11 +69,6 @@ protocol KeyRows: Sendable {
     /// The anchor with the highest number; nil when there is none.
     func lastAuditAnchor() async throws -> AuditAnchor?
 
-    /// Whether ``release(_:now:)`` raises each request's shared rate
-    /// counts (``ReleaseRequest/counts``) in its own transaction, before
-    /// it releases anything, refusing a request whose count is full; when
-    /// false the store raises them first, through ``countRequests(_:)``.
-    var countsInRelease: Bool { get }
     /// Raises the request count of each bucket in the window ending at its
     /// `windowEnd` by one, all in one transaction, and returns each new
     /// count in order (a bucket named twice gets two consecutive counts).
@@ -154,6 +151,53 @@ struct KeySnapshot: Sendable {
     }
 }
 
+/// A batch's shared rate counts, raised together: each bucket once, by
+/// how many of the batch's requests count against it (a client's
+/// requests share their buckets, so they cost one upsert per bucket a
+/// batch, not one each), in the order of their buckets (so two
+/// transactions lock the rows they share in one order); the k-th request
+/// of a bucket then sees the count before the batch plus k, as if each
+/// had been raised alone, in order.
+struct CountPlan {
+    let counts: [[LimitedCount]]
+    /// Each bucket and by how much it is raised, sorted.
+    let raises: [(RateCount, Int)]
+
+    init(_ counts: [[LimitedCount]]) {
+        self.counts = counts
+        var totals: [RateCount: Int] = [:]
+        for limited in counts.joined() { totals[limited.count, default: 0] += 1 }
+        raises = totals.sorted { ($0.key.bucket, $0.key.windowEnd) < ($1.key.bucket, $1.key.windowEnd) }
+            .map { ($0.key, $0.value) }
+    }
+
+    /// For each request, what refuses it, given each bucket's count after
+    /// the batch's raise.
+    func refusals(_ after: [RateCount: Int]) -> [SharedCountFull?] {
+        let totals = Dictionary(uniqueKeysWithValues: raises)
+        var seen: [RateCount: Int] = [:]
+        return counts.map { request in
+            var refusal: SharedCountFull?
+            for limited in request {
+                let position = seen[limited.count, default: 0] + 1
+                seen[limited.count] = position
+                let count = (after[limited.count] ?? totals[limited.count]!) - totals[limited.count]! + position
+                refusal = refusal ?? limited.refusal(count)
+            }
+            return refusal
+        }
+    }
+
+    /// Every request's answer: its refusal, or in order the answers of
+    /// those admitted.
+    static func merge(_ refused: [SharedCountFull?], _ released: [Result<StoredVersion?, any Error>])
+        -> [Result<StoredVersion?, any Error>]
+    {
+        var admitted = released[...]
+        return refused.map { refusal in refusal.map { .failure($0) } ?? admitted.removeFirst() }
+    }
+}
+
 /// A DPoP proof seen: its replay hash and when it can be forgotten.
 package struct ProofUse: Sendable {
     let hash: Data
@@ -222,8 +266,6 @@ enum RetireRule {
 }
 
 extension KeyRows {
-    var countsInRelease: Bool { false }
-
     /// One batch per turn, through ``release(_:now:)``: a backend whose
     /// batch is one statement gains nothing by holding a connection longer.
     func releaseBatches(

@@ -12,9 +12,50 @@ extension PostgresKeyRows {
     /// only where the database says it audited that release (a request the
     /// two disagree on fails: nothing leaves unaudited).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
-        let (snapshots, recorded, audited) = try await database.query(Self.releaseQuery(requests, now: now)) {
-            rows in try await Self.read(rows, count: requests.count)
+        guard requests.contains(where: { !$0.counts.isEmpty }) else {
+            let read = try await database.query(Self.releaseQuery(requests, now: now)) {
+                rows in try await Self.read(rows, count: requests.count)
+            }
+            return Self.outcomes(requests, read, now: now)
         }
+        // With shared rate counts: one transaction raises them (one
+        // statement) and releases to the requests they admit (another).
+        return try await database.transaction { db in
+            let plan = CountPlan(requests.map(\.counts))
+            let refused = plan.refusals(try await Self.raise(plan, db))
+            let admitted = zip(requests, refused).filter { $0.1 == nil }.map(\.0)
+            guard !admitted.isEmpty else { return CountPlan.merge(refused, []) }
+            let read = try await Self.read(
+                try await db.run(Self.releaseQuery(admitted, now: now)), count: admitted.count)
+            return CountPlan.merge(refused, Self.outcomes(admitted, read, now: now))
+        }
+    }
+
+    /// Raises each bucket of `plan` in one statement, in the plan's order;
+    /// each bucket's count after it.
+    static func raise(_ plan: CountPlan, _ db: PostgresConnection) async throws -> [RateCount: Int] {
+        let buckets = plan.raises.map(\.0.bucket)
+        let ends = plan.raises.map(\.0.windowEnd)
+        let added = plan.raises.map { Int64($0.1) }
+        var after: [RateCount: Int] = [:]
+        for try await (bucket, end, count) in try await db.run(
+            """
+            INSERT INTO rate_counts (bucket, window_end, count)
+            SELECT b, w, n FROM unnest(\(buckets)::text[], \(ends)::bigint[], \(added)::bigint[]) AS r (b, w, n)
+            ON CONFLICT (bucket, window_end) DO UPDATE SET count = rate_counts.count + excluded.count
+            RETURNING bucket, window_end, count
+            """
+        ).decode((String, Int64, Int).self) {
+            after[RateCount(bucket: bucket, windowEnd: end)] = count
+        }
+        return after
+    }
+
+    static func outcomes(
+        _ requests: [ReleaseRequest], _ read: (snapshots: [KeySnapshot], recorded: Set<Data>, audited: [Bool]),
+        now: Int64
+    ) -> [Result<StoredVersion?, any Error>] {
+        let (snapshots, recorded, audited) = read
         let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
         let (results, _) = KeySnapshot.outcomes(Array(zip(requests, snapshots)), fresh: fresh, now: now)
         return zip(results, audited).map { result, audited in

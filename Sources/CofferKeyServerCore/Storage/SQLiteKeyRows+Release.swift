@@ -83,10 +83,6 @@ extension SQLiteKeyRows {
     static let holdLimit = Duration.milliseconds(5)
     static let idleWait = Duration.milliseconds(1)
 
-    /// The shared rate counts ride in the release's transaction: an
-    /// accepted key request with both limits on commits once.
-    var countsInRelease: Bool { true }
-
     /// One batch, inside the caller's transaction: first each request's
     /// shared counts, then the releases of the requests none refused.
     private func release(_ requests: [ReleaseRequest], now: Int64, _ db: Database) throws -> (
@@ -98,45 +94,21 @@ extension SQLiteKeyRows {
             return try release(admitted: requests, now: now, connection)
         }
         let admitted = zip(requests, refused).filter { $0.1 == nil }.map(\.0)
-        let (admittedResults, spent) = try release(admitted: admitted, now: now, connection)
-        var released = admittedResults[...]
-        var results: [Result<StoredVersion?, any Error>] = []
-        for refusal in refused {
-            if let refusal { results.append(.failure(refusal)) } else { results.append(released.removeFirst()) }
-        }
-        return (results, spent)
+        let (released, spent) = try release(admitted: admitted, now: now, connection)
+        return (CountPlan.merge(refused, released), spent)
     }
 
-    /// Raises the batch's shared counts, each bucket once by how many of
-    /// the batch's requests count against it (a client's requests, which
-    /// share their buckets, cost one upsert per bucket a batch, not one
-    /// each), and returns, for each request, the count that refuses it:
-    /// the k-th request of a bucket sees the count before the batch plus k,
-    /// as if each had been raised alone, in order.
+    /// Raises the batch's shared counts (``CountPlan``), each bucket by
+    /// one upsert, and returns what refuses each request.
     static func raise(_ counts: [[LimitedCount]], _ connection: SQLiteStoreConnection) throws -> [SharedCountFull?] {
-        var totals: [RateCount: Int] = [:]
-        var order: [RateCount] = []
-        for limited in counts.joined() {
-            if totals[limited.count] == nil { order.append(limited.count) }
-            totals[limited.count, default: 0] += 1
-        }
+        let plan = CountPlan(counts)
         var after: [RateCount: Int] = [:]
-        for count in order {
-            let added = totals[count]!
+        for (count, added) in plan.raises {
             let row = try connection.firstRow(
                 countSQL, [count.bucket.databaseValue, count.windowEnd.databaseValue, added.databaseValue])
             after[count] = try row.flatMap { try value($0[0], "count", as: Int.self) } ?? added
         }
-        var seen: [RateCount: Int] = [:]
-        return counts.map { request in
-            var refusal: SharedCountFull?
-            for limited in request {
-                let position = seen[limited.count, default: 0] + 1
-                seen[limited.count] = position
-                refusal = refusal ?? limited.refusal(after[limited.count]! - totals[limited.count]! + position)
-            }
-            return refusal
-        }
+        return plan.refusals(after)
     }
 
     static let countSQL = """
