@@ -57,9 +57,6 @@ struct DPoPProof: Sendable {
         KeyServerError(.dpopProofInvalid, detail)
     }
 
-    /// A proof seen before, here or at another replica.
-    static var replayed: KeyServerError { .proofReplayed }
-
     /// Checks everything in the proof that needs no database: its form, its
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
     /// The nonce and the `jti` are checked by the caller.

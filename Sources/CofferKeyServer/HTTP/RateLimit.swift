@@ -123,14 +123,11 @@ struct SharedRateLimitMiddleware: RouterMiddleware {
         let pending = PendingCounts(counts)
         var context = context
         context.pendingCounts = pending
-        do {
-            let response = try await next(request, context)
-            for count in pending.take() { _ = try? await store.limiter.admit(count) }
-            return response
-        } catch {
-            for count in pending.take() { _ = try? await store.limiter.admit(count) }
-            throw error
-        }
+        let result: Result<Response, any Error>
+        do { result = .success(try await next(request, context)) } catch { result = .failure(error) }
+        // What the route did not raise with a release (it failed first).
+        for count in pending.take() { _ = try? await store.limiter.admit(count) }
+        return try result.get()
     }
 }
 

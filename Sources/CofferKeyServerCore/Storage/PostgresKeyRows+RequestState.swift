@@ -5,13 +5,11 @@ import PostgresNIO
 extension PostgresKeyRows {
     /// One upsert per count, in one transaction: of two replicas counting
     /// the same window at once, one inserts and the other waits on the row
-    /// and then raises it, so the counts they see are consecutive. The
-    /// transaction commits with `synchronous_commit = off`: it does not
-    /// wait for its WAL to be flushed, which the next synced commit — the
-    /// release an accepted key request makes right after — does for it (a
-    /// commit flushes the WAL up to its own record, and the count's is
-    /// before it). A crash of the database server can forget the counts of
-    /// its last moments, never one that preceded a released key.
+    /// and then raises it, so the counts they see are consecutive. Counts
+    /// alone (a released key's are in its release): the transaction
+    /// commits with `synchronous_commit = off`, not waiting for its WAL to
+    /// be flushed, which the next synced commit does for it. A crash of
+    /// the database server can forget the counts of its last moments.
     func countRequests(_ counts: [RateCount]) async throws -> [Int] {
         try await database.transaction { db in
             try await db.run("SET LOCAL synchronous_commit TO off")

@@ -24,26 +24,22 @@ extension SQLiteKeyRows {
         }
     }
 
-    /// The counts' transaction commits without its own sync (`synchronous
-    /// = NORMAL` for it alone): its WAL frames reach the disk with the next
-    /// synced commit — the release that an accepted key request makes
-    /// right after — so a request costs one sync, not two. A kill -9
-    /// loses no count (the WAL is in the OS's cache); a power cut can
-    /// forget counts raised since the last synced commit, never one that
-    /// preceded a released key (docs/key-server.md, "Rate limits").
+    /// Counts alone (an operator's request, or a key request's its route
+    /// refused before releasing; a released key's are in its release).
+    /// The transaction commits without its own sync (`synchronous =
+    /// NORMAL` for it alone): its WAL frames reach the disk with the next
+    /// synced commit. A kill -9 loses no count (the WAL is in the OS's
+    /// cache); a power cut can forget counts raised since the last synced
+    /// commit (docs/key-server.md, "Rate limits").
     func countRequests(_ counts: [RateCount]) async throws -> [Int] {
         try await pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             var results: [Int] = []
             do {
                 try db.inTransaction(.immediate) {
-                    let statement = try db.cachedStatement(
-                        sql: """
-                            INSERT INTO rate_counts (bucket, window_end, count) VALUES (?, ?, 1)
-                            ON CONFLICT (bucket, window_end) DO UPDATE SET count = count + 1 RETURNING count
-                            """)
+                    let statement = try db.cachedStatement(sql: Self.countSQL)
                     results = try counts.map { count in
-                        try Int.fetchOne(statement, arguments: [count.bucket, count.windowEnd]) ?? 1
+                        try Int.fetchOne(statement, arguments: [count.bucket, count.windowEnd, 1]) ?? 1
                     }
                     return .commit
                 }
