@@ -37,7 +37,7 @@ extension RecordStore {
                 let clear = table.fields.filter { !$0.sealed }
                 let sealer = try RowSealer(
                     keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
-                    version: state.keys.currentIndexVersion)
+                    version: state.keys.currentIndexVersion, state: state)
                 // The next batch starts sealing now, for the keys it would
                 // get if no one else writes in between, while this one is
                 // written. Its records are checked in its own transaction;
@@ -57,7 +57,7 @@ extension RecordStore {
                 }
                 if let ahead, ahead.epoch == state.epoch, ahead.keys == keys {
                     try ahead.rows.consume { _, rows in
-                        try insert(rows, clear: clear, sealer: sealer, table: table, state: state, db)
+                        try insert(rows, clear: clear, sealer: sealer, table: table, work)
                     }
                 } else {
                     ahead?.rows.stop()
@@ -102,19 +102,20 @@ extension RecordStore {
         contentsOf records: [StoreRecord], keys: [StoreValue], clear: [StoreSchema.Field], sealer: RowSealer,
         table: StoreSchema.Table, _ work: StoreWork
     ) throws {
-        let (db, state) = (work.db, work.state)
         try Self.pipeline(
             Array(zip(records, keys)), chunk: 256,
             map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
-            consume: { _, rows in try insert(rows, clear: clear, sealer: sealer, table: table, state: state, db) })
+            consume: { _, rows in try insert(rows, clear: clear, sealer: sealer, table: table, work) })
     }
 
-    /// Inserts rows already sealed, and their token entries.
+    /// Inserts rows already sealed, and their token entries; their
+    /// elements join the transaction's record-set changes.
     func insert(
-        _ rows: [InsertRow], clear: [StoreSchema.Field], sealer: RowSealer, table: StoreSchema.Table,
-        state: StoreState, _ db: any StoreConnection
+        _ rows: [InsertRow], clear: [StoreSchema.Field], sealer: RowSealer, table: StoreSchema.Table, _ work: StoreWork
     ) throws {
+        let (db, state) = (work.db, work.state)
         try state.insert(rows, clear: clear, columns: sealer.columns, table: table, db)
+        for row in rows { work.changes?.add(row.element, to: table.name) }
         for row in rows where !row.tokens.isEmpty {
             try state.writeTokens(row.tokens, key: row.key, table: table, db, replacing: false)
         }

@@ -32,7 +32,7 @@ extension RecordStore {
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
         let sealer = try RowSealer(
             keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
-            version: state.keys.currentIndexVersion)
+            version: state.keys.currentIndexVersion, state: state)
         try put(
             contentsOf: records, keys: keys, clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table,
             work)
@@ -117,10 +117,11 @@ extension StoreState {
     }
 
     /// Seals the sealed fields and computes the index values of the row
-    /// `key`, stored as `row` (whose life they keep).
+    /// `key`, stored as `row` (whose life they keep; a new one when it is
+    /// null); the record set's change goes to `changes`.
     func writeSealed(
-        _ record: StoreRecord, key: StoreValue, row: [String: DatabaseValue], table: StoreSchema.Table,
-        _ db: any StoreConnection
+        _ record: StoreRecord, key: StoreValue, row: [String: DatabaseValue], stored: [String: DatabaseValue],
+        table: StoreSchema.Table, _ db: any StoreConnection, changes: RecordSetChanges?
     ) throws {
         guard StoreSQL.hasLife(table) else { return }
         let life = try StoreKeys.life(of: row, table: table.name, orNew: true)
@@ -128,6 +129,9 @@ extension StoreState {
             record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed))
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
         guard !sealed.columns.isEmpty else { return }
+        changes?.replace(
+            try element(of: stored, table: table),
+            with: try element(of: stored.merging(sealed.columns) { $1 }, table: table), in: table.name)
         let names = sealed.columns.keys.sorted()
         let keyField = table.field(table.primaryKey)!
         try db.execute(
@@ -239,7 +243,9 @@ extension RecordStore {
         // A new life for the record (security review 4, H2): every sealed
         // cell is sealed again under it, so a cell of an earlier version put
         // back beside the newer ones opens no longer.
-        try state.writeSealed(record, key: key, row: row.merging([StoreSQL.lifeColumn: .null]) { $1 }, table: table, db)
+        try state.writeSealed(
+            record, key: key, row: row.merging([StoreSQL.lifeColumn: .null]) { $1 }, stored: row, table: table, db,
+            changes: work.changes)
         return record
     }
 
@@ -267,10 +273,12 @@ extension RecordStore {
         let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         let keyField = table.field(table.primaryKey)!
-        let deleted =
-            try db.execute(
-                "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
-                [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]) > 0
+        // The row as it was, for its element in the record set.
+        let removed = try db.rows(
+            "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ? RETURNING \(StoreSQL.rowColumns(table, indexes: false).map(StoreSQL.quoted).joined(separator: ", "))",
+            [try StoreSQL.databaseValue(key, for: keyField, table: table.name)])
+        for row in removed { work.changes?.remove(try state.element(of: row, table: table), from: table.name) }
+        let deleted = !removed.isEmpty
         try state.writeTokens(
             Dictionary(uniqueKeysWithValues: table.tokenIndexes.map { ($0.index.name, []) }), key: key,
             table: table,

@@ -4,12 +4,16 @@ import GRDB
 
 extension RecordStore {
     /// A write transaction with the store's state as of its start (reloaded
-    /// first when another process or job moved the epoch). SQLite's errors
-    /// become Coffer errors: a duplicate primary key is `refused`.
+    /// first when another process or job moved the epoch). What it changed
+    /// in the record set goes into the digest in the same transaction.
+    /// SQLite's errors become Coffer errors: a duplicate primary key is `refused`.
     func write<T>(_ body: (StoreWork) throws -> T) throws -> T {
         try checkOpen()
         let result = try backend.write(exclusive: false) { db in
-            try body(StoreWork(db: db, state: try refreshed(db, writing: true)))
+            let work = StoreWork(db: db, state: try refreshed(db, writing: true), changes: RecordSetChanges())
+            let result = try body(work)
+            try RecordSetDigest.add(work.changes!, db, keys: work.state.keys)
+            return result
         }
         commits.withLock { $0 &+= 1 }
         return result
@@ -56,6 +60,16 @@ extension RecordStore {
     /// same transaction as whatever else `body` writes.
     @discardableResult
     func change<T>(_ body: (any StoreConnection, inout StoreState) throws -> T) throws -> T {
+        try changeWritingRows { db, state, _ in try body(db, &state) }
+    }
+
+    /// ``change(_:)`` for a change that writes rows too: what it changed in
+    /// the record set goes into the digest, under the keys it began with,
+    /// before the new state is saved.
+    @discardableResult
+    func changeWritingRows<T>(_ body: (any StoreConnection, inout StoreState, RecordSetChanges) throws -> T) throws
+        -> T
+    {
         try checkOpen()
         let (result, epoch) = try backend.write(exclusive: true) { db in
             let old = try refreshed(db, writing: true)
@@ -63,7 +77,9 @@ extension RecordStore {
                 throw Self.rolledBack(path, epoch: old.epoch, mark: mark)
             }
             var new = old
-            let result = try body(db, &new)
+            let changes = RecordSetChanges()
+            let result = try body(db, &new, changes)
+            try RecordSetDigest.add(changes, db, keys: old.keys)
             try new.save(db, over: old)
             state.withLock { $0 = new }
             return (result, new.epoch)

@@ -123,7 +123,8 @@ public final class RecordStore: Sendable {
     }
 
     /// Writes the metadata of a new store into `db`: store id, key ring,
-    /// index root 1, schema, epoch 1.
+    /// index root 1, record-set key, schema, epoch 1; and the record-set
+    /// digest of the tables as they are (empty, or an adopted database's).
     static func initialise(_ db: any StoreConnection, schema: StoreSchema, secret: UnlockSecret, kdf: PasswordKDF)
         throws -> StoreState
     {
@@ -138,6 +139,7 @@ public final class RecordStore: Sendable {
                 [name.databaseValue, Data(value).databaseValue])
         }
         var state = StoreState(epoch: 0, schema: schema, keys: keys, ringFile: ringFile, job: nil)
+        try state.startRecordSet(db)
         try state.save(db, over: nil)
         return state
     }
@@ -160,8 +162,9 @@ public final class RecordStore: Sendable {
 
     /// Accepts the state the store at `path` holds now, though older than
     /// one already written (a backup restored on purpose): it must still
-    /// verify under the store's keys; the guard's mark becomes its epoch.
-    /// Returns that epoch.
+    /// verify under the store's keys. The rows are taken as they stand too:
+    /// each table's record-set digest is counted again from them. The
+    /// guard's mark becomes the resulting epoch, which is returned.
     @discardableResult
     public static func acceptCurrentState(
         sqlite path: String, secret: UnlockSecret, rollbackGuard: any RollbackGuard = RecordStore.defaultRollbackGuard
@@ -176,6 +179,7 @@ public final class RecordStore: Sendable {
         _ backend: any StoreBackend, secret: UnlockSecret, rollbackGuard: any RollbackGuard
     ) throws -> UInt64 {
         let store = try open(backend, secret: secret, rollbackGuard: nil)
+        try store.countRecordSetAgain()
         let state = store.state.withLock { $0 }
         try rollbackGuard.reset(guardKey(state.keys.storeID), to: state.epoch)
         return state.epoch
@@ -213,7 +217,9 @@ public final class RecordStore: Sendable {
         if let rollbackGuard, mark.map({ state.epoch > $0 }) ?? true {
             try rollbackGuard.raise(guardKey(state.keys.storeID), to: state.epoch)
         }
-        return RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
+        let store = RecordStore(state: state, backend: backend, rollbackGuard: rollbackGuard)
+        try store.keepRecordSet()
+        return store
     }
 
     static func rolledBack(_ location: String, epoch: UInt64, mark: UInt64) -> CofferError {

@@ -10,4 +10,7 @@ import Foundation
 struct StoreWork {
     let db: any StoreConnection
     let state: StoreState
+    /// What a write transaction changed in each table's record set, added
+    /// to the digest before it commits; nil in a read.
+    var changes: RecordSetChanges? = nil
 }

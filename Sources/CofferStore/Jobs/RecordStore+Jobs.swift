@@ -211,7 +211,8 @@ extension RecordStore {
                 guard try StoreJob.fetch(db, keys: current.keys, where: path) == job, current.epoch == state.epoch
                 else { return }
                 var next = predicted
-                next.changed += try store(batch.changes, rows: rows, table: table, state: state, db)
+                next.changed += try store(
+                    batch.changes, rows: rows, table: table, state: state, db, recordSet: work.changes)
                 try next.store(db, keys: current.keys)
                 last = next
             }

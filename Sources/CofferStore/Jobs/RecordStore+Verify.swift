@@ -80,8 +80,56 @@ extension RecordStore {
                 }
                 progress(result.rows)
             }
+            if let problem = try checkRecordSet(table) { result.note(problem) }
         }
+        if let problem = try strayDigestRows() { result.note(problem) }
         return result
+    }
+
+    /// `table`'s rows against its record-set digest, in one snapshot: nil
+    /// when they match, else what differs (the digest is a sum, so a record
+    /// deleted or put back is named by its table; a cell that does not
+    /// open, or a row copied in, is also named by its key above).
+    func checkRecordSet(_ table: StoreSchema.Table) throws -> String? {
+        try read { work -> String? in
+            let (db, state) = (work.db, work.state)
+            guard state.recordSet != nil else { return nil }
+            let stored: RecordSetTally
+            do {
+                stored = try RecordSetDigest.shards(of: table.name, db, keys: state.keys).reduce(RecordSetTally()) {
+                    $0 + $1.tally
+                }
+            } catch let error as CofferError where error.code == .stateAuthenticationFailed {
+                return "\(table.name): \(error)"
+            }
+            let found = try RecordSetDigest.tally(of: table, db, state: state)
+            guard found != stored else { return nil }
+            let missing = Int64(bitPattern: stored.count &- found.count)
+            if missing > 0 {
+                return
+                    "\(table.name): \(missing) record\(missing == 1 ? "" : "s") fewer than its record-set digest counts: deleted without the store's keys"
+            }
+            if missing < 0 {
+                return
+                    "\(table.name): \(-missing) row\(missing == -1 ? "" : "s") more than its record-set digest counts: inserted without the store's keys"
+            }
+            return
+                "\(table.name): its rows do not match its record-set digest: a row was replaced (an older copy put back, or a cell changed) without the store's keys"
+        }
+    }
+
+    /// Digest rows of a table the schema does not have: written without the keys.
+    func strayDigestRows() throws -> String? {
+        try read { work -> String? in
+            guard work.state.recordSet != nil else { return nil }
+            let names = Set(work.state.schema.tables.map(\.name))
+            let stray = try work.db.rows("SELECT DISTINCT tbl FROM \(RecordSetDigest.table)").compactMap {
+                $0["tbl"].flatMap(String.fromDatabaseValue)
+            }.filter { !names.contains($0) }
+            guard !stray.isEmpty else { return nil }
+            return
+                "the record-set digest holds rows for tables the store does not have (\(stray.sorted().joined(separator: ", "))): written without the store's keys"
+        }
     }
 
 }

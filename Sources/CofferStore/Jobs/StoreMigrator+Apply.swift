@@ -5,8 +5,9 @@ import GRDB
 extension StoreState {
     /// Makes `change`'s tables, columns, SQL indexes and side tables in
     /// `db`, takes its schema, and fills the new sealed fields and indexes
-    /// of the rows already stored: all in the caller's transaction.
-    mutating func apply(_ change: StoreSchemaChange, _ db: any StoreConnection) throws {
+    /// of the rows already stored: all in the caller's transaction, the
+    /// record set's change in `changes`.
+    mutating func apply(_ change: StoreSchemaChange, _ db: any StoreConnection, changes: RecordSetChanges) throws {
         let dialect = db.dialect
         var newTables = Set<String>()
         var newFields = Set<[String]>()
@@ -15,6 +16,7 @@ extension StoreState {
             case .table(let name):
                 newTables.insert(name)
                 for statement in StoreSQL.create(try change.schema.table(name), dialect) { try db.execute(statement) }
+                if recordSet != nil { try RecordSetDigest.start([name], db, keys: keys) }
             case .field(let tableName, let fieldName) where !newTables.contains(tableName):
                 newFields.insert([tableName, fieldName])
                 let table = try change.schema.table(tableName)
@@ -41,14 +43,14 @@ extension StoreState {
         var filled = Set<[String]>()
         for pair in unfilled.sorted(by: { $0.joined(separator: ".") < $1.joined(separator: ".") }) {
             unfilled.remove(pair)
-            try fill(table: pair[0], field: pair[1], skipping: unfilled.union([pair]), db)
+            try fill(table: pair[0], field: pair[1], skipping: unfilled.union([pair]), db, changes: changes)
             filled.insert(pair)
         }
         for step in change.steps {
             guard case .index(let table, let field, _) = step, !newTables.contains(table),
                 filled.insert([table, field]).inserted
             else { continue }
-            try fill(table: table, field: field, skipping: [], db)
+            try fill(table: table, field: field, skipping: [], db, changes: changes)
         }
     }
 
@@ -85,9 +87,10 @@ extension StoreState {
     /// new: then it is in `skipping`) with all its indexes, 500 rows at a
     /// time in primary key order; the sealed fields in `skipping` are new
     /// and not filled yet, so not opened.
-    func fill(table tableName: String, field fieldName: String, skipping: Set<[String]>, _ db: any StoreConnection)
-        throws
-    {
+    func fill(
+        table tableName: String, field fieldName: String, skipping: Set<[String]>, _ db: any StoreConnection,
+        changes: RecordSetChanges
+    ) throws {
         let table = try schema.table(tableName)
         let field = table.field(fieldName)!
         let opening = Set(
@@ -116,6 +119,9 @@ extension StoreState {
                         try StoreSQL.databaseValue(key, for: keyField, table: table.name)
                     ])
                 try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
+                changes.replace(
+                    try element(of: row, table: table),
+                    with: try element(of: row.merging(sealed.columns) { $1 }, table: table), in: table.name)
             }
         }
     }

@@ -58,7 +58,7 @@ public struct StoreMigrator: Sendable {
         let done = Set(try appliedMigrations(store))
         var applied: [String] = []
         for migration in migrations where !done.contains(migration.name) {
-            let ran = try store.change { db, state -> Bool in
+            let ran = try store.changeWritingRows { db, state, changes -> Bool in
                 guard !state.migrations.contains(migration.name) else { return false }
                 guard state.job == nil else {
                     throw CofferError(
@@ -68,7 +68,7 @@ public struct StoreMigrator: Sendable {
                 do { try migration.body(&change) } catch let error as CofferError {
                     throw error.prefixed("migration \"\(migration.name)\"")
                 }
-                try state.apply(change, db)
+                try state.apply(change, db, changes: changes)
                 state.migrations.append(migration.name)
                 return true
             }

@@ -13,6 +13,8 @@ struct InsertRow: Sendable {
     let given: [Bool]?
     let values: [DatabaseValue]
     let tokens: [String: [Data]]
+    /// Its element in the table's record set (nil: the store keeps none).
+    let element: RecordSetSum?
 
     /// `record`'s row in `table`, with its cells sealed by `sealer`.
     init(
@@ -34,6 +36,10 @@ struct InsertRow: Sendable {
             }
         }
         values += sealed.values
+        element = try sealer.recordSet?.element(
+            table, key: try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name),
+            migrating: sealer.migrating
+        ) { name in sealer.columns.firstIndex(of: name).map { sealed.values[$0] } }
         self.key = key
         self.given = given
         self.values = values
@@ -88,15 +94,23 @@ extension StoreState {
 extension RecordStore {
     /// Writes a job batch's new columns, each row only if its sealed cells
     /// are still the ones the job read (a writer's change wins); returns
-    /// how many values were rewritten.
+    /// how many values were rewritten. Each row rewritten changes its
+    /// element in the record set (`recordSet`).
     func store(
         _ changes: [SealedRow], rows: [[String: DatabaseValue]], table: StoreSchema.Table, state: StoreState,
-        _ db: any StoreConnection
+        _ db: any StoreConnection, recordSet: RecordSetChanges?
     ) throws -> Int {
+        func rewrote(_ row: [String: DatabaseValue], _ change: SealedRow) throws {
+            recordSet?.replace(
+                try state.element(of: row, table: table),
+                with: try state.element(of: row.merging(change.columns) { $1 }, table: table), in: table.name)
+        }
         guard db.dialect == .postgres else {
             var changed = 0
             for (row, change) in zip(rows, changes) where !change.isEmpty {
-                changed += try store(change, row: row, table: table, state: state, db) ? change.count : 0
+                guard try store(change, row: row, table: table, state: state, db) else { continue }
+                changed += change.count
+                try rewrote(row, change)
             }
             return changed
         }
@@ -141,6 +155,7 @@ extension RecordStore {
                 for (change, row) in part {
                     guard let key = row[table.primaryKey], updated.contains(key) else { continue }
                     changed += change.count
+                    try rewrote(row, change)
                     try state.writeTokens(
                         change.tokens, key: try StoreSQL.storeValue(key, for: keyField, table: table.name),
                         table: table,

@@ -30,9 +30,18 @@ struct RowSealer: Sendable {
     /// life, then each sealed field and its indexes that are columns (not
     /// token indexes).
     let columns: [String]
+    /// The record-set key a new row's element is computed under (nil: none
+    /// is kept), and the field being migrated, if any.
+    var recordSet: RecordSetKey?
+    var migrating: String?
 
-    init(keys: StoreKeys, table: StoreSchema.Table, fields: [StoreSchema.Field], version: UInt16) throws {
+    init(
+        keys: StoreKeys, table: StoreSchema.Table, fields: [StoreSchema.Field], version: UInt16,
+        state: StoreState? = nil
+    ) throws {
         self.keys = keys
+        recordSet = state?.recordSet
+        migrating = state?.migrating(table.name)
         self.table = table
         self.version = version
         var cells: [Cell] = []

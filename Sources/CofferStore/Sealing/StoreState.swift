@@ -17,6 +17,9 @@ struct StoreState: Sendable {
     var job: StoreJob?
     /// The names of the schema migrations applied (``StoreMigrator``), in order.
     var migrations: [String] = []
+    /// The key of the record-set digest (``RecordSetDigest``); nil in a
+    /// store made before it, until its first open by this version.
+    var recordSet: RecordSetKey?
 
     static let epochName = "epoch"
     /// The row that authenticates all the others (docs/store.md, "The store's state").
@@ -111,10 +114,13 @@ struct StoreState: Sendable {
         let epoch = meta[epochName].map { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0
         let job = try meta["job"].map { try StoreJob(json: $0) }
         let migrations = try meta["migrations"].map { try JSONDecoder().decode([String].self, from: Data($0)) } ?? []
+        let recordSet = try meta[RecordSetDigest.keyName].map { sealed in
+            RecordSetKey(root: try openRecordSetKey(sealed, keys: unsealing), storeID: storeID)
+        }
         return StoreState(
             epoch: epoch, schema: try StoreSchema(json: schemaJSON),
             keys: try StoreKeys(storeID: storeID, keyRing: ringFile.keyRing, indexRoots: roots, current: current),
-            ringFile: ringFile, job: job, migrations: migrations)
+            ringFile: ringFile, job: job, migrations: migrations, recordSet: recordSet)
     }
 
     /// Writes the rows that changed from `old` (all of them when nil) and
@@ -136,6 +142,12 @@ struct StoreState: Sendable {
             try db.execute(
                 "DELETE FROM \(StoreSQL.metaTable) WHERE name = ?", ["index_root.\(version)".databaseValue])
         }
+        if let recordSet, ringChanged || old?.recordSet?.root != recordSet.root {
+            try put(RecordSetDigest.keyName, try Self.sealRecordSetKey(recordSet.root, keys: keys))
+            if let old, old.recordSet?.root == recordSet.root {
+                try RecordSetDigest.reseal(db, tables: old.schema.tables.map(\.name), old: old.keys, keys: keys)
+            }
+        }
         if keys.currentIndexVersion != old?.keys.currentIndexVersion {
             try put("index_version", withUnsafeBytes(of: keys.currentIndexVersion.bigEndian, Array.init))
         }
@@ -149,6 +161,22 @@ struct StoreState: Sendable {
         epoch = (old?.epoch ?? 0) + 1
         try put(Self.epochName, withUnsafeBytes(of: epoch.bigEndian, Array.init))
         try Self.reseal(db, keys: keys)
+    }
+
+    static func recordSetKeyContext(storeID: [UInt8]) throws -> SealingContext {
+        try SealingContext(parts: [Array("coffer store v1 record set key".utf8), storeID])
+    }
+
+    static func sealRecordSetKey(_ root: SymmetricKey, keys: StoreKeys) throws -> [UInt8] {
+        Array(
+            try keys.keyRing.seal(
+                root.withUnsafeBytes { Array($0) }, context: try recordSetKeyContext(storeID: keys.storeID)))
+    }
+
+    static func openRecordSetKey(_ sealed: [UInt8], keys: StoreKeys) throws -> SymmetricKey {
+        let opened = try keys.keyRing.open(sealed, context: try recordSetKeyContext(storeID: keys.storeID))
+        guard opened.count == 32 else { throw CofferError(.malformed, "the record-set key is not 32 bytes") }
+        return SymmetricKey(data: opened)
     }
 
     /// The clear value of a cell of `field` while it is being migrated and

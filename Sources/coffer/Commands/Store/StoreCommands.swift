@@ -237,7 +237,9 @@ struct StoreDelete: ParsableCommand {
 struct StoreVerify: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Open every sealed cell and recompute every index entry (exit 3 naming the rows that fail).")
+        abstract:
+            "Open every sealed cell, recompute every index entry and check each table's record set (exit 3 naming what fails)."
+    )
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
 
