@@ -100,10 +100,12 @@ let package = Package(
             name: "CofferStore",
             dependencies: [
                 "Coffer",
-                // On Apple platforms only: the keychain that keeps a store's
-                // rollback mark by default (RecordStore+Platform.swift).
-                .target(
-                    name: "CofferKeychain", condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
+                // The keychain that keeps a store's rollback mark by default
+                // on Apple platforms (RecordStore+Platform.swift), and its
+                // anchor anywhere (KeychainStoreAnchor).
+                "CofferKeychain",
+                // A key server as a store's anchor (KeyServerStoreAnchor).
+                "CofferKeyClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for binding an INSERT's values straight

@@ -76,6 +76,21 @@ final class PostgresStoreConnection: StoreConnection {
         queued.append(send(sql, arguments))
     }
 
+    /// Sent now, its rows read when asked (by then the statements sent
+    /// after it have usually been waited for: no round trip of its own).
+    func prefetch(_ sql: String, _ arguments: [DatabaseValue]) -> () throws -> [[String: DatabaseValue]] {
+        let answer = send(sql, arguments)
+        return {
+            do { return try Self.columns(try answer.wait()) } catch { throw Self.coffer(error) }
+        }
+    }
+
+    /// Queued: waited for with the next statement (COMMIT at the latest).
+    func executeDeferred(_ sql: String, _ arguments: [DatabaseValue]) throws {
+        guard expecting == nil else { throw miss() }
+        queue(sql, arguments)
+    }
+
     func tableExists(_ name: String) throws -> Bool {
         try integer(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",

@@ -245,7 +245,7 @@ struct Operator: AsyncParsableCommand {
         @Option(
             name: .customLong("scope"),
             help: ArgumentHelp(
-                "keys:rotate, keys:retire, subjects:shred or metrics:read; repeat for several (default: all).",
+                "keys:rotate, keys:retire, subjects:shred, metrics:read or stores:anchor; repeat for several (default: all).",
                 valueName: "SCOPE"))
         var scopes: [String] = []
         @Option(

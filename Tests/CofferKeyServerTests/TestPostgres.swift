@@ -40,6 +40,20 @@ enum TestPostgres {
         return (url, password)
     }
 
+    /// Runs PostgreSQL's `pg_dump` (the database appended) or `pg_restore`
+    /// on the test server.
+    static func tool(_ name: String, _ url: String, _ arguments: [String]) throws {
+        let (base, password) = try server()
+        let components = URLComponents(string: base)!
+        let database = String(components.path.dropFirst())
+        let run = try Spawned.run(
+            environment["COFFER_TEST_POSTGRES_BIN"]! + "/" + name,
+            ["-h", components.host!, "-p", "\(components.port!)", "-U", components.user!] + arguments
+                + (name == "pg_dump" ? [database] : []),
+            environment: ["PGPASSWORD": password], errors: .capture)
+        guard run.status == 0 else { throw CofferError(.io, "\(name) failed: \(run.errorText)") }
+    }
+
     /// A new, empty schema's URL.
     static func freshURL() throws -> String {
         try server().url + "?schema=ks_"

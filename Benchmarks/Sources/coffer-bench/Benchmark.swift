@@ -36,6 +36,21 @@ struct Benchmark {
             try StorePostgresBenchmark.run(rows: rows)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "store-set" {
+            var verifyRows = 1_000_000
+            // On disk, as an app's store is: a put's commit waits for it.
+            var directory = NSTemporaryDirectory()
+            var arguments = CommandLine.arguments.dropFirst(2).makeIterator()
+            while let argument = arguments.next() {
+                switch argument {
+                case "--verify-rows": verifyRows = Int(arguments.next() ?? "") ?? verifyRows
+                case "--dir": directory = arguments.next() ?? directory
+                default: fail("usage: coffer-bench store-set [--verify-rows N] [--dir DIR]")
+                }
+            }
+            try StoreSetBenchmark.run(verifyRows: verifyRows, directory: directory)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "store-import" {
             var rows = [50_000, 1_000_000]
             var directory = NSTemporaryDirectory()
@@ -85,7 +100,7 @@ struct Benchmark {
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
                 print(
-                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH] | coffer-bench store-set [--verify-rows N] [--dir DIR] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
                 )
                 exit(64)
             }

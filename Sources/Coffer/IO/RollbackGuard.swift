@@ -126,7 +126,7 @@ extension PrivateFile {
     /// The whole of an open file, at most `limit` bytes (`malformed` past
     /// it). The buffer is sized from `fstat`, not from the limit: these
     /// small files are read on every keychain and key ring operation.
-    static func readAll(descriptor: Int32, limit: Int, path: String, what: String) throws -> [UInt8] {
+    package static func readAll(descriptor: Int32, limit: Int, path: String, what: String) throws -> [UInt8] {
         var info = stat()
         let expected = fstat(descriptor, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : limit
         var bytes = [UInt8](repeating: 0, count: min(expected, limit) + 1)

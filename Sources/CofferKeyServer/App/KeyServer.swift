@@ -67,6 +67,7 @@ public struct KeyServer: Sendable {
                 authenticator: UserAuthenticator(verifier: verifier, proofs: proofs),
                 limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             AdminController(store: store, realm: realm, authenticator: operators, limits: shared),
+            StoreAnchorController(store: store, realm: realm, authenticator: operators, limits: shared),
         ]
         if let devIssuer { controllers.append(DevTokenController(issuer: devIssuer, realm: realm)) }
         return controllers

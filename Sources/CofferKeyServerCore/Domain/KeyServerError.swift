@@ -77,6 +77,9 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let scopeMissing = Code("scope-missing", .forbidden)
         public static let shredNotPending = Code("shred-not-pending", .notFound)
         public static let shredPending = Code("shred-pending", .conflict)
+        public static let storeAnchorNotFound = Code("store-anchor-not-found", .notFound)
+        public static let storeAnchorNotNewer = Code("store-anchor-not-newer", .conflict)
+        public static let invalidStoreAnchor = Code("invalid-store-anchor", .invalidInput)
         public static let tokenAlgorithmRefused = Code("token-algorithm-refused", .unauthenticated)
         public static let tokenAudienceMismatch = Code("token-audience-mismatch", .unauthenticated)
         public static let tokenExpired = Code("token-expired", .unauthenticated)
@@ -97,6 +100,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
             .invalidSubject, .invalidUndoWindow, .invalidVersion, .keyNotFound, .keyRetired, .keyShredded,
             .keyUnreadable, .minimumAboveCurrent, .operatorExists, .operatorTokenInvalid, .operatorTokenRefused,
             .operatorTokenUnbound, .rateLimited, .retireBackwards, .scopeMissing, .shredNotPending, .shredPending,
+            .storeAnchorNotFound, .storeAnchorNotNewer, .invalidStoreAnchor,
             .tokenAlgorithmRefused, .tokenAudienceMismatch, .tokenExpired, .tokenIssuerMismatch, .tokenKeyUnknown,
             .tokenMalformed, .tokenMissing, .tokenNotYetValid, .tokenSignatureInvalid, .tokenSubjectMissing,
             .tokenSubjectUnverified,

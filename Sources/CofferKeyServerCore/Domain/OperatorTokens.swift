@@ -17,7 +17,9 @@ public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
     public static let shred = OperatorScope("subjects:shred")
     /// Read `GET /metrics` (a Prometheus scraper's token).
     public static let metrics = OperatorScope("metrics:read")
-    public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics]
+    /// Read and publish the anchored states of CofferStores (a fleet's app servers).
+    public static let anchor = OperatorScope("stores:anchor")
+    public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics, .anchor]
 }
 
 /// An operator as listed (never its token).

@@ -85,6 +85,15 @@ protocol KeyRows: Sendable {
     func forgetExpired(before now: Int64) async throws
 
     /// Throws unless the database answers (readiness).
+    /// The anchored state of the CofferStore `store` in `realm`, as stored.
+    func storeAnchor(realm: String, store: String) async throws -> Data?
+    /// In one transaction: `decide` is given the stored state and returns
+    /// the one to store instead (nil: keep it); a state stored is audited
+    /// as `audit`. Returns the state stored after.
+    func updateStoreAnchor(
+        realm: String, store: String, now: Int64, audit: AuditEntry.Record,
+        _ decide: @escaping @Sendable (Data?) throws -> Data?
+    ) async throws -> Data
     func ping() async throws
     /// Closes connections; the rows stay.
     func close() async

@@ -199,6 +199,12 @@ final class PostgresDatabase: Sendable {
         ],
         // Operators made before this have no realm (NULL) and are refused.
         ["ALTER TABLE operators ADD COLUMN realm text"],
+        [
+            """
+            CREATE TABLE store_anchors (realm text NOT NULL, store text NOT NULL, state bytea NOT NULL,
+              updated bigint NOT NULL, PRIMARY KEY (realm, store))
+            """
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server

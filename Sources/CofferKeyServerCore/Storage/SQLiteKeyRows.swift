@@ -101,6 +101,7 @@ final class SQLiteKeyRows: KeyRows {
         registerReplayLogMigration(&migrator)
         registerOperatorRealmMigration(&migrator)
         registerAuditScanMigration(&migrator)
+        registerStoreAnchorMigration(&migrator)
         return migrator
     }
 

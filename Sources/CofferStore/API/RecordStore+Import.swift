@@ -33,6 +33,7 @@ extension RecordStore {
             let (keys, started) = try write { work -> ([StoreValue], SealedBatch?) in
                 let (db, state) = (work.db, work.state)
                 let table = try state.schema.table(tableName)
+                work.changes?.reserve(table.name, db)
                 let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
                 let clear = table.fields.filter { !$0.sealed }
                 let sealer = try RowSealer(

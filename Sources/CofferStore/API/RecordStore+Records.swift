@@ -29,6 +29,7 @@ extension RecordStore {
     {
         let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
+        work.changes?.reserve(table.name, db)
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
         let sealer = try RowSealer(
             keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
@@ -224,6 +225,7 @@ extension RecordStore {
             throw CofferError(
                 .invalidArgument, "the primary key \(table.primaryKey) does not change; put a new record")
         }
+        work.changes?.reserve(table.name, db)
         let keyField = table.field(table.primaryKey)!
         guard
             let row = try db.rows(
@@ -273,6 +275,7 @@ extension RecordStore {
         let (db, state) = (work.db, work.state)
         let table = try state.schema.table(tableName)
         let keyField = table.field(table.primaryKey)!
+        work.changes?.reserve(table.name, db)
         // The row as it was, for its element in the record set.
         let removed = try db.rows(
             "DELETE FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ? RETURNING \(StoreSQL.rowColumns(table, indexes: false).map(StoreSQL.quoted).joined(separator: ", "))",
@@ -288,12 +291,5 @@ extension RecordStore {
 
     func select(_ table: StoreSchema.Table) -> String {
         "SELECT \(StoreSQL.rowColumns(table, indexes: false).map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name))"
-    }
-
-    /// A row's columns by name (Sendable, unlike GRDB's `Row`).
-    static func columns(_ row: Row) -> [String: DatabaseValue] {
-        var columns: [String: DatabaseValue] = [:]
-        for (name, value) in row { columns[name] = value }
-        return columns
     }
 }

@@ -10,12 +10,14 @@ extension RecordStore {
     func write<T>(_ body: (StoreWork) throws -> T) throws -> T {
         try checkOpen()
         let result = try backend.write(exclusive: false) { db in
-            let work = StoreWork(db: db, state: try refreshed(db, writing: true), changes: RecordSetChanges())
+            let state = try refreshed(db, writing: true)
+            let work = StoreWork(db: db, state: state, changes: RecordSetChanges(kept: state.recordSet != nil))
             let result = try body(work)
             try RecordSetDigest.add(work.changes!, db, keys: work.state.keys)
             return result
         }
         commits.withLock { $0 &+= 1 }
+        anchorTick(committed: true)
         return result
     }
 
@@ -26,6 +28,10 @@ extension RecordStore {
     /// at a time its last user decides: close it before deleting or
     /// replacing its file (sign-out), or in tests.
     public func close() throws {
+        guard !closed.withLock({ $0 }) else { return }
+        // Always published at close (unless an anchor refused the store);
+        // an anchor out of reach is thrown once the connections are closed.
+        let unpublished = anchorFailure.withLock { $0 } == nil ? anchorTick(committed: false, force: true) : nil
         guard
             closed.withLock({ was in
                 defer { was = true }
@@ -33,10 +39,12 @@ extension RecordStore {
             })
         else { return }
         try backend.close()
+        if let unpublished { throw unpublished }
     }
 
     func checkOpen() throws {
         if closed.withLock({ $0 }) { throw CofferError(.refused, "the store at \(path) is closed") }
+        if let failure = anchorFailure.withLock({ $0 }) { throw failure }
     }
 
     /// A read with the store's state as of its snapshot. On a backend with
@@ -49,10 +57,13 @@ extension RecordStore {
             let held = state.withLock { $0 }
             if let result = try snapshots.read(atEpoch: held.epoch, { db in try body(StoreWork(db: db, state: held)) })
             {
+                anchorTick(committed: false)
                 return result
             }
         }
-        return try backend.read { db in try body(StoreWork(db: db, state: try refreshed(db))) }
+        let result = try backend.read { db in try body(StoreWork(db: db, state: try refreshed(db))) }
+        anchorTick(committed: false)
+        return result
     }
 
     /// A write transaction that changes the state itself (keys, schema,
@@ -77,7 +88,7 @@ extension RecordStore {
                 throw Self.rolledBack(path, epoch: old.epoch, mark: mark)
             }
             var new = old
-            let changes = RecordSetChanges()
+            let changes = RecordSetChanges(kept: old.recordSet != nil)
             let result = try body(db, &new, changes)
             try RecordSetDigest.add(changes, db, keys: old.keys)
             try new.save(db, over: old)
@@ -89,6 +100,7 @@ extension RecordStore {
         highestEpoch.withLock { $0 = max($0, epoch) }
         commits.withLock { $0 &+= 1 }
         try rollbackGuard?.raise(Self.guardKey(state.withLock { $0.keys.storeID }), to: epoch)
+        anchorTick(committed: true)
         return result
     }
 

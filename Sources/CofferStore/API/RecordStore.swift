@@ -50,6 +50,11 @@ public final class RecordStore: Sendable {
     let closed = Locked(false)
     /// Write transactions this handle committed: observations wake on it.
     let commits = Locked<UInt64>(0)
+    /// Where the store's state is kept outside its database (``keepAnchored(at:policy:)``).
+    let anchors = Locked<[AnchorKeeper]>([])
+    /// Set when an anchor found the database older than its state: every
+    /// call after it is refused with it.
+    let anchorFailure = Locked<CofferError?>(nil)
 
     static let format = "coffer store v1"
 

@@ -211,6 +211,7 @@ extension RecordStore {
                 guard try StoreJob.fetch(db, keys: current.keys, where: path) == job, current.epoch == state.epoch
                 else { return }
                 var next = predicted
+                work.changes?.reserve(table.name, db)
                 next.changed += try store(
                     batch.changes, rows: rows, table: table, state: state, db, recordSet: work.changes)
                 try next.store(db, keys: current.keys)
@@ -219,6 +220,8 @@ extension RecordStore {
             if !rows.isEmpty { try progress(StoreProgress(done: last.rowsDone, total: max(total, last.rowsDone))) }
         }
         if started.kind == .migrate { try checkpoint() }
+        // Published after every job, whatever the policy says.
+        anchorTick(committed: false, force: true)
         return StoreJobReport(kind: started.kind, rows: last.rowsDone, changed: last.changed, resumed: resumed)
     }
 

@@ -16,10 +16,24 @@ package protocol StoreConnection {
     func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws
     /// Whether a table of this name exists.
     func tableExists(_ name: String) throws -> Bool
+    /// Sends a query whose rows are read later, through the closure
+    /// returned: on PostgreSQL it travels with the statements after it
+    /// instead of costing a round trip of its own; SQLite runs it at once.
+    func prefetch(_ sql: String, _ arguments: [DatabaseValue]) -> () throws -> [[String: DatabaseValue]]
+    /// Runs a statement whose outcome is needed only when the transaction
+    /// commits (its error, if any, surfaces by then at the latest).
+    func executeDeferred(_ sql: String, _ arguments: [DatabaseValue]) throws
 }
 
 extension StoreConnection {
     @discardableResult package func execute(_ sql: String) throws -> Int { try execute(sql, []) }
+
+    package func prefetch(_ sql: String, _ arguments: [DatabaseValue]) -> () throws -> [[String: DatabaseValue]] {
+        let result = Result { try rows(sql, arguments) }
+        return { try result.get() }
+    }
+
+    package func executeDeferred(_ sql: String, _ arguments: [DatabaseValue]) throws { try execute(sql, arguments) }
 
     package func execute(_ sql: String, eachOf arguments: [[DatabaseValue]]) throws {
         for values in arguments { try execute(sql, values) }

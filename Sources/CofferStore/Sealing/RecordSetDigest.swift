@@ -26,6 +26,16 @@ enum RecordSetDigest {
         var sequence: UInt64 = 0
     }
 
+    /// The shard a write takes: on PostgreSQL one no other transaction
+    /// holds (`SKIP LOCKED`), else shard 0 (SQLite writes one at a time).
+    static func pickSQL(_ dialect: StoreDialect) -> String {
+        switch dialect {
+        case .postgres:
+            "SELECT shard, state FROM \(table) WHERE tbl = ? ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED"
+        case .sqlite: "SELECT shard, state FROM \(table) WHERE tbl = ? AND shard = 0"
+        }
+    }
+
     static func createTable(_ dialect: StoreDialect) -> String {
         "CREATE TABLE IF NOT EXISTS \(table) (tbl TEXT NOT NULL, shard INTEGER NOT NULL, state \(dialect.bytes) NOT NULL, PRIMARY KEY (tbl, shard))\(dialect.strict)"
     }
@@ -66,13 +76,15 @@ enum RecordSetDigest {
     /// The shards of `tables` (replacing any they had), empty, or holding
     /// what `tallies` counted.
     static func start(
-        _ tables: [String], tallies: [String: RecordSetTally] = [:], _ db: any StoreConnection, keys: StoreKeys
+        _ tables: [String], tallies: [String: RecordSetTally] = [:], sequence: UInt64 = 0, _ db: any StoreConnection,
+        keys: StoreKeys
     ) throws {
         try db.execute(createTable(db.dialect))
         for name in tables {
             try db.execute("DELETE FROM \(table) WHERE tbl = ?", [name.databaseValue])
             for number in 0..<shards {
-                let shard = Shard(tally: number == 0 ? tallies[name] ?? RecordSetTally() : RecordSetTally())
+                let shard = Shard(
+                    tally: number == 0 ? tallies[name] ?? RecordSetTally() : RecordSetTally(), sequence: sequence)
                 try db.execute(
                     "INSERT INTO \(table) (tbl, shard, state) VALUES (?, ?, ?)",
                     [
@@ -89,17 +101,14 @@ enum RecordSetDigest {
     static func add(_ changes: RecordSetChanges, _ db: any StoreConnection, keys: StoreKeys) throws {
         for (name, tally) in changes.tallies.sorted(by: { $0.key < $1.key }) where !tally.isZero {
             let select = "SELECT shard, state FROM \(table) WHERE tbl = ?"
-            var rows: [[String: DatabaseValue]]
+            var rows = try changes.reserved[name]?() ?? db.rows(pickSQL(db.dialect), [name.databaseValue])
             if db.dialect == .postgres {
-                rows = try db.rows("\(select) ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED", [name.databaseValue])
                 if rows.isEmpty {
                     // Every shard is taken: wait for one.
                     rows = try db.rows(
                         "\(select) AND shard = ? FOR UPDATE",
                         [name.databaseValue, Int.random(in: 0..<shards).databaseValue])
                 }
-            } else {
-                rows = try db.rows("\(select) AND shard = 0", [name.databaseValue])
             }
             guard let row = rows.first, let number = row["shard"].flatMap(Int.fromDatabaseValue) else {
                 throw CofferError(
@@ -109,7 +118,7 @@ enum RecordSetDigest {
             var shard = try open(row["state"], table: name, number: number, keys: keys)
             shard.tally = shard.tally + tally
             shard.sequence &+= 1
-            try db.execute(
+            try db.executeDeferred(
                 "UPDATE \(table) SET state = ? WHERE tbl = ? AND shard = ?",
                 [
                     try seal(shard, table: name, number: number, keys: keys).databaseValue, name.databaseValue,
@@ -185,11 +194,11 @@ extension StoreState {
     /// stand now, in the caller's transaction: for a new store, an adopted
     /// database, or a store made before the digest (at its first open by
     /// this version, trusting the rows as the epoch is trusted on first use).
-    mutating func startRecordSet(_ db: any StoreConnection) throws {
+    mutating func startRecordSet(_ db: any StoreConnection, sequence: UInt64 = 0) throws {
         recordSet = RecordSetKey(root: SymmetricKey(size: .bits256), storeID: keys.storeID)
         var tallies: [String: RecordSetTally] = [:]
         for table in schema.tables { tallies[table.name] = try RecordSetDigest.tally(of: table, db, state: self) }
-        try RecordSetDigest.start(schema.tables.map(\.name), tallies: tallies, db, keys: keys)
+        try RecordSetDigest.start(schema.tables.map(\.name), tallies: tallies, sequence: sequence, db, keys: keys)
     }
 }
 
@@ -205,10 +214,25 @@ extension RecordStore {
     /// Takes the rows as they stand (`accept-rollback`): every table's
     /// digest counted again under a new record-set key, its shards written
     /// under the key ring the accepted state holds.
+    ///
+    /// Its shards start at a sequence number above any they held (those
+    /// that still open) and above the clock in microseconds, so that the
+    /// state is newer than any an anchor holds and every other process
+    /// takes it as such, while an anchor elsewhere that saw a state before
+    /// the restore still finds the numbers moving forward.
     func countRecordSetAgain() throws {
         try change { db, state in
+            var sequence = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+            if state.recordSet != nil {
+                for table in state.schema.tables {
+                    guard let shards = try? RecordSetDigest.shards(of: table.name, db, keys: state.keys) else {
+                        continue
+                    }
+                    sequence = max(sequence, (shards.map(\.sequence).max() ?? 0) &+ 1)
+                }
+            }
             try db.execute("DROP TABLE IF EXISTS \(RecordSetDigest.table)")
-            try state.startRecordSet(db)
+            try state.startRecordSet(db, sequence: sequence)
         }
     }
 }

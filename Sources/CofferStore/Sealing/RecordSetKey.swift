@@ -153,6 +153,21 @@ extension StoreState {
 /// shard of each table's digest before it commits (``RecordSetDigest``).
 final class RecordSetChanges {
     private(set) var tallies: [String: RecordSetTally] = [:]
+    /// Whether the store keeps a digest (nothing is reserved when not).
+    let kept: Bool
+    /// Each table's shard, asked for before the transaction's first change
+    /// to it and read when the changes are added (``reserve(_:_:)``).
+    private(set) var reserved: [String: () throws -> [[String: DatabaseValue]]] = [:]
+
+    init(kept: Bool) { self.kept = kept }
+
+    /// Asks now for the shard of `table` this transaction will add to:
+    /// on PostgreSQL the query travels with the writes that follow, so
+    /// taking a shard costs no round trip of its own.
+    func reserve(_ table: String, _ db: any StoreConnection) {
+        guard kept, reserved[table] == nil else { return }
+        reserved[table] = db.prefetch(RecordSetDigest.pickSQL(db.dialect), [table.databaseValue])
+    }
 
     func add(_ element: RecordSetSum?, to table: String) {
         guard let element else { return }

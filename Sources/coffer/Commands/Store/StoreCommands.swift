@@ -18,7 +18,7 @@ struct StoreCommand: ParsableCommand {
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
             StoreVerify.self, StorePlanCommand.self, Rotate.self, Reindex.self, StoreMigrate.self,
             StoreAcceptRollback.self, StoreAlter.self, StoreImport.self, StorePasswd.self, StoreSlots.self,
-            StoreAddSlot.self, StoreRemoveSlot.self, StoreWatch.self,
+            StoreAddSlot.self, StoreRemoveSlot.self, StoreWatch.self, StoreAnchorCommand.self,
         ]
     )
 }
@@ -35,6 +35,8 @@ struct StoreOptions: ParsableArguments {
         name: .customLong("db-password-file"),
         help: "The PostgreSQL password, from this file (else PGPASSWORD; never on the command line).")
     var databasePasswordFile: String?
+
+    @OptionGroup var anchor: StoreAnchorOptions
 
     func validate() throws {
         if databasePasswordFile != nil && !isPostgres {
@@ -58,13 +60,20 @@ struct StoreOptions: ParsableArguments {
         return try kek.secret(confirm: confirm, prompt: "Store passphrase")
     }
 
-    func open(_ kek: KEKOptions) throws -> RecordStore {
-        let open = { (secret: UnlockSecret) throws -> RecordStore in
-            if isPostgres {
-                return try PostgresStores.open(database, password: try databasePassword(), secret: secret)
-            }
-            return try RecordStore.open(sqlite: database, secret: secret)
-        }
+    /// The store, checked against its anchors and kept at them unless `anchored` is false.
+    func open(_ kek: KEKOptions, anchored: Bool = true) throws -> RecordStore {
+        let store = try unanchored(kek)
+        return anchored ? try anchor.keep(store) : store
+    }
+
+    /// The store opened with `secret`, not anchored yet.
+    func open(secret: UnlockSecret) throws -> RecordStore {
+        if isPostgres { return try PostgresStores.open(database, password: try databasePassword(), secret: secret) }
+        return try RecordStore.open(sqlite: database, secret: secret)
+    }
+
+    private func unanchored(_ kek: KEKOptions) throws -> RecordStore {
+        let open = { (secret: UnlockSecret) throws -> RecordStore in try self.open(secret: secret) }
         // Opened with an older version of the server's key, the store moves
         // to the current one: its slot is rewrapped, no record rewritten.
         if kek.kekKeychain == nil,
@@ -78,10 +87,11 @@ struct StoreOptions: ParsableArguments {
     func create(_ kek: KEKOptions, schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
         let secret = try secret(kek, confirm: true, creating: true)
         if isPostgres {
-            return try PostgresStores.create(
-                database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)
+            return try anchor.keep(
+                try PostgresStores.create(
+                    database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf))
         }
-        return try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf)
+        return try anchor.keep(try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf))
     }
 }
 
@@ -104,6 +114,11 @@ struct StoreAcceptRollback: ParsableCommand {
             ? try PostgresStores.acceptCurrentState(
                 store.database, password: try store.databasePassword(), secret: secret)
             : try RecordStore.acceptCurrentState(sqlite: store.database, secret: secret)
+        // The anchors take the accepted state as it is, older or not.
+        let accepted = try store.open(secret: secret)
+        defer { try? accepted.close() }
+        let state = try accepted.anchorState()
+        for anchor in try store.anchor.anchors() { try anchor.accept(state, store: accepted.storeID) }
         StandardError.write("Accepted the store \(store.database) at epoch \(epoch)\n")
     }
 }
@@ -244,17 +259,26 @@ struct StoreVerify: ParsableCommand {
     @OptionGroup var kek: KEKOptions
 
     func run() throws {
-        let opened = try store.open(kek)
+        // Checked against its anchors after the rows, so that a digest that
+        // does not open is reported with everything else.
+        let opened = try store.open(kek, anchored: false)
         let terminal = isatty(STDERR_FILENO) == 1
         let result = try opened.verify { rows in
             if terminal { StandardError.write("\rcoffer: verified \(rows) rows") }
         }
         if terminal { StandardError.write("\n") }
+        var problems = result.problemCount
         print(result.description)
         for problem in result.problems { print("  " + problem) }
         if result.problemCount > result.problems.count {
             print("  … and \(result.problemCount - result.problems.count) more")
         }
-        guard result.isIntact else { throw CLIFailure("the store has \(result.problemCount) problems", status: 3) }
+        if result.isIntact {
+            do { _ = try store.anchor.keep(opened) } catch let error as CofferError {
+                print("  anchor: \(error)")
+                problems += 1
+            }
+        }
+        guard problems == 0 else { throw CLIFailure("the store has \(problems) problems", status: 3) }
     }
 }

@@ -1,0 +1,67 @@
+#if Server
+import CofferKeyServerCore
+import CofferStore
+import Hummingbird
+
+/// `/v1/stores/:store/anchor`: the anchored state of a CofferStore
+/// (docs/store.md, "Anchors"), read and moved forward by operators of
+/// this realm holding the `stores:anchor` scope — a fleet's app servers.
+/// A state that does not extend the anchored one is refused (409), unless
+/// it is accepted on purpose (`"accept": true`, audited as such).
+struct StoreAnchorController: AuthenticatedController {
+    let store: ServerKeyStore
+    let realm: String
+    let authenticator: OperatorAuthenticator
+    let limits: SharedRateLimitMiddleware
+
+    var path: String { "/v1/stores" }
+
+    var endpoints: [Endpoint] {
+        [Endpoint(.get, ":store/anchor", read), Endpoint(.put, ":store/anchor", publish)]
+    }
+
+    @Sendable func read(_ request: Request, _ context: KeyServerContext) async throws -> Response {
+        _ = try context.operatorActor(.anchor)
+        let id = try JSONBody.parameter("store", context)
+        guard let state = try await store.storeAnchor(realm: realm, store: id) else {
+            throw KeyServerError(.storeAnchorNotFound, "no state is anchored for this store")
+        }
+        return JSONBody.response(state, private: true)
+    }
+
+    @Sendable func publish(_ request: Request, _ context: KeyServerContext) async throws -> Response {
+        let actor = try context.operatorActor(.anchor)
+        let id = try JSONBody.parameter("store", context)
+        let body = try await JSONBody.decode(StoreAnchorRequest.self, request)
+        let stored = try await store.anchorStore(
+            realm: realm, store: id, state: try body.state(), accepting: body.accept ?? false, by: actor)
+        return JSONBody.response(stored, private: true)
+    }
+}
+
+/// A store's state to anchor: ``StoreAnchorState``'s members, and
+/// `accept` to replace an anchored state that is newer.
+struct StoreAnchorRequest: RequestBody {
+    static let members: Set<String> = ["epoch", "sequences", "digest", "accept"]
+    let epoch: UInt64
+    let sequences: [String: [UInt64]]
+    let digest: String
+    let accept: Bool?
+
+    /// The state, its digest, tables and shard counts checked.
+    func state() throws -> StoreAnchorState {
+        let state = StoreAnchorState(epoch: epoch, sequences: sequences, digest: digest)
+        guard sequences.count <= 256,
+            sequences.keys.allSatisfy({ name in
+                !name.isEmpty && name.utf8.count <= 63 && name.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7f }
+            })
+        else {
+            throw KeyServerError(.invalidStoreAnchor, "a store state names at most 256 tables, each a plain name")
+        }
+        do { return try StoreAnchorState(json: try state.json()) } catch {
+            throw KeyServerError(
+                .invalidStoreAnchor, "a store state has a 64-hex-digit digest and 16 sequence numbers per table")
+        }
+    }
+}
+#endif

@@ -1,0 +1,96 @@
+import ArgumentParser
+import Coffer
+import CofferStore
+import Foundation
+
+/// Where every `coffer store` command keeps the store's state outside its
+/// database (docs/store.md, "Anchors"): always this user's state folder,
+/// and a coffer-server when one is named.
+struct StoreAnchorOptions: ParsableArguments {
+    @Option(
+        name: .customLong("anchor-server"),
+        help: "Also keep the store's state at this coffer-server (https://…; else COFFER_ANCHOR_SERVER).")
+    var server: String?
+
+    @Option(
+        name: .customLong("anchor-token-file"),
+        help:
+            "The operator token (scope stores:anchor) for the anchor server, from this file (else COFFER_ANCHOR_TOKEN_FILE)."
+    )
+    var tokenFile: String?
+
+    /// The anchors a store opened by the CLI keeps: checked before the
+    /// command reads anything, published after each commit.
+    func anchors() throws -> [any StoreAnchor] {
+        var anchors: [any StoreAnchor] = [FolderStoreAnchor.user]
+        let environment = ProcessInfo.processInfo.environment
+        let server = self.server ?? environment["COFFER_ANCHOR_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+        let tokenFile = self.tokenFile ?? environment["COFFER_ANCHOR_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        guard let server else {
+            if tokenFile != nil { throw ValidationError("--anchor-token-file is for --anchor-server") }
+            return anchors
+        }
+        guard let tokenFile else {
+            throw ValidationError(
+                "--anchor-server needs --anchor-token-file (an operator token of scope stores:anchor)")
+        }
+        guard let url = URL(string: server), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+            throw ValidationError("--anchor-server takes the key server's URL (https://HOST[:PORT])")
+        }
+        let token = String(
+            decoding: try Input.readAll(path: tokenFile, what: "the anchor token file", secret: true), as: UTF8.self
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        anchors.append(try KeyServerStoreAnchor(server: url, operatorToken: token))
+        return anchors
+    }
+
+    /// A command is short: every commit is published, and a read checks
+    /// at most once a second.
+    static let policy = StoreAnchorPolicy(interval: 1, commits: 1)
+
+    func keep(_ store: RecordStore) throws -> RecordStore {
+        for anchor in try anchors() { try store.keepAnchored(at: anchor, policy: Self.policy) }
+        return store
+    }
+}
+
+struct StoreAnchorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "anchor",
+        abstract: "The store's state as its database and its anchors hold it.",
+        subcommands: [StoreAnchorStatus.self])
+}
+
+struct StoreAnchorStatus: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print the store's state in its database and at each anchor (exit 3 when the database is older).")
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
+
+    func run() throws {
+        let opened = try store.open(kek, anchored: false)
+        defer { try? opened.close() }
+        let database = try opened.anchorState()
+        print("store     \(opened.storeID)")
+        print("database  \(database)")
+        var older = false
+        for anchor in try store.anchor.anchors() {
+            guard let anchored = try anchor.anchoredState(store: opened.storeID) else {
+                print("anchor    \(anchor.location): nothing anchored yet")
+                continue
+            }
+            let order = database.compared(to: anchored)
+            older = older || order == .older || order == .forked
+            let verdict =
+                switch order {
+                case .same: "the same as the database"
+                case .newer: "behind the database (published at the next commit)"
+                case .older: "NEWER than the database: an older copy of it was put back"
+                case .forked: "not one history with the database: it was restored and written since"
+                }
+            print("anchor    \(anchor.location): \(anchored), \(verdict)")
+        }
+        if older { throw CLIFailure("the store's database is older than an anchored state", status: 3) }
+    }
+}
