@@ -6,7 +6,9 @@ import Foundation
 final class AnchorKeeper: Sendable {
     let anchor: any StoreAnchor
     let policy: StoreAnchorPolicy
-    let progress = Locked((commits: 0, last: Date()))
+    /// Commits since the last publication, its time, and whether one is
+    /// under way (its own reads then do not start another).
+    let progress = Locked((commits: 0, last: Date(), busy: false))
     /// The last publication that failed (an anchor out of reach), tried
     /// again at the next one; thrown by `close` if it still fails there.
     let failure = Locked<(any Error)?>(nil)
@@ -82,14 +84,15 @@ extension RecordStore {
         for keeper in anchors.withLock({ $0 }) {
             let due = keeper.progress.withLock { progress -> Bool in
                 if committed { progress.commits += 1 }
-                guard
+                guard !progress.busy,
                     force || progress.commits >= keeper.policy.commits
                         || Date().timeIntervalSince(progress.last) >= keeper.policy.interval
                 else { return false }
-                progress = (0, Date())
+                progress = (0, Date(), true)
                 return true
             }
             guard due else { continue }
+            defer { keeper.progress.withLock { $0.busy = false } }
             do {
                 try keeper.anchor.publish(try check(keeper), store: storeID)
                 keeper.failure.withLock { $0 = nil }
