@@ -55,3 +55,32 @@ extension KeyServerAdmin {
         var accept: Bool?
     }
 }
+
+extension KeyServerClient {
+    /// The state anchored for the signed-in user's store `storeID` (an
+    /// app's own store, kept under the user), or nil when none is.
+    public func storeAnchor(store storeID: String) async throws -> AnchoredStoreState? {
+        try KeyServerAdmin.checkStoreID(storeID)
+        do {
+            return try await requests.send(
+                "/v1/me/stores/\(storeID)/anchor", method: "GET", token: try await token(),
+                answer: AnchoredStoreState.self)
+        } catch let error as KeyClientError where error.code == .init("store-anchor-not-found") {
+            return nil
+        }
+    }
+
+    /// Anchors `state` for the signed-in user's store, as
+    /// ``KeyServerAdmin/anchorStore(store:state:accept:)`` does for an operator.
+    @discardableResult
+    public func anchorStore(store storeID: String, state: AnchoredStoreState, accept: Bool = false) async throws
+        -> AnchoredStoreState
+    {
+        try KeyServerAdmin.checkStoreID(storeID)
+        return try await requests.send(
+            "/v1/me/stores/\(storeID)/anchor", method: "PUT", token: try await token(),
+            body: KeyServerAdmin.Publish(
+                epoch: state.epoch, sequences: state.sequences, digest: state.digest, accept: accept ? true : nil),
+            answer: AnchoredStoreState.self)
+    }
+}

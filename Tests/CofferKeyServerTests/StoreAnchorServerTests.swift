@@ -70,8 +70,35 @@ import Testing
             badDigest["digest"] = "zz"
             try expectProblem(try await put(badDigest, fleet), .badRequest, "invalid-store-anchor")
         }
+        // A user's own store: under the user, apart from the operators' and
+        // other users' anchors of the same id.
+        try await server.run { client in
+            let (alice, bob) = (try issuer.token("alice"), try issuer.token("bob"))
+            let mine = "/v1/me/stores/\(Self.store)/anchor"
+            let put = try await client.execute(
+                uri: mine, method: .put, headers: bearer(alice), body: try body(Self.state(epoch: 9, [9])))
+            #expect(put.status == .ok)
+            let read = try await client.execute(uri: mine, method: .get, headers: bearer(alice))
+            #expect(try json(read)["epoch"] as? Int == 9)
+            try expectProblem(
+                try await client.execute(uri: mine, method: .get, headers: bearer(bob)), .notFound,
+                "store-anchor-not-found")
+            let older = try await client.execute(
+                uri: mine, method: .put, headers: bearer(alice), body: try body(Self.state(epoch: 8, [9])))
+            try expectProblem(older, .conflict, "store-anchor-not-newer")
+            let operators = try await client.execute(
+                uri: "/v1/stores/\(Self.store)/anchor", method: .get, headers: bearer(fleet))
+            #expect(try json(operators)["epoch"] as? Int == 1, "the operators' anchor of the same id is apart")
+            try expectProblem(
+                try await client.execute(uri: mine, method: .get, headers: bearer(fleet)), .forbidden,
+                "operator-token-refused")
+        }
+        #expect(
+            try server.count(
+                "SELECT count(*) FROM audit WHERE action = 'store-anchor' AND subject = 'alice' AND actor = 'user'")
+                == 1)
         // Two moves forward and one acceptance, each an entry of the audit chain.
-        #expect(try server.count("SELECT count(*) FROM audit WHERE action = 'store-anchor'") == 2)
+        #expect(try server.count("SELECT count(*) FROM audit WHERE action = 'store-anchor' AND subject = ''") == 2)
         #expect(try server.count("SELECT count(*) FROM audit WHERE action = 'store-anchor-accept'") == 1)
         #expect(try await server.store.verifyAudit().broken == nil)
     }

@@ -57,6 +57,7 @@ public struct KeyServer: Sendable {
     var controllers: [any KeyServerController] {
         let shared = SharedRateLimitMiddleware(limiting: RateLimiting(limits: limits, store: store, realm: realm))
         let operators = OperatorAuthenticator(operators: store, realm: realm)
+        let users = UserAuthenticator(verifier: verifier, proofs: proofs)
         var controllers: [any KeyServerController] = [
             HealthController(store: store),
             MetricsController(authenticator: operators, limits: shared) { [self] in
@@ -64,10 +65,11 @@ public struct KeyServer: Sendable {
             },
             KeyController(
                 store: store, realm: realm, clientCacheSeconds: clientCacheSeconds,
-                authenticator: UserAuthenticator(verifier: verifier, proofs: proofs),
+                authenticator: users,
                 limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             AdminController(store: store, realm: realm, authenticator: operators, limits: shared),
             StoreAnchorController(store: store, realm: realm, authenticator: operators, limits: shared),
+            UserStoreAnchorController(store: store, realm: realm, authenticator: users, limits: shared),
         ]
         if let devIssuer { controllers.append(DevTokenController(issuer: devIssuer, realm: realm)) }
         return controllers

@@ -39,6 +39,41 @@ struct StoreAnchorController: AuthenticatedController {
     }
 }
 
+/// `/v1/me/stores/:store/anchor`: the same for a store a signed-in user
+/// keeps (an app's own store on a device), under that user: no other user
+/// and no operator reads or moves it.
+struct UserStoreAnchorController: AuthenticatedController {
+    let store: ServerKeyStore
+    let realm: String
+    let authenticator: UserAuthenticator
+    let limits: SharedRateLimitMiddleware
+
+    var path: String { "/v1/me/stores" }
+
+    var endpoints: [Endpoint] {
+        [Endpoint(.get, ":store/anchor", read), Endpoint(.put, ":store/anchor", publish)]
+    }
+
+    @Sendable func read(_ request: Request, _ context: KeyServerContext) async throws -> Response {
+        let caller = try context.caller()
+        let id = try JSONBody.parameter("store", context)
+        guard let state = try await store.storeAnchor(realm: realm, store: id, owner: caller.subject) else {
+            throw KeyServerError(.storeAnchorNotFound, "no state is anchored for this store")
+        }
+        return JSONBody.response(state, private: true)
+    }
+
+    @Sendable func publish(_ request: Request, _ context: KeyServerContext) async throws -> Response {
+        let caller = try context.caller()
+        let id = try JSONBody.parameter("store", context)
+        let body = try await JSONBody.decode(StoreAnchorRequest.self, request)
+        let stored = try await store.anchorStore(
+            realm: realm, store: id, owner: caller.subject, state: try body.state(), accepting: body.accept ?? false,
+            by: "user")
+        return JSONBody.response(stored, private: true)
+    }
+}
+
 /// A store's state to anchor: ``StoreAnchorState``'s members, and
 /// `accept` to replace an anchored state that is newer.
 struct StoreAnchorRequest: RequestBody {

@@ -1,16 +1,28 @@
 #if Server
 import Coffer
 import CofferStore
+import Crypto
 import Foundation
 
 /// The anchored states of CofferStores (docs/store.md, "Anchors"): per
-/// realm and store id, only ever moved forward, each move written to the
+/// realm and store id — for a store a signed-in user keeps, per realm,
+/// user and store id — only ever moved forward, each move written to the
 /// audit chain.
 extension ServerKeyStore {
-    /// The state anchored for `store` in `realm`, or nil.
-    public func storeAnchor(realm: String, store: String) async throws -> StoreAnchorState? {
+    /// The state anchored for `store` in `realm` (of the user `owner`, when
+    /// given), or nil.
+    public func storeAnchor(realm: String, store: String, owner: String? = nil) async throws -> StoreAnchorState? {
         try Self.checkStoreID(store)
-        return try await rows.storeAnchor(realm: realm, store: store).map { try StoreAnchorState(json: $0) }
+        return try await rows.storeAnchor(realm: realm, store: Self.anchorKey(store, owner: owner)).map {
+            try StoreAnchorState(json: $0)
+        }
+    }
+
+    /// Where a store's anchor is kept: its id, or for a user's store
+    /// `user:`, 32 hex digits of SHA-256 of the subject, `:` and its id.
+    static func anchorKey(_ store: String, owner: String?) -> String {
+        guard let owner else { return store }
+        return "user:" + Hex.encode(Array(SHA256.hash(data: Data(owner.utf8))).prefix(16)) + ":" + store
     }
 
     /// Anchors `state` for `store` in `realm` when it extends the anchored
@@ -19,15 +31,16 @@ extension ServerKeyStore {
     /// whatever is anchored (a restore accepted on purpose). Returns the
     /// state anchored afterwards.
     public func anchorStore(
-        realm: String, store: String, state: StoreAnchorState, accepting: Bool = false, by actor: String
+        realm: String, store: String, owner: String? = nil, state: StoreAnchorState, accepting: Bool = false,
+        by actor: String
     ) async throws -> StoreAnchorState {
         try Self.checkStoreID(store)
         let json = try state.json()
         let stored = try await rows.updateStoreAnchor(
-            realm: realm, store: store, now: now(),
+            realm: realm, store: Self.anchorKey(store, owner: owner), now: now(),
             audit: AuditEntry.Record(
                 actor: actor, action: accepting ? "store-anchor-accept" : "store-anchor", realm: realm,
-                subject: "store:" + store, device: "", purpose: "", version: Int64(clamping: state.epoch),
+                subject: owner ?? "", device: "", purpose: "store:" + store, version: Int64(clamping: state.epoch),
                 detail: "\(state)")
         ) { stored in
             guard let stored, !accepting else { return json }

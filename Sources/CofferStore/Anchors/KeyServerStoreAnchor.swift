@@ -5,8 +5,10 @@ import Foundation
 /// A key server as a store's anchor (docs/store.md, "Anchors"): every
 /// process of a fleet, on any machine, checks against and publishes to the
 /// same state, kept per realm and store id, moved only forward, each move
-/// in the server's audit chain. The operator token needs the
-/// `stores:anchor` scope of the server's realm.
+/// in the server's audit chain. A fleet's processes hold an operator token
+/// of the `stores:anchor` scope of the server's realm; an app whose store
+/// is its user's anchors it under that user, through the user's
+/// `KeyServerClient` (``init(client:)``).
 ///
 /// ```swift
 /// let anchor = try KeyServerStoreAnchor(
@@ -19,27 +21,52 @@ import Foundation
 /// (the store's async API runs them on Dispatch threads), not on the
 /// concurrency pool's.
 public struct KeyServerStoreAnchor: StoreAnchor {
-    let admin: KeyServerAdmin
+    enum Caller: Sendable {
+        case fleet(KeyServerAdmin)
+        case user(KeyServerClient)
+    }
+    let caller: Caller
     public let location: String
 
     public init(
         server: URL, operatorToken: String, transport: any KeyServerTransport = URLSessionTransport(),
         timeout: Duration = .seconds(15)
     ) throws {
-        admin = try KeyServerAdmin(
-            server: server, operatorToken: operatorToken, transport: transport, timeout: timeout)
+        caller = .fleet(
+            try KeyServerAdmin(server: server, operatorToken: operatorToken, transport: transport, timeout: timeout))
         location = server.absoluteString
     }
 
+    /// The signed-in user's anchor for their own store, with their sign-in token.
+    public init(client: KeyServerClient) {
+        caller = .user(client)
+        location = client.server.absoluteString + " (user " + client.account + ")"
+    }
+
     public func anchoredState(store storeID: String) throws -> StoreAnchorState? {
-        try Self.wait { [admin] in try await admin.storeAnchor(store: storeID) }.map(Self.state)
+        try Self.wait { [caller] in
+            switch caller {
+            case .fleet(let admin): try await admin.storeAnchor(store: storeID)
+            case .user(let client): try await client.storeAnchor(store: storeID)
+            }
+        }.map(Self.state)
+    }
+
+    func send(_ state: StoreAnchorState, store storeID: String, accept: Bool) throws -> StoreAnchorState {
+        Self.state(
+            try Self.wait { [caller] in
+                switch caller {
+                case .fleet(let admin): try await admin.anchorStore(store: storeID, state: .init(state), accept: accept)
+                case .user(let client):
+                    try await client.anchorStore(store: storeID, state: .init(state), accept: accept)
+                }
+            })
     }
 
     @discardableResult
     public func publish(_ state: StoreAnchorState, store storeID: String) throws -> StoreAnchorState {
         do {
-            return Self.state(
-                try Self.wait { [admin] in try await admin.anchorStore(store: storeID, state: .init(state)) })
+            return try send(state, store: storeID, accept: false)
         } catch let error as KeyClientError where error.status == 409 {
             // Another process published a newer state meanwhile: nothing to
             // do. What is not one history with ours is refused.
@@ -52,7 +79,7 @@ public struct KeyServerStoreAnchor: StoreAnchor {
     }
 
     public func accept(_ state: StoreAnchorState, store storeID: String) throws {
-        _ = try Self.wait { [admin] in try await admin.anchorStore(store: storeID, state: .init(state), accept: true) }
+        _ = try send(state, store: storeID, accept: true)
     }
 
     static func state(_ anchored: AnchoredStoreState) -> StoreAnchorState {

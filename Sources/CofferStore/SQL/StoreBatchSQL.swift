@@ -36,10 +36,11 @@ struct InsertRow: Sendable {
             }
         }
         values += sealed.values
+        let positions = sealer.elementPositions
         element = try sealer.recordSet?.element(
-            table, key: try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name),
-            migrating: sealer.migrating
-        ) { name in sealer.columns.firstIndex(of: name).map { sealed.values[$0] } }
+            key: try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name),
+            life: positions.life.map { sealed.values[$0] } ?? .null
+        ) { positions.fields[$0] >= 0 ? sealed.values[positions.fields[$0]] : .null }
         self.key = key
         self.given = given
         self.values = values

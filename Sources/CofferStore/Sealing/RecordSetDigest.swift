@@ -183,8 +183,15 @@ enum RecordSetDigest {
                 ?? db.rows("\(select) ORDER BY \(order) LIMIT \(pageSize)")
             guard let last = rows.last else { return tally }
             after = last[table.primaryKey] ?? .null
-            let elements = try RecordStore.parallelMap(rows) { try state.element(of: $0, table: table) }
-            for element in elements { if let element { tally.add(element) } }
+            guard let plan = try state.recordSet?.table(table, migrating: state.migrating(table.name)) else {
+                return tally
+            }
+            let elements = try RecordStore.parallelMap(rows) { row in
+                plan.element(key: row[table.primaryKey] ?? .null, life: row[StoreSQL.lifeColumn] ?? .null) {
+                    row[plan.fields[$0]] ?? .null
+                }
+            }
+            for element in elements { tally.add(element) }
         }
     }
 }

@@ -71,72 +71,114 @@ struct RecordSetTally: Equatable, Sendable {
 struct RecordSetKey: Sendable {
     let root: SymmetricKey
     let storeID: [UInt8]
-    private let macs = Locked([String: HMAC<SHA256>]())
+    private let tables = Locked([String: RecordSetTable]())
 
     init(root: SymmetricKey, storeID: [UInt8]) {
         self.root = root
         self.storeID = storeID
     }
 
-    /// HMAC-SHA-256 keyed with HKDF-SHA-256(root, salt: store id,
-    /// info: SealingContext("coffer store v1 record set", table)).
-    func mac(_ table: String) throws -> HMAC<SHA256> {
-        if let known = macs.withLock({ $0[table] }) { return known }
+    /// What `table`'s elements are computed with (worked out once per
+    /// table and field being migrated): HMAC-SHA-256 keyed with
+    /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer
+    /// store v1 record set", table)), and its sealed fields' name parts.
+    func table(_ table: StoreSchema.Table, migrating: String?) throws -> RecordSetTable {
+        let name = table.name + "\u{0}" + (migrating ?? "")
+        let sealed = table.fields.filter(\.sealed).map(\.name)
+        if let known = tables.withLock({ $0[name] }), known.fields == sealed { return known }
         let key = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: root, salt: storeID,
-            info: try SealingContext("coffer store v1 record set", table).bytes, outputByteCount: 32)
-        let mac = HMAC<SHA256>(key: key)
-        macs.withLock { $0[table] = mac }
-        return mac
+            info: try SealingContext("coffer store v1 record set", table.name).bytes, outputByteCount: 32)
+        let made = RecordSetTable(
+            mac: HMAC<SHA256>(key: key), fields: sealed, migrating: sealed.firstIndex { $0 == migrating })
+        tables.withLock { $0[name] = made }
+        return made
     }
 
-    /// A record's element: the HMAC of its primary key, its life and each
-    /// sealed cell that is not null (name and stored bytes), each a tagged,
-    /// length-prefixed part; `column` gives the stored values. A clear
-    /// value of the field `migrating` (not sealed yet) is left out, so that
-    /// beginning a migration changes no element.
+    /// A record's element (``RecordSetTable/element(key:life:cell:)``),
+    /// the row's stored values given by column name.
     func element(
         _ table: StoreSchema.Table, key: DatabaseValue, migrating: String?, column: (String) -> DatabaseValue?
     ) throws -> RecordSetSum {
-        var message: [UInt8] = []
-        message.reserveCapacity(256)
-        Self.append(key, to: &message)
-        Self.append(column(StoreSQL.lifeColumn) ?? .null, to: &message)
-        for field in table.fields where field.sealed {
-            let value = column(field.name) ?? .null
-            if value.isNull { continue }
-            if field.name == migrating {
-                guard case .blob(let bytes) = value.storage, bytes.first == SealedValue.version else { continue }
-            }
-            Self.append(.init(Array(field.name.utf8)), to: &message)
-            Self.append(value, to: &message)
-        }
-        var mac = try mac(table.name)
-        message.withUnsafeBytes { mac.update(data: $0) }
-        return try RecordSetSum(bytes: mac.finalize().withUnsafeBytes { Array($0) })
-    }
-
-    /// A column value as one part: a tag (n, i, d, t or b), its length
-    /// (4 bytes, big-endian) and its bytes.
-    static func append(_ value: DatabaseValue, to message: inout [UInt8]) {
-        func part(_ tag: Character, _ bytes: some Collection<UInt8>) {
-            message.append(tag.asciiValue!)
-            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { message += $0 }
-            message += bytes
-        }
-        switch value.storage {
-        case .null: part("n", [])
-        case .int64(let number): part("i", withUnsafeBytes(of: number.bigEndian, Array.init))
-        case .double(let number): part("d", withUnsafeBytes(of: number.bitPattern.bigEndian, Array.init))
-        case .string(let text): part("t", Array(text.utf8))
-        case .blob(let data): part("b", data)
-        }
+        let plan = try self.table(table, migrating: migrating)
+        return plan.element(key: key, life: column(StoreSQL.lifeColumn) ?? .null) { column(plan.fields[$0]) ?? .null }
     }
 }
 
-extension DatabaseValue {
-    /// Bytes as a BLOB value.
-    fileprivate init(_ bytes: [UInt8]) { self = Data(bytes).databaseValue }
+/// One table's element function: the HMAC of a record's primary key, its
+/// life and each sealed cell that is not null (name and stored bytes), each
+/// a part: a tag (n, i, d, t or b), its length (4 bytes, big-endian) and
+/// its bytes (an integer or a real as 8 bytes, big-endian). A clear value
+/// of the field being migrated (not sealed yet) is left out, so that
+/// beginning a migration changes no element. The message is built in one
+/// buffer, each field's name part made once, and hashed in one update.
+struct RecordSetTable: Sendable {
+    let mac: HMAC<SHA256>
+    /// The sealed fields, in schema order.
+    let fields: [String]
+    /// The position among them of the field being migrated.
+    let migrating: Int?
+    /// Each field's name as its part.
+    let names: [[UInt8]]
+
+    init(mac: HMAC<SHA256>, fields: [String], migrating: Int?) {
+        self.mac = mac
+        self.fields = fields
+        self.migrating = migrating
+        names = fields.map { name in
+            var part: [UInt8] = []
+            Self.append(tag: UInt8(ascii: "b"), Array(name.utf8), to: &part)
+            return part
+        }
+    }
+
+    /// `cell(i)` is the stored value of `fields[i]`.
+    func element(key: DatabaseValue, life: DatabaseValue, cell: (Int) -> DatabaseValue) -> RecordSetSum {
+        var message: [UInt8] = []
+        message.reserveCapacity(512)
+        Self.append(key, to: &message)
+        Self.append(life, to: &message)
+        for index in fields.indices {
+            let value = cell(index)
+            if value.isNull { continue }
+            if index == migrating {
+                guard case .blob(let bytes) = value.storage, bytes.first == SealedValue.version else { continue }
+            }
+            message += names[index]
+            Self.append(value, to: &message)
+        }
+        var mac = mac
+        message.withUnsafeBytes { mac.update(data: $0) }
+        var sum = RecordSetSum()
+        mac.finalize().withUnsafeBytes { bytes in
+            for limb in 0..<4 {
+                sum.limbs[limb] = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[limb * 8 + $1]) }
+            }
+        }
+        return sum
+    }
+
+    static func append(tag: UInt8, _ bytes: some Collection<UInt8>, to message: inout [UInt8]) {
+        let count = UInt32(bytes.count)
+        message.append(tag)
+        message.append(UInt8(count >> 24))
+        message.append(UInt8(count >> 16 & 0xff))
+        message.append(UInt8(count >> 8 & 0xff))
+        message.append(UInt8(count & 0xff))
+        message.append(contentsOf: bytes)
+    }
+
+    static func append(_ value: DatabaseValue, to message: inout [UInt8]) {
+        switch value.storage {
+        case .null: append(tag: UInt8(ascii: "n"), EmptyCollection(), to: &message)
+        case .int64(let number):
+            withUnsafeBytes(of: number.bigEndian) { append(tag: UInt8(ascii: "i"), $0, to: &message) }
+        case .double(let number):
+            withUnsafeBytes(of: number.bitPattern.bigEndian) { append(tag: UInt8(ascii: "d"), $0, to: &message) }
+        case .string(let text): append(tag: UInt8(ascii: "t"), text.utf8, to: &message)
+        case .blob(let data): append(tag: UInt8(ascii: "b"), data, to: &message)
+        }
+    }
 }
 
 extension StoreState {

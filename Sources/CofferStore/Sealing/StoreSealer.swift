@@ -30,18 +30,17 @@ struct RowSealer: Sendable {
     /// life, then each sealed field and its indexes that are columns (not
     /// token indexes).
     let columns: [String]
-    /// The record-set key a new row's element is computed under (nil: none
-    /// is kept), and the field being migrated, if any.
-    var recordSet: RecordSetKey?
-    var migrating: String?
+    /// How a new row's element in the record set is computed (nil: the
+    /// store keeps no digest), and where its life and each sealed field
+    /// sit among ``columns``.
+    let recordSet: RecordSetTable?
+    let elementPositions: (life: Int?, fields: [Int])
 
     init(
         keys: StoreKeys, table: StoreSchema.Table, fields: [StoreSchema.Field], version: UInt16,
         state: StoreState? = nil
     ) throws {
         self.keys = keys
-        recordSet = state?.recordSet
-        migrating = state?.migrating(table.name)
         self.table = table
         self.version = version
         var cells: [Cell] = []
@@ -60,6 +59,11 @@ struct RowSealer: Sendable {
         }
         self.cells = cells
         self.columns = columns
+        let plan = try state?.recordSet?.table(table, migrating: state?.migrating(table.name))
+        recordSet = plan
+        elementPositions = (
+            columns.firstIndex(of: StoreSQL.lifeColumn), plan?.fields.map { columns.firstIndex(of: $0) ?? -1 } ?? []
+        )
     }
 
     /// The row's life, sealed cells and index values in ``columns``'
