@@ -63,12 +63,16 @@ import Testing
         let server = try ServerProcess(issuer: issuer, data: data, extra: ["--refusal-delay", "0"])
         defer { server.stop() }
         let user = try issuer.token("schemathesis", ["exp": Int(Date().timeIntervalSince1970) + 3600])
-        // Key routes as a signed-in user; operator routes as an operator. A
-        // shredded subject answers 410 to well-formed requests by design, so
-        // the operator run leaves out "positive data acceptance".
+        // Key routes and the user's store anchors as a signed-in user;
+        // operator routes as an operator. A shredded subject answers 410 to
+        // well-formed requests by design, so the operator run leaves out
+        // "positive data acceptance".
         for (token, filter, extra) in [
-            (user, ["--exclude-path-regex", "^/v1/admin"], [String]()),
-            (admin, ["--include-path-regex", "^/v1/admin"], ["--exclude-checks", "positive_data_acceptance"]),
+            (user, ["--exclude-path-regex", "^/v1/(admin|stores)"], [String]()),
+            (
+                admin, ["--include-path-regex", "^/v1/(admin|stores)"],
+                ["--exclude-checks", "positive_data_acceptance"]
+            ),
         ] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Issuer.root + "/.venv/bin/st")

@@ -83,9 +83,42 @@ struct StoreAnchorRequest: RequestBody {
     let digest: String
     let accept: Bool?
 
+    enum CodingKeys: String, CodingKey { case epoch, sequences, digest, accept }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        epoch = try container.decode(WholeNumber.self, forKey: .epoch).value
+        sequences = try container.decode([String: [WholeNumber]].self, forKey: .sequences).mapValues { $0.map(\.value) }
+        digest = try container.decode(String.self, forKey: .digest)
+        accept = try container.decodeIfPresent(Bool.self, forKey: .accept)
+    }
+
+    /// A whole number from 0, written as JSON writes numbers: `7` or `7.0`
+    /// (JSON Schema's integer takes both).
+    struct WholeNumber: Decodable {
+        let value: UInt64
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let number = try? container.decode(UInt64.self) {
+                value = number
+                return
+            }
+            let number = try container.decode(Double.self)
+            guard number >= 0, number < 9_007_199_254_740_992, number.rounded() == number else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a whole number from 0")
+            }
+            value = UInt64(number)
+        }
+    }
+
     /// The state, its digest, tables and shard counts checked.
     func state() throws -> StoreAnchorState {
         let state = StoreAnchorState(epoch: epoch, sequences: sequences, digest: digest)
+        // JSON's exact integers (docs/openapi.yaml says so too).
+        let largest: UInt64 = 9_007_199_254_740_991
+        guard epoch <= largest, sequences.values.allSatisfy({ $0.allSatisfy { $0 <= largest } }) else {
+            throw KeyServerError(.invalidStoreAnchor, "a store state's numbers are at most 2^53 - 1")
+        }
         guard sequences.count <= 256,
             sequences.keys.allSatisfy({ name in
                 !name.isEmpty && name.utf8.count <= 63 && name.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7f }
