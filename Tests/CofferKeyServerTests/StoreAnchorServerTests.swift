@@ -86,6 +86,11 @@ import Testing
             let older = try await client.execute(
                 uri: mine, method: .put, headers: bearer(alice), body: try body(Self.state(epoch: 8, [9])))
             try expectProblem(older, .conflict, "store-anchor-not-newer")
+            var accepting = Self.state(epoch: 8, [9])
+            accepting["accept"] = true
+            try expectProblem(
+                try await client.execute(uri: mine, method: .put, headers: bearer(alice), body: try body(accepting)),
+                .forbidden, "scope-missing")
             let operators = try await client.execute(
                 uri: "/v1/stores/\(Self.store)/anchor", method: .get, headers: bearer(fleet))
             #expect(try json(operators)["epoch"] as? Int == 1, "the operators' anchor of the same id is apart")

@@ -41,7 +41,7 @@ struct StoreAnchorController: AuthenticatedController {
 
 /// `/v1/me/stores/:store/anchor`: the same for a store a signed-in user
 /// keeps (an app's own store on a device), under that user: no other user
-/// and no operator reads or moves it.
+/// reads or moves it, and only forward (no `accept`).
 struct UserStoreAnchorController: AuthenticatedController {
     let store: ServerKeyStore
     let realm: String
@@ -67,9 +67,15 @@ struct UserStoreAnchorController: AuthenticatedController {
         let caller = try context.caller()
         let id = try JSONBody.parameter("store", context)
         let body = try await JSONBody.decode(StoreAnchorRequest.self, request)
+        // Taking an older state back is an operator's act: a sign-in token
+        // (and a DPoP proof, which this route does not spend) could be
+        // replayed to undo the user's anchor.
+        guard body.accept != true else {
+            throw KeyServerError(
+                .scopeMissing, "accepting an older state needs an operator token of scope stores:anchor")
+        }
         let stored = try await store.anchorStore(
-            realm: realm, store: id, owner: caller.subject, state: try body.state(), accepting: body.accept ?? false,
-            by: "user")
+            realm: realm, store: id, owner: caller.subject, state: try body.state(), by: "user")
         return JSONBody.response(stored, private: true)
     }
 }
