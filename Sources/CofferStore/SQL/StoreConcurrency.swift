@@ -50,7 +50,10 @@ extension RecordStore {
             self.chunk = chunk
             self.chunks = (items.count + chunk - 1) / chunk
             self.transform = transform
-            for _ in 0..<max(0, min(chunks, ProcessInfo.processInfo.activeProcessorCount - 1)) {
+            // One chunk is the caller's alone: a helper would only race it
+            // for the chunk and cost a thread's wake-up (a single put).
+            let helpers = chunks < 2 ? 0 : min(chunks, ProcessInfo.processInfo.activeProcessorCount - 1)
+            for _ in 0..<max(0, helpers) {
                 DispatchQueue.global().async(group: group) { [self] in while work() {} }
             }
         }
