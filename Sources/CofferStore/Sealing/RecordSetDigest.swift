@@ -15,7 +15,7 @@ import GRDB
 enum RecordSetDigest {
     static let table = "coffer_record_set"
     /// Shards per table.
-    static let shards = 16
+    static let shards = StoreAnchorState.shardsPerTable
     /// The state row holding the sealed record-set key.
     static let keyName = "record_set_key"
 
@@ -53,24 +53,33 @@ enum RecordSetDigest {
         var plain = withUnsafeBytes(of: shard.tally.count.bigEndian, Array.init)
         plain += shard.tally.sum.bytes
         plain += withUnsafeBytes(of: shard.sequence.bigEndian, Array.init)
-        return try keys.keyRing.seal(
-            plain, context: try context(storeID: keys.storeID, table: table, shard: number))
+        let sealed = try keys.keyRing.seal(
+            plain, context: try keys.shardCache.context(table, number, storeID: keys.storeID))
+        keys.shardCache.keep(shard, table, number, sealed: sealed)
+        return sealed
     }
 
     static func open(_ sealed: DatabaseValue?, table: String, number: Int, keys: StoreKeys) throws -> Shard {
-        let refused = CofferError(
-            .stateAuthenticationFailed,
-            "the record-set digest of \(table) (shard \(number)) was changed or removed without the store's keys")
-        guard case .blob(let bytes)? = sealed?.storage,
+        guard case .blob(let bytes)? = sealed?.storage else { throw changed(table, number) }
+        if let known = keys.shardCache.shard(table, number, sealed: bytes) { return known }
+        guard
             let plain = try? keys.keyRing.open(
-                Array(bytes), context: try context(storeID: keys.storeID, table: table, shard: number)),
+                bytes, context: try keys.shardCache.context(table, number, storeID: keys.storeID)),
             plain.count == 48
-        else { throw refused }
+        else { throw changed(table, number) }
         let array = Array(plain)
         func integer(_ range: Range<Int>) -> UInt64 { array[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-        return Shard(
+        let shard = Shard(
             tally: RecordSetTally(count: integer(0..<8), sum: try RecordSetSum(bytes: array[8..<40])),
             sequence: integer(40..<48))
+        keys.shardCache.keep(shard, table, number, sealed: bytes)
+        return shard
+    }
+
+    static func changed(_ table: String, _ number: Int) -> CofferError {
+        CofferError(
+            .stateAuthenticationFailed,
+            "the record-set digest of \(table) (shard \(number)) was changed or removed without the store's keys")
     }
 
     /// The shards of `tables` (replacing any they had), empty, or holding
@@ -241,5 +250,43 @@ extension RecordStore {
             try db.execute("DROP TABLE IF EXISTS \(RecordSetDigest.table)")
             try state.startRecordSet(db, sequence: sequence)
         }
+    }
+}
+
+/// The shards one set of ``StoreKeys`` last sealed or opened, each with
+/// its stored bytes, and the context each shard is sealed under. A shard
+/// read back byte for byte as this process sealed or opened it under these
+/// keys is the same shard, so a writer that meets its own last shard skips
+/// opening it — the AEAD and its key schedule — on every commit. Keys that
+/// change (a rotation, a key disabled) are a new `StoreKeys`, with an
+/// empty cache, so nothing here outlives the keys that authenticated it.
+final class RecordSetShardCache: Sendable {
+    private struct Name: Hashable, Sendable {
+        var table: String
+        var number: Int
+    }
+    private struct Entry: Sendable {
+        var sealed: Data
+        var shard: RecordSetDigest.Shard
+    }
+    private let entries = Locked([Name: Entry]())
+    private let contexts = Locked([Name: SealingContext]())
+
+    func shard(_ table: String, _ number: Int, sealed: Data) -> RecordSetDigest.Shard? {
+        entries.withLock { entries in
+            entries[Name(table: table, number: number)].flatMap { $0.sealed == sealed ? $0.shard : nil }
+        }
+    }
+
+    func keep(_ shard: RecordSetDigest.Shard, _ table: String, _ number: Int, sealed: Data) {
+        entries.withLock { $0[Name(table: table, number: number)] = Entry(sealed: sealed, shard: shard) }
+    }
+
+    func context(_ table: String, _ number: Int, storeID: [UInt8]) throws -> SealingContext {
+        let name = Name(table: table, number: number)
+        if let known = contexts.withLock({ $0[name] }) { return known }
+        let made = try RecordSetDigest.context(storeID: storeID, table: table, shard: number)
+        contexts.withLock { $0[name] = made }
+        return made
     }
 }

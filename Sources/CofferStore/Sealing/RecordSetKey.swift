@@ -205,9 +205,10 @@ final class RecordSetChanges {
 
     /// Asks now for the shard of `table` this transaction will add to:
     /// on PostgreSQL the query travels with the writes that follow, so
-    /// taking a shard costs no round trip of its own.
+    /// taking a shard costs no round trip of its own. (SQLite has no round
+    /// trip to save; its shard is read when the changes are added.)
     func reserve(_ table: String, _ db: any StoreConnection) {
-        guard kept, reserved[table] == nil else { return }
+        guard kept, db.dialect == .postgres, reserved[table] == nil else { return }
         reserved[table] = db.prefetch(RecordSetDigest.pickSQL(db.dialect), [table.databaseValue])
     }
 

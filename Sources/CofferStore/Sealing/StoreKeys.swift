@@ -29,6 +29,9 @@ public struct StoreKeys: Sendable, CustomStringConvertible {
     /// and index: HKDF and the HMAC key schedule run once per index, not
     /// once per value (each use starts from a copy).
     let derived = Locked([IndexKeyName: HMAC<SHA256>]())
+    /// The record-set shards last sealed or opened under these keys
+    /// (``RecordSetShardCache``).
+    let shardCache = RecordSetShardCache()
 
     struct IndexKeyName: Hashable, Sendable {
         var version: UInt16
