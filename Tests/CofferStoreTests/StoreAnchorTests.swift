@@ -35,6 +35,41 @@ import Testing
         #expect(throws: CofferError.self) { _ = try StoreAnchorState(json: Data("{\"epoch\": 1}".utf8)) }
     }
 
+    /// An anchored state is read as strictly as the key server reads a
+    /// request: the anchor file edited by hand (a member added, one made
+    /// null, the digest in capitals) is refused, naming what is wrong;
+    /// the file as written opens.
+    @Test func anAnchorFileWithAnUnknownMemberIsRefused() throws {
+        let folder = try RecordStoreTests.Folder()
+        let anchor = FolderStoreAnchor(folder: folder.path + "/anchors")
+        let id = String(repeating: "ab", count: 16)
+        let state = Self.state(3, [5, 2])
+        try anchor.publish(state, store: id)
+        #expect(try anchor.anchoredState(store: id) == state)
+        let path = folder.path + "/anchors/" + id + ".json"
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(written.hasPrefix("{\"digest\""))
+        func refusal(_ text: String) -> String? {
+            try? text.write(toFile: path, atomically: true, encoding: .utf8)
+            do {
+                _ = try anchor.anchoredState(store: id)
+                return nil
+            } catch let error as CofferError {
+                #expect(error.code == .malformed)
+                return error.description
+            } catch { return "\(error)" }
+        }
+        let added = refusal(written.replacingOccurrences(of: "{\"digest\"", with: "{\"sequence\":[1],\"digest\""))
+        #expect(added?.contains("\"sequence\"") == true)
+        #expect(refusal(written.replacingOccurrences(of: "\"epoch\":3", with: "\"epoch\":null")) != nil)
+        #expect(
+            refusal(
+                written.replacingOccurrences(
+                    of: String(repeating: "a", count: 64), with: String(repeating: "A", count: 64))) != nil)
+        #expect(refusal("[]") != nil)
+        #expect(refusal(written) == nil)
+    }
+
     /// The store's digest rows saved and put back with the rows of that
     /// moment (GRDB beside the store, as a database writer would):
     /// consistent with itself, so `verify` passes, but behind the anchor.

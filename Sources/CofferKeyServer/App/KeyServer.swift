@@ -68,8 +68,10 @@ public struct KeyServer: Sendable {
                 authenticator: users,
                 limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             AdminController(store: store, realm: realm, authenticator: operators, limits: shared),
-            StoreAnchorController(store: store, realm: realm, authenticator: operators, limits: shared),
-            UserStoreAnchorController(store: store, realm: realm, authenticator: users, limits: shared),
+            StoreAnchorController<OperatorAuthenticator>.fleet(
+                store: store, realm: realm, authenticator: operators, limits: shared),
+            StoreAnchorController<UserAuthenticator>.user(
+                store: store, realm: realm, authenticator: users, limits: shared),
         ]
         if let devIssuer { controllers.append(DevTokenController(issuer: devIssuer, realm: realm)) }
         return controllers

@@ -1,82 +1,84 @@
 #if Server
+import Coffer
 import CofferKeyServerCore
-import CofferStore
 import Hummingbird
 
-/// `/v1/stores/:store/anchor`: the anchored state of a CofferStore
-/// (docs/store.md, "Anchors"), read and moved forward by operators of
-/// this realm holding the `stores:anchor` scope — a fleet's app servers.
-/// A state that does not extend the anchored one is refused (409), unless
-/// it is accepted on purpose (`"accept": true`, audited as such).
-struct StoreAnchorController: AuthenticatedController {
+/// The anchored state of a CofferStore (docs/store.md, "Anchors"), read
+/// and moved forward; a state that does not extend the anchored one is
+/// refused (409). Two routes share it, differing only in who calls and
+/// whose anchor it is:
+/// - `/v1/stores/:store/anchor` (``fleet(store:realm:authenticator:limits:)``):
+///   operators of this realm holding the `stores:anchor` scope — a fleet's
+///   app servers — who may also accept an older state on purpose
+///   (`"accept": true`, audited as such);
+/// - `/v1/me/stores/:store/anchor` (``user(store:realm:authenticator:limits:)``):
+///   a store a signed-in user keeps (an app's own store on a device), under
+///   that user: no other user reads or moves it, and only forward.
+struct StoreAnchorController<Authenticator: RouterMiddleware<KeyServerContext>>: AuthenticatedController {
     let store: ServerKeyStore
     let realm: String
-    let authenticator: OperatorAuthenticator
+    let authenticator: Authenticator
     let limits: SharedRateLimitMiddleware
+    let path: String
+    /// Who calls: the anchor's owner (nil for the realm's fleet), the actor
+    /// the audit names, and whether an older state may be accepted.
+    let caller: @Sendable (KeyServerContext) throws -> Caller
 
-    var path: String { "/v1/stores" }
+    struct Caller {
+        var owner: String?
+        var actor: String
+        var mayAccept: Bool
+    }
 
     var endpoints: [Endpoint] {
         [Endpoint(.get, ":store/anchor", read), Endpoint(.put, ":store/anchor", publish)]
     }
 
     @Sendable func read(_ request: Request, _ context: KeyServerContext) async throws -> Response {
-        _ = try context.operatorActor(.anchor)
+        let caller = try caller(context)
         let id = try JSONBody.parameter("store", context)
-        guard let state = try await store.storeAnchor(realm: realm, store: id) else {
+        guard let state = try await store.storeAnchor(realm: realm, store: id, owner: caller.owner) else {
             throw KeyServerError(.storeAnchorNotFound, "no state is anchored for this store")
         }
         return JSONBody.response(state, private: true)
     }
 
     @Sendable func publish(_ request: Request, _ context: KeyServerContext) async throws -> Response {
-        let actor = try context.operatorActor(.anchor)
+        let caller = try caller(context)
         let id = try JSONBody.parameter("store", context)
         let body = try await JSONBody.decode(StoreAnchorRequest.self, request)
-        let stored = try await store.anchorStore(
-            realm: realm, store: id, state: try body.state(), accepting: body.accept ?? false, by: actor)
-        return JSONBody.response(stored, private: true)
-    }
-}
-
-/// `/v1/me/stores/:store/anchor`: the same for a store a signed-in user
-/// keeps (an app's own store on a device), under that user: no other user
-/// reads or moves it, and only forward (no `accept`).
-struct UserStoreAnchorController: AuthenticatedController {
-    let store: ServerKeyStore
-    let realm: String
-    let authenticator: UserAuthenticator
-    let limits: SharedRateLimitMiddleware
-
-    var path: String { "/v1/me/stores" }
-
-    var endpoints: [Endpoint] {
-        [Endpoint(.get, ":store/anchor", read), Endpoint(.put, ":store/anchor", publish)]
-    }
-
-    @Sendable func read(_ request: Request, _ context: KeyServerContext) async throws -> Response {
-        let caller = try context.caller()
-        let id = try JSONBody.parameter("store", context)
-        guard let state = try await store.storeAnchor(realm: realm, store: id, owner: caller.subject) else {
-            throw KeyServerError(.storeAnchorNotFound, "no state is anchored for this store")
-        }
-        return JSONBody.response(state, private: true)
-    }
-
-    @Sendable func publish(_ request: Request, _ context: KeyServerContext) async throws -> Response {
-        let caller = try context.caller()
-        let id = try JSONBody.parameter("store", context)
-        let body = try await JSONBody.decode(StoreAnchorRequest.self, request)
-        // Taking an older state back is an operator's act: a sign-in token
-        // (and a DPoP proof, which this route does not spend) could be
-        // replayed to undo the user's anchor.
-        guard body.accept != true else {
+        let accepting = body.accept ?? false
+        guard !accepting || caller.mayAccept else {
             throw KeyServerError(
                 .scopeMissing, "accepting an older state needs an operator token of scope stores:anchor")
         }
         let stored = try await store.anchorStore(
-            realm: realm, store: id, owner: caller.subject, state: try body.state(), by: "user")
+            realm: realm, store: id, owner: caller.owner, state: try body.state(), accepting: accepting,
+            by: caller.actor)
         return JSONBody.response(stored, private: true)
+    }
+}
+
+extension StoreAnchorController where Authenticator == OperatorAuthenticator {
+    static func fleet(
+        store: ServerKeyStore, realm: String, authenticator: OperatorAuthenticator, limits: SharedRateLimitMiddleware
+    ) -> Self {
+        .init(store: store, realm: realm, authenticator: authenticator, limits: limits, path: "/v1/stores") {
+            Caller(owner: nil, actor: try $0.operatorActor(.anchor), mayAccept: true)
+        }
+    }
+}
+
+extension StoreAnchorController where Authenticator == UserAuthenticator {
+    static func user(
+        store: ServerKeyStore, realm: String, authenticator: UserAuthenticator, limits: SharedRateLimitMiddleware
+    ) -> Self {
+        .init(store: store, realm: realm, authenticator: authenticator, limits: limits, path: "/v1/me/stores") {
+            // Taking an older state back is an operator's act: a sign-in
+            // token (and a DPoP proof, which this route does not spend)
+            // could be replayed to undo the user's anchor.
+            Caller(owner: try $0.caller().subject, actor: "user", mayAccept: false)
+        }
     }
 }
 

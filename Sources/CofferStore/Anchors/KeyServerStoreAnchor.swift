@@ -49,18 +49,16 @@ public struct KeyServerStoreAnchor: StoreAnchor {
             case .fleet(let admin): try await admin.storeAnchor(store: storeID)
             case .user(let client): try await client.storeAnchor(store: storeID)
             }
-        }.map(Self.state)
+        }
     }
 
     func send(_ state: StoreAnchorState, store storeID: String, accept: Bool) throws -> StoreAnchorState {
-        Self.state(
-            try Self.wait { [caller] in
-                switch caller {
-                case .fleet(let admin): try await admin.anchorStore(store: storeID, state: .init(state), accept: accept)
-                case .user(let client):
-                    try await client.anchorStore(store: storeID, state: .init(state), accept: accept)
-                }
-            })
+        try Self.wait { [caller] in
+            switch caller {
+            case .fleet(let admin): try await admin.anchorStore(store: storeID, state: state, accept: accept)
+            case .user(let client): try await client.anchorStore(store: storeID, state: state, accept: accept)
+            }
+        }
     }
 
     @discardableResult
@@ -82,10 +80,6 @@ public struct KeyServerStoreAnchor: StoreAnchor {
         _ = try send(state, store: storeID, accept: true)
     }
 
-    static func state(_ anchored: AnchoredStoreState) -> StoreAnchorState {
-        StoreAnchorState(epoch: anchored.epoch, sequences: anchored.sequences, digest: anchored.digest)
-    }
-
     /// Runs `body` as a task and waits for it on this thread.
     static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let result = Locked<Result<T, any Error>?>(nil)
@@ -98,11 +92,5 @@ public struct KeyServerStoreAnchor: StoreAnchor {
         }
         done.wait()
         return try result.withLock { $0! }.get()
-    }
-}
-
-extension AnchoredStoreState {
-    init(_ state: StoreAnchorState) {
-        self.init(epoch: state.epoch, sequences: state.sequences, digest: state.digest)
     }
 }
