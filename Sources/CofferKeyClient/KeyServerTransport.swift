@@ -85,6 +85,17 @@ public protocol KeyServerTransport: Sendable {
 /// A transport that runs each request as a `URLSession` data task
 /// (FoundationNetworking on Linux).
 ///
+/// The requests run in a session of the transport's own, made with the
+/// given session's configuration (its proxy, TLS settings, cookies off or
+/// on) and passing authentication challenges — a pinning check — to the
+/// given session's delegate. Its own delegate holds two rules no session
+/// can lose (H4 and H7 of the fourth security review): **no redirect is
+/// followed** — a key server never sends one, and a request's token and
+/// DPoP proof are for its own URL, so the 3xx comes back as the answer and
+/// the client reports it — and **an answer stops at the request's limit
+/// while it streams**: past `maxResponseBytes` the task is cancelled, so an
+/// endless answer costs at most the limit in memory.
+///
 /// ```swift
 /// // Pinning on Apple platforms: a session whose delegate checks the server's trust.
 /// let session = URLSession(configuration: .ephemeral, delegate: PinningDelegate(), delegateQueue: nil)
@@ -94,11 +105,17 @@ public protocol KeyServerTransport: Sendable {
 /// ```
 public struct URLSessionTransport: KeyServerTransport, @unchecked Sendable {
     // URLSession is thread-safe (Apple's documentation); it is not marked Sendable everywhere.
+    /// The session whose configuration and delegate the requests use.
     public let session: URLSession
+    private let guarded: GuardedSession
 
     /// `session`: `URLSession.shared` by default; give one of your own
-    /// for a delegate, a proxy or an ephemeral cache.
-    public init(session: URLSession = .shared) { self.session = session }
+    /// for a delegate (its authentication challenges), a proxy or an
+    /// ephemeral cache.
+    public init(session: URLSession = .shared) {
+        self.session = session
+        guarded = GuardedSession(like: session)
+    }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var urlRequest = URLRequest(url: request.url)
@@ -108,14 +125,11 @@ public struct URLSessionTransport: KeyServerTransport, @unchecked Sendable {
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         let seconds = Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18
         urlRequest.timeoutInterval = max(0.001, seconds)
-        let (session, prepared) = (self.session, urlRequest)
+        let (guarded, prepared, limit) = (self.guarded, urlRequest, request.maxResponseBytes)
         let (data, response) = try await Self.within(request.timeout) {
-            try await session.data(for: prepared)
+            try await guarded.data(for: prepared, limit: limit)
         }
         guard let http = response as? HTTPURLResponse else { throw TransportFailure("the answer is not HTTP") }
-        guard data.count <= request.maxResponseBytes else {
-            throw TransportFailure.tooLarge(request.maxResponseBytes)
-        }
         let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
             guard let name = name as? String, let value = value as? String else { return nil }
             return (name, value)

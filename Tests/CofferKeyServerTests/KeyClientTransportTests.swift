@@ -58,6 +58,91 @@ import Testing
         }
     }
 
+    /// H4 of the fourth security review: a server that redirects a key
+    /// request to another origin over plain http (here 127.0.0.2), which
+    /// logs every Authorization header that reaches it. Neither transport
+    /// follows: the 302 is the answer, reported as one, and the token never
+    /// leaves for the other host. (Before, URLSession followed and sent
+    /// `Bearer …` there.)
+    @Test(arguments: KeyClientTests.Transport.allCases) func aRedirectIsNotFollowedAndTheTokenStays(
+        _ transport: KeyClientTests.Transport
+    ) async throws {
+        let seen = Locked<[String]>([])
+        let thief = Router()
+        @Sendable func log(_ request: Request, _ context: BasicRequestContext) -> Response {
+            seen.withLock { $0.append(request.headers[.authorization] ?? "(none)") }
+            return Response(status: .ok)
+        }
+        // A 302 turns the POST into a GET where it is followed.
+        thief.post("/v1/keys/notes", use: log)
+        thief.get("/v1/keys/notes", use: log)
+        // Not `.test(.live)`: that listens on localhost, whatever the address.
+        let (ports, listening) = AsyncStream<Int>.makeStream()
+        let elsewhere = Application(
+            router: thief, configuration: .init(address: .hostname("127.0.0.2", port: 0)),
+            onServerRunning: { listening.yield($0.localAddress?.port ?? 0) })
+        let running = Task { try await elsewhere.runService() }
+        defer { running.cancel() }
+        var next = ports.makeAsyncIterator()
+        let port = try #require(await next.next())
+        let router = Router()
+        router.post("/v1/keys/moved") { _, _ in
+            Response(status: .found, headers: [.location: "http://127.0.0.2:\(port)/v1/keys/notes"])
+        }
+        try await Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            .test(.live) { server in
+                let client = try KeyClientTests.client(
+                    server.port, token: "secret-sign-in-token", cache: nil, timeout: .seconds(5), over: transport)
+                let error = await #expect(throws: KeyClientError.self) {
+                    try await client.currentKey(purpose: "moved")
+                }
+                #expect(error?.status == 302, "\(String(describing: error))")
+            }
+        #expect(seen.withLock { $0 }.isEmpty, "the other host was sent: \(seen.withLock { $0 })")
+    }
+
+    /// H7: an answer that never ends. The limit (64 KiB) holds while the
+    /// body streams: the client stops at once with a malformed answer, and
+    /// the process's memory does not grow with what the server sends.
+    /// (Before, URLSession read until the timeout — the review's 400 MiB
+    /// answer took 864 MB.)
+    @Test(arguments: KeyClientTests.Transport.allCases) func anEndlessAnswerStopsAtTheLimit(
+        _ transport: KeyClientTests.Transport
+    ) async throws {
+        let router = Router()
+        router.post("/v1/keys/endless") { _, _ -> Response in
+            let chunk = ByteBuffer(repeating: UInt8(ascii: " "), count: 1 << 16)
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody { writer in
+                    // Until the client goes away (the write then fails), or 4 GiB.
+                    for _ in 0..<65_536 { try await writer.write(chunk) }
+                    try await writer.finish(nil)
+                })
+        }
+        try await Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            .test(.live) { server in
+                let client = try KeyClientTests.client(
+                    server.port, token: "t", cache: nil, timeout: .seconds(20), over: transport)
+                let before = Self.residentBytes()
+                let start = ContinuousClock.now
+                let error = await #expect(throws: KeyClientError.self) {
+                    try await client.currentKey(purpose: "endless")
+                }
+                #expect(error?.code == .malformedResponse, "\(String(describing: error))")
+                #expect(ContinuousClock.now - start < .seconds(5), "stopped after \(ContinuousClock.now - start)")
+                let grown = Self.residentBytes() - before
+                #expect(grown < 64 << 20, "the process grew by \(grown >> 20) MiB")
+            }
+    }
+
+    /// This process's resident memory (Linux: /proc/self/statm).
+    static func residentBytes() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
     /// A URLSession task that never ends, cancelled or not, as
     /// FoundationNetworking's sometimes does: the limit and the caller's
     /// cancellation still answer at once. (With a task group that waits

@@ -37,7 +37,7 @@ struct InsertRow: Sendable {
         }
         values += sealed.values
         let positions = sealer.elementPositions
-        element = try sealer.recordSet?.element(
+        element = sealer.recordSet?.element(
             key: try StoreSQL.databaseValue(key, for: table.field(table.primaryKey)!, table: table.name),
             life: positions.life.map { sealed.values[$0] } ?? .null
         ) { positions.fields[$0] >= 0 ? sealed.values[positions.fields[$0]] : .null }
