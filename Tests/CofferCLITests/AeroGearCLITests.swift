@@ -109,6 +109,7 @@ import Testing
             ("truncated", "not a well-formed property list"), ("truncated-xml", "not a well-formed property list"),
             ("deep-xml", "not a well-formed property list"), ("deep-binary", "not a well-formed property list"),
             ("huge-count", "not a well-formed property list"), ("many-references", "at most 1000000"),
+            ("reference-bomb", "reference bomb"),
             ("not-a-plist", "not a property list"), ("dictionary", "not an array of records"),
             ("encrypted-store", "ENCRYPTED_PLIST"), ("not-a-record", "record 2 is text"),
             ("nested-value", "field \"toWhom\" of record 1 is a dictionary"), ("oversized", "larger than 16 MiB"),

@@ -245,6 +245,7 @@ extension AeroGear {
         else {
             throw CofferError(.malformed, "\(what) is not a property list (neither binary \"bplist00\" nor XML)")
         }
+        if data.starts(with: Array("bplist00".utf8)) { try BinaryPropertyListBounds.check(data, what: what) }
         do {
             var format = PropertyListSerialization.PropertyListFormat.binary
             let root = try PropertyListSerialization.propertyList(from: data, options: [], format: &format)

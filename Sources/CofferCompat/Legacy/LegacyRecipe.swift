@@ -36,6 +36,7 @@ public enum LegacyRecipe {
     public static func envelope(_ bytes: some Collection<UInt8>) throws -> Envelope {
         let data = Data(bytes)
         var dictionary: [String: Any]?
+        if data.starts(with: Array("bplist00".utf8)) { try BinaryPropertyListBounds.check(data, what: "the envelope") }
         if let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
             as? [String: Any]
         {

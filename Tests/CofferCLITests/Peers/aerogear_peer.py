@@ -138,6 +138,11 @@ def hostile(directory, kind):
         count = 2_000_000
         record = bytes([0xD0])
         data = binary_plist([bytes([0xAF, 0x12]) + struct.pack(">I", count) + struct.pack(">I", 1) * count, record])
+    elif kind == "reference-bomb":
+        # 24 levels of arrays, each holding the next 16 times, over one
+        # record: 1.6 KB that Foundation would expand to 16**24 records.
+        levels = [bytes([0xAF, 0x12]) + struct.pack(">I", 16) + struct.pack(">I", level + 1) * 16 for level in range(24)]
+        data = binary_plist(levels + [bytes([0xD0])])
     elif kind == "not-a-plist":
         data = b"\x89PNG\r\n\x1a\n" + os.urandom(64)
     elif kind == "dictionary":
