@@ -71,7 +71,12 @@ struct RecordSetTally: Equatable, Sendable {
 struct RecordSetKey: Sendable {
     let root: SymmetricKey
     let storeID: [UInt8]
-    private let tables = Locked([String: RecordSetTable]())
+    private let tables = Locked([TableName: RecordSetTable]())
+
+    private struct TableName: Hashable, Sendable {
+        var table: String
+        var migrating: String?
+    }
 
     init(root: SymmetricKey, storeID: [UInt8]) {
         self.root = root
@@ -83,9 +88,15 @@ struct RecordSetKey: Sendable {
     /// HKDF-SHA-256(root, salt: store id, info: SealingContext("coffer
     /// store v1 record set", table)), and its sealed fields' name parts.
     func table(_ table: StoreSchema.Table, migrating: String?) throws -> RecordSetTable {
-        let name = table.name + "\u{0}" + (migrating ?? "")
+        let name = TableName(table: table.name, migrating: migrating)
+        // The cached plan stands while the table's sealed fields are the
+        // same, in order (an altered schema has others).
+        if let known = tables.withLock({ $0[name] }),
+            known.fields.elementsEqual(table.fields.lazy.filter(\.sealed).map(\.name))
+        {
+            return known
+        }
         let sealed = table.fields.filter(\.sealed).map(\.name)
-        if let known = tables.withLock({ $0[name] }), known.fields == sealed { return known }
         let key = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: root, salt: storeID,
             info: try SealingContext("coffer store v1 record set", table.name).bytes, outputByteCount: 32)
