@@ -16,12 +16,26 @@ struct CofferCommand: ParsableCommand {
             (binary to a terminal, existing file), 64 usage.
             """,
         version: CofferVersion.string,
-        subcommands: [
-            Tour.self, Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self, Hash.self, Hmac.self,
-            RSA.self, Agree.self, Sign.self, Verify.self, Key.self,
-            Apple.self, RNCryptorCommand.self, Legacy.self, CryptoKitCommand.self, Convert.self,
-            KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, KeychainCommand.self, StoreCommand.self,
-            ServerKeyCommand.self,
+        // In sections by job (the names are unchanged; `coffer help` lists them so).
+        subcommands: [Tour.self],
+        groupedSubcommands: [
+            CommandGroup(
+                name: "Files (age v1)",
+                subcommands: [Keygen.self, Encrypt.self, Decrypt.self, Rekey.self, Inspect.self]),
+            CommandGroup(
+                name: "Small values and records",
+                subcommands: [KeyRingCommand.self, Seal.self, Open.self, Rewrap.self, StoreCommand.self]),
+            CommandGroup(name: "Keys kept for you", subcommands: [KeychainCommand.self, ServerKeyCommand.self]),
+            CommandGroup(
+                name: "What apps already wrote",
+                subcommands: [
+                    Apple.self, RNCryptorCommand.self, Legacy.self, CryptoKitCommand.self, Convert.self,
+                ]),
+            CommandGroup(
+                name: "Keys and primitives",
+                subcommands: [
+                    Key.self, Hash.self, Hmac.self, RSA.self, Agree.self, Sign.self, Verify.self,
+                ]),
         ]
     )
 
