@@ -71,21 +71,4 @@ struct AeroGearOptions: ParsableArguments {
                 status: ExitStatus.of(error))
         }
     }
-
-    /// One stored value opened, checked as its generation allows; CBC is
-    /// said to be unauthenticated.
-    func open(_ sealed: [UInt8], generation: AeroGear.Generation, passwordFile fallback: String?) throws -> Data {
-        let parameters = try parameters(generation: generation, hexAllowed: true)
-        let key = try AeroGear.key(
-            password: try password(fallbackFile: fallback), salt: parameters.salt, generation: generation)
-        let plaintext = try hintingPassword {
-            try AeroGear.open(sealed, ivOrNonce: parameters.ivOrNonce, key: key, generation: generation)
-        }
-        if generation == .cbc {
-            StandardError.write(
-                "coffer: warning: AeroGear CBC data has no MAC; the converted plaintext was unauthenticated (only its padding and UTF-8 were checked)\n"
-            )
-        }
-        return plaintext
-    }
 }

@@ -155,17 +155,6 @@ struct CryptoKitOpen: ParsableCommand {
 }
 
 struct Convert: ParsableCommand {
-    enum Source: String, ExpressibleByArgument, CaseIterable {
-        case appleECIES = "apple-ecies"
-        case rncryptor
-        case legacyCBC = "legacy-cbc"
-        case legacyECB = "legacy-ecb"
-        case cryptokitAESGCM = "cryptokit-aesgcm"
-        case cryptokitChaChaPoly = "cryptokit-chachapoly"
-        case aerogearCBC = "aerogear-cbc"
-        case aerogearSecretBox = "aerogear-secretbox"
-    }
-
     static let configuration = CommandConfiguration(
         abstract: "Migrate stored data to an age file: read the old format, encrypt to age recipients.",
         discussion: """
@@ -178,10 +167,9 @@ struct Convert: ParsableCommand {
             """)
 
     @Option(
-        help:
-            "apple-ecies, rncryptor, legacy-cbc, legacy-ecb, cryptokit-aesgcm, cryptokit-chachapoly, aerogear-cbc or aerogear-secretbox."
-    )
-    var from: Source
+        help: ArgumentHelp(
+            "The old format: \(CompatFormat.all.map(\.name).joined(separator: ", ")).", valueName: "format"))
+    var from: String
 
     @Option(help: "apple-ecies: the SecKey algorithm (any eciesEncryption… or rsaEncryptionOAEP…AESGCM).")
     var algorithm: String?
@@ -215,39 +203,50 @@ struct Convert: ParsableCommand {
     }
 
     func run() throws {
+        let format: CompatFormat
+        do { format = try CompatFormat.named(from) } catch let error as CofferError {
+            throw ValidationError(error.description)
+        }
         let recipientList = try recipients.resolve()
         let old = try Input.readAll(path: input ?? "-", what: "the input")
-        let plaintext: Data
-        switch from {
-        case .appleECIES:
-            guard let algorithm, let key else { throw ValidationError("apple-ecies needs --algorithm and --key") }
-            plaintext = try AppleSecKey.decrypt(
-                old, with: try AppleKeyFile.load(key), algorithm: try AppleAlgorithm(algorithm))
-        case .rncryptor:
-            let credentials = try RNCryptorCredentials.parse(
-                (passphraseFile.map { ["--passphrase-file", $0] } ?? []) + (keyFile.map { ["--key-file", $0] } ?? []))
-            plaintext = try RNCryptor.decrypt(old, credentials: try credentials.resolve(confirm: false))
-        case .legacyCBC, .legacyECB:
-            let passphrase =
-                try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
-            plaintext = try LegacyRecipe.decrypt(
-                try LegacyRecipe.envelope(old), passphrase: passphrase,
-                mode: from == .legacyCBC ? .cbc : .ecb
-            ).bytes
+        let plaintext = try aeroGear.hintingPassword { try format.read(old, with: try credentials(for: format)) }
+        if !format.authenticated {
             StandardError.write(
-                "coffer: warning: the legacy recipe has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n"
+                "coffer: warning: \(format.name) has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n"
             )
-        case .cryptokitAESGCM, .cryptokitChaChaPoly:
-            guard let keyFile else { throw ValidationError("\(from.rawValue) needs --key-file") }
-            plaintext = try CryptoKitBox.open(
-                old, key: try Input.readAll(path: keyFile, what: "the key file"),
-                cipher: from == .cryptokitAESGCM ? .aesgcm : .chachapoly)
-        case .aerogearCBC, .aerogearSecretBox:
-            plaintext = try aeroGear.open(
-                old, generation: from == .aerogearCBC ? .cbc : .secretBox, passwordFile: passphraseFile)
         }
         let out = try Output(path: output, binary: !armor, hint: "did you mean to use -a/--armor, or -o FILE?")
         var source = BufferSource(plaintext)
         try out.write { sink in try Age.encrypt(from: &source, to: &sink, recipients: recipientList, armored: armor) }
+    }
+
+    /// What `format` needs, from the options (a password asked on the
+    /// terminal when no file names it).
+    func credentials(for format: CompatFormat) throws -> CompatFormat.Credentials {
+        var given = CompatFormat.Credentials()
+        func file(_ path: String?, _ option: String) throws -> [UInt8] {
+            guard let path else { throw ValidationError("\(format.name) needs \(option)") }
+            return try Input.readAll(path: path, what: "the key file")
+        }
+        func password() throws -> [UInt8] {
+            try passphraseFile.map(Passphrase.read(file:)) ?? Passphrase.prompt("Passphrase", confirm: false)
+        }
+        switch format.needs {
+        case .password: given.password = try password()
+        case .key: given.key = try file(keyFile, "--key-file")
+        case .passwordOrKey:
+            if passphraseFile != nil && keyFile != nil {
+                throw ValidationError("give --passphrase-file or --key-file, not both")
+            }
+            if let keyFile { given.key = try file(keyFile, "--key-file") } else { given.password = try password() }
+        case .privateKeyAndAlgorithm:
+            guard let algorithm, let key else { throw ValidationError("\(format.name) needs --algorithm and --key") }
+            given.privateKey = try AppleKeyFile.load(key)
+            given.algorithm = algorithm
+        case .aeroGearParameters(let generation):
+            given.aeroGear = try aeroGear.parameters(generation: generation, hexAllowed: true)
+            given.password = Array(try aeroGear.password(fallbackFile: passphraseFile).utf8)
+        }
+        return given
     }
 }
