@@ -5,7 +5,7 @@ import Foundation
 /// what it needs to open a value, whether what it opens was authenticated,
 /// and how to read one value. ``all`` lists the formats CofferCompat reads;
 /// the list is open — a format of an app's own is a ``CompatFormat`` made
-/// with ``init(name:summary:needs:authenticated:read:)`` — and `coffer
+/// with ``init(name:summary:needs:keySizes:authenticated:read:)`` — and `coffer
 /// convert` is one loop over it: find the format, gather what it needs,
 /// read, encrypt to age.
 ///
