@@ -2,7 +2,7 @@
 Coffer (security review 4, H8): reads the chain as JSON lines on standard
 input (one entry per line, as sqlite3's json_object or PostgreSQL's
 json_build_object print it), drops every entry about SUBJECT, renumbers
-and relinks the rest with SHA-256 as docs/key-server.md ("Audit log")
+and relinks the rest with SHA-256 as docs/key-server-audit.md
 defines the links, and prints the SQL that puts the forged chain in place
 and deletes the anchors from the first removed entry on.
 

@@ -39,7 +39,7 @@ import Testing
     /// A file's bytes as another process reads them (`cat`), nil when there
     /// is no such file. A store of this process has the database open, and
     /// an open and close of its files here would drop every POSIX lock the
-    /// process holds on them, SQLite's included (docs/key-server.md, "Keys
+    /// process holds on them, SQLite's included (docs/key-server-operating.md, "Keys
     /// are rows"); the scans below read them so.
     static func bytesReadElsewhere(_ path: String) throws -> Data? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }

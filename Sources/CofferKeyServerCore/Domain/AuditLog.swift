@@ -121,8 +121,7 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         return bytes
     }
 
-    /// SHA-256 over `previous` and this entry's encoding (docs/key-server.md,
-    /// "Audit log"): a label, then each field as a 4-byte big-endian length
+    /// SHA-256 over `previous` and this entry's encoding (docs/key-server-audit.md): a label, then each field as a 4-byte big-endian length
     /// and its UTF-8 bytes, numbers in decimal, in the order below, which
     /// ``encodeNaming(at:_:)`` and ``encodeTail(at:_:)`` follow for
     /// PostgreSQL. Each field is fed to the hash as it is encoded, with no

@@ -10,7 +10,7 @@ extension ServerKeyStore {
     /// - Parameters:
     ///   - url: `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME]`, with
     ///     `sslmode` and `sslrootcert` as libpq reads them (`verify-full`
-    ///     by default for a host off loopback; docs/key-server.md).
+    ///     by default for a host off loopback; docs/key-server-postgres.md).
     ///   - password: the database password, given apart from the URL.
     ///   - kek: the key ring that seals and opens every key.
     ///   - reload: reads the key ring again, when a stored key names a KEK

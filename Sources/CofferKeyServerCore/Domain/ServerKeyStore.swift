@@ -3,7 +3,7 @@ import Coffer
 import Crypto
 import Foundation
 
-/// Keys as rows (docs/key-server.md): each version of each key is 256
+/// Keys as rows (docs/key-server-operating.md): each version of each key is 256
 /// bits from the system's CSPRNG, sealed under the server's KEK with its
 /// name and version as context. The rows live in SQLite (one machine;
 /// several processes may serve one file) or PostgreSQL (any number of

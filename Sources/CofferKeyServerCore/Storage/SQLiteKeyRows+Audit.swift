@@ -137,8 +137,7 @@ extension SQLiteKeyRows {
     /// (`audit export`) and cost every key release a page of the index in
     /// its commit, one more for each subject in the batch (in a benchmark
     /// of one subject's fetches, two of the four pages each commit wrote to
-    /// the WAL). The export reads the whole log instead (docs/key-server.md,
-    /// "Audit log").
+    /// the WAL). The export reads the whole log instead (docs/key-server-audit.md).
     static func registerAuditScanMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v8 audit without its subject index") { db in
             try db.execute(sql: "DROP INDEX audit_subject")

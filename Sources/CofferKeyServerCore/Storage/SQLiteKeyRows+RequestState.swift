@@ -30,7 +30,7 @@ extension SQLiteKeyRows {
     /// NORMAL` for it alone): its WAL frames reach the disk with the next
     /// synced commit. A kill -9 loses no count (the WAL is in the OS's
     /// cache); a power cut can forget counts raised since the last synced
-    /// commit (docs/key-server.md, "Rate limits").
+    /// commit (docs/key-server-operating.md, "Rate limits").
     func countRequests(_ counts: [RateCount]) async throws -> [Int] {
         try await pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
