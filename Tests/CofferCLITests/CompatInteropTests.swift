@@ -302,6 +302,15 @@ import Testing
                 #expect(!directory.exists("never.age"))
             }
         }
+        // A wrong password is said as the format's own, not as AeroGear's.
+        let wrong = try directory.write("wrong", Array("not it".utf8))
+        let refused = try CLI.coffer([
+            "convert", "--from", "rncryptor", "--passphrase-file", wrong, "-r", recipient, "-o",
+            directory.path("never.age"), directory.path("old.rncryptor"),
+        ])
+        #expect(refused.status == 3, "\(refused.stderr)")  // RNCryptor cannot tell a wrong password from damage
+        #expect(!refused.stderr.contains("AeroGear"), "\(refused.stderr)")
+        #expect(!directory.exists("never.age"))
     }
 
     /// SecKeyCopyKeyExchangeResult's X9.63 variants, SHA-224 included,

@@ -209,7 +209,14 @@ struct Convert: ParsableCommand {
         }
         let recipientList = try recipients.resolve()
         let old = try Input.readAll(path: input ?? "-", what: "the input")
-        let plaintext = try aeroGear.hintingPassword { try format.read(old, with: try credentials(for: format)) }
+        let read = { try format.read(old, with: try credentials(for: format)) }
+        let plaintext: Data
+        // A wrong AeroGear password is said as such (the hint names its option).
+        if case .aeroGearParameters = format.needs {
+            plaintext = try aeroGear.hintingPassword(read)
+        } else {
+            plaintext = try read()
+        }
         if !format.authenticated {
             StandardError.write(
                 "coffer: warning: \(format.name) has no MAC; the converted plaintext was unauthenticated (only its padding was checked)\n"
