@@ -217,7 +217,8 @@ let package = Package(
         .executableTarget(
             name: "coffer-fuzz",
             dependencies: [
-                "Coffer", "CofferCompat", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"),
+                "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferKeyClient", "CofferKeyServer",
+                "CofferKeyServerCore", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // libsecret, only with the SecretService trait.
         .systemLibrary(
@@ -277,6 +278,9 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

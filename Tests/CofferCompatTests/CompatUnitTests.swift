@@ -8,6 +8,18 @@ import Testing
 
 @Suite struct SHA224Tests {
     /// FIPS 180-4 examples (NIST CSRC "SHA224.pdf") and the one-million-'a' message.
+    /// Found by the `seckey` fuzz target (fuzz/regressions/seckey/): an RSA
+    /// public key Coffer's key files read but swift-crypto's RSA refuses
+    /// (a 4,101-bit modulus) came out as swift-crypto's error, not Coffer's.
+    @Test func anRSAKeySwiftCryptoRefusesIsCoffersError() throws {
+        let found = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "fuzz/regressions/seckey/rsa-4101-bit-modulus-swift-crypto-refuses"))
+        let error = #expect(throws: CofferError.self) { _ = try AppleKey(fileBytes: found) }
+        #expect(error?.code == .unsupported && error?.description.contains("RSA") == true)
+    }
+
     @Test func nistExamples() {
         func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
         #expect(hex(SHA224.hash(Array("abc".utf8))) == "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7")

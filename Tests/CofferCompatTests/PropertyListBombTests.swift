@@ -93,4 +93,25 @@ import Testing
         let store = try AeroGear.PropertyListStore(propertyList: Array(data))
         #expect(store.records.count == 2000)
     }
+
+    /// Found by the `plist` fuzz target (fuzz/regressions/plist/): a set of
+    /// data crashed Foundation on Linux as it bridged it. Sets, and
+    /// dictionary keys that are not strings, are refused before Foundation
+    /// reads the list.
+    @Test func setsAndKeysThatAreNotStringsAreRefused() throws {
+        let found = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "fuzz/regressions/plist/set-of-data-crashes-foundation"))
+        let set = Self.binary([[0xC1, 0x00, 0x00, 0x00, 0x01], [0x41, 0x07]])
+        let dataKey = Self.binary([[0xD1, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01], [0x41, 0x07]])
+        for (list, says) in [(Array(found), "is a set"), (set, "is a set"), (dataKey, "key that is not a string")] {
+            let error = #expect(throws: CofferError.self) { _ = try AeroGear.PropertyListStore(propertyList: list) }
+            #expect(
+                error?.code == .malformed && error?.description.contains(says) == true, "\(String(describing: error))")
+        }
+        // A dictionary with string keys still reads.
+        let named = Self.binary([[0xD1, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02], [0x51, 0x61], [0x41, 0x07]])
+        try BinaryPropertyListBounds.check(Data(named), what: "the list")
+    }
 }

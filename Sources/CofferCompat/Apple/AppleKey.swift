@@ -52,7 +52,11 @@ public enum AppleKey: Sendable, CustomStringConvertible {
                 return
             case .rsa(let rsa):
                 self = .rsaPrivate(
-                    RSAKey.Private(key: try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: rsa.derRepresentation)))
+                    RSAKey.Private(
+                        key: try Self.rsa {
+                            try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: rsa.derRepresentation)
+                        }
+                    ))
                 return
             default:
                 throw CofferError(
@@ -66,7 +70,11 @@ public enum AppleKey: Sendable, CustomStringConvertible {
                 return
             case .rsa(let rsa):
                 self = .rsaPublic(
-                    RSAKey.Public(key: try _RSA.Encryption.PublicKey(unsafeDERRepresentation: rsa.derRepresentation)))
+                    RSAKey.Public(
+                        key: try Self.rsa {
+                            try _RSA.Encryption.PublicKey(unsafeDERRepresentation: rsa.derRepresentation)
+                        }
+                    ))
                 return
             default:
                 throw CofferError(
@@ -104,5 +112,14 @@ public enum AppleKey: Sendable, CustomStringConvertible {
             .malformed,
             "not a SecKey key: expected an external representation (EC 04 ‖ X ‖ Y [‖ D], RSA PKCS#1 DER), its base64, or a PEM/DER key file"
         )
+    }
+
+    /// An RSA key swift-crypto makes from one Coffer's key files read; its
+    /// refusal (a size it does not take: the fuzzer found a 4,101-bit
+    /// modulus) said as Coffer's error, not swift-crypto's.
+    static func rsa<Key>(_ make: () throws -> Key) throws -> Key {
+        do { return try make() } catch {
+            throw CofferError(.unsupported, "an RSA key swift-crypto's RSA does not take (\(error))")
+        }
     }
 }

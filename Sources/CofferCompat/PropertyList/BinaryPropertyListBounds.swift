@@ -110,16 +110,34 @@ enum BinaryPropertyListBounds {
                     throw malformed("object \(index) runs past the objects")
                 }
                 return (nil, 0, size.partialValue)
-            case 0xA, 0xC, 0xD:  // array, set, dictionary (keys, then values)
+            case 0xC:
+                // No property list Coffer reads holds a set, and Foundation on
+                // Linux crashed bridging one the fuzzer made (a set of data).
+                throw malformed("object \(index) is a set, which no AeroGear property list holds")
+            case 0xA, 0xD:  // array, dictionary (keys, then values)
                 let (length, start) = try count()
                 let references = length.multipliedReportingOverflow(by: kind == 0xD ? 2 : 1)
                 let span = references.partialValue.multipliedReportingOverflow(by: referenceSize)
                 guard !references.overflow, !span.overflow, span.partialValue <= table - start else {
                     throw malformed("object \(index) holds more references than the list has bytes")
                 }
+                if kind == 0xD { try checkKeys(of: index, count: length, at: start) }
                 return (start..<start + span.partialValue, referenceSize, 0)
             default:
                 return (nil, 0, 0)
+            }
+        }
+
+        /// A dictionary's keys are strings, as in every property list Coffer
+        /// reads (Foundation on Linux bridges other keys unsafely).
+        func checkKeys(of index: Int, count: Int, at start: Int) throws {
+            for number in 0..<count {
+                let key = try integer(at: start + number * referenceSize, size: referenceSize)
+                guard key < objects else { throw malformed("object \(index) names an object past the last") }
+                let offset = try integer(at: table + key * offsetSize, size: offsetSize)
+                guard offset >= 8, offset < table, [0x5, 0x6].contains(bytes[offset] >> 4) else {
+                    throw malformed("object \(index) is a dictionary with a key that is not a string")
+                }
             }
         }
 

@@ -46,7 +46,7 @@ public struct DPoPPolicy: Sendable, Hashable {
 }
 
 /// A checked proof: who signed it.
-struct DPoPProof: Sendable {
+package struct DPoPProof: Sendable {
     /// The base64url SHA-256 thumbprint of the proof key (RFC 7638).
     let thumbprint: String
     /// SHA-256 of the thumbprint and the `jti`: what the replay cache holds.
@@ -60,7 +60,7 @@ struct DPoPProof: Sendable {
     /// Checks everything in the proof that needs no database: its form, its
     /// signature by the key in its header, `htm`, `htu`, `iat`, `ath`.
     /// The nonce and the `jti` are checked by the caller.
-    static func check(
+    package static func check(
         _ proof: String, method: String, accepts: (String) -> Bool, accessToken: Substring, now: Int64,
         leeway: Int64, headers: DPoPHeaders
     ) throws -> (DPoPProof, nonce: String?) {
@@ -160,7 +160,7 @@ struct DPoPProof: Sendable {
 /// key, checked on the curve, and thumbprint are worked out once. Only
 /// accepted headers are kept; the memory is emptied when full. Keys here
 /// are public.
-final class DPoPHeaders: Sendable {
+package final class DPoPHeaders: Sendable {
     struct Signer: Sendable {
         let key: P256.Signing.PublicKey
         let thumbprint: String
@@ -168,6 +168,8 @@ final class DPoPHeaders: Sendable {
 
     static let capacity = 10_000
     let known = Locked<[ArraySlice<UInt8>: Signer]>([:])
+
+    package init() {}
 
     func signer(_ segment: ArraySlice<UInt8>) throws -> Signer {
         if let signer = known.withLock({ $0[segment] }) { return signer }
