@@ -4,7 +4,7 @@ import CofferKeychain
 import Foundation
 
 @main
-struct CofferCommand: ParsableCommand {
+struct CofferCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coffer",
         abstract: "Encrypt files with age v1, and manage the keys that open them.",
@@ -41,14 +41,21 @@ struct CofferCommand: ParsableCommand {
 
     /// Maps every failure to one `coffer: error:` line, an optional
     /// `coffer: hint:` line and a documented exit status.
-    static func main() {
+    /// Commands that wait for a key server or a store's changes are async
+    /// (`AsyncParsableCommand`) and run on the concurrency pool; the rest
+    /// run as they are.
+    static func main() async {
         // Keys and passphrases pass through this process: never into a core file.
         ProcessHardening.disableCoreDumps()
         var parsed: (any ParsableCommand)?
         do {
             var command = try parseAsRoot()
             parsed = command
-            try command.run()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
         } catch let error as CofferError {
             StandardError.report(error.description, hint: ExitStatus.hint(for: error, in: parsed))
             Foundation.exit(ExitStatus.of(error))

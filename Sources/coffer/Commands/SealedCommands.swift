@@ -16,13 +16,13 @@ struct SealOptions: ParsableArguments {
     @OptionGroup var files: FileOptions
 
     /// The key ring `unlock` opens and the context's bytes.
-    func keyRing(_ unlock: KeyRingUnlock, _ kek: KEKOptions) throws -> (KeyRing, [UInt8]) {
-        (try unlock.unlockFile(kek).keyRing, Array(context.utf8))
+    func keyRing(_ unlock: KeyRingUnlock, _ kek: KEKOptions) async throws -> (KeyRing, [UInt8]) {
+        await (try unlock.unlockFile(kek).keyRing, Array(context.utf8))
     }
 
     /// The same, and the whole input.
-    func read(_ unlock: KeyRingUnlock, _ kek: KEKOptions) throws -> (KeyRing, [UInt8], [UInt8]) {
-        let (ring, context) = try keyRing(unlock, kek)
+    func read(_ unlock: KeyRingUnlock, _ kek: KEKOptions) async throws -> (KeyRing, [UInt8], [UInt8]) {
+        let (ring, context) = try await keyRing(unlock, kek)
         return (ring, context, try Input.readAll(path: files.inputPath, what: "the input"))
     }
 
@@ -36,7 +36,7 @@ struct SealOptions: ParsableArguments {
     }
 }
 
-struct Seal: ParsableCommand {
+struct Seal: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Seal a small value under the key ring's primary key (docs/sealed-values.md).")
     @OptionGroup var unlock: KeyRingUnlock
@@ -45,36 +45,36 @@ struct Seal: ParsableCommand {
     @Flag(help: "Write the text form (cs1.… base64url) instead of binary.")
     var text = false
 
-    func run() throws {
-        let (ring, context, plaintext) = try options.read(unlock, kek)
+    func run() async throws {
+        let (ring, context, plaintext) = try await options.read(unlock, kek)
         try options.write(sealed: try ring.seal(plaintext, context: context), text: text)
     }
 }
 
-struct Open: ParsableCommand {
+struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Open a sealed value (binary or text form).")
     @OptionGroup var unlock: KeyRingUnlock
     @OptionGroup var kek: KEKOptions
     @OptionGroup var options: SealOptions
 
-    func run() throws {
-        let (ring, context) = try options.keyRing(unlock, kek)
+    func run() async throws {
+        let (ring, context) = try await options.keyRing(unlock, kek)
         try options.files.transform("the input", binary: false) {
             try ring.open(try SealedValue.binary($0), context: context)
         }
     }
 }
 
-struct Rewrap: ParsableCommand {
+struct Rewrap: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Re-seal a value under the current primary key, without printing it; keeps its form.")
     @OptionGroup var unlock: KeyRingUnlock
     @OptionGroup var kek: KEKOptions
     @OptionGroup var options: SealOptions
 
-    func run() throws {
-        let (ring, context, input) = try options.read(unlock, kek)
+    func run() async throws {
+        let (ring, context, input) = try await options.read(unlock, kek)
         let rewrapped = try ring.rewrap(try SealedValue.binary(input), context: context)
         try options.write(sealed: rewrapped, text: input.starts(with: Array(SealedValue.textPrefix.utf8)))
     }

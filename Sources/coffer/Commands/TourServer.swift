@@ -5,7 +5,7 @@ import Foundation
 
 /// `coffer tour server`: the seed's second flow, keys from a server after
 /// sign-in, against a development `coffer-server` it starts itself.
-struct TourServer: ParsableCommand {
+struct TourServer: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "server",
         abstract: "A tour of keys from a server after sign-in, against a development coffer-server it starts itself.",
@@ -19,7 +19,7 @@ struct TourServer: ParsableCommand {
             ? "swift build --traits Server && swift run --traits Server coffer tour server" : "coffer tour server"
     }
 
-    func run() throws {
+    func run() async throws {
         let directory = try TourDirectory("tour-server")
         defer { directory.finish() }
         let server = try DevServer(data: directory.path("server"))
@@ -28,39 +28,41 @@ struct TourServer: ParsableCommand {
         tour.step("started a development key server", "\(server.url) (its own issuer; never for production)")
 
         let url = URL(string: server.url)!
-        let alice = try server.token(for: "alice")
+        let alice = try await server.token(for: "alice")
         tour.step(
             "alice signed in", "the app holds her sign-in token (a JWT signed by the server's development issuer)")
         let client = try KeyServerClient(server: url, account: "alice", token: { alice })
-        let key = try Blocking.await { try await client.currentKey(purpose: "presents") }
+        let key = try await KeyServerRefusal.mapped { try await client.currentKey(purpose: "presents") }
         tour.step(
             "the server made alice's key for presents on her first request",
             "version \(key.version), key id \(key.keyID); the key itself stays in memory")
 
         let ringPath = directory.path("presents.ckr")
-        let secret = try Blocking.await { try await client.unlockSecret(purpose: "presents") }
+        let secret = try await KeyServerRefusal.mapped { try await client.unlockSecret(purpose: "presents") }
         let ring = KeyRingStore(path: ringPath, secret: secret, rollbackGuard: nil)
-        try ring.create()
+        _ = try await ring.create()
         let context = try SealingContext("presents", "1", "description", "to: Grandma")
-        let sealed = try ring.read().keyRing.seal(Data("a knitted scarf".utf8), context: context)
+        let sealed = try await ring.read().keyRing.seal(Data("a knitted scarf".utf8), context: context)
         tour.step(
             "sealed a present's description under a key ring the server's key unlocks",
             "\(sealed.count) bytes; \"to: Grandma\" is bound to it and stays clear")
 
         let later = try KeyServerClient(server: url, account: "alice", token: { alice })
         let again = KeyRingStore(
-            path: ringPath, secret: try Blocking.await { try await later.unlockSecret(purpose: "presents") },
+            path: ringPath,
+            secret: try await KeyServerRefusal.mapped { try await later.unlockSecret(purpose: "presents") },
             rollbackGuard: nil)
-        let opened = try again.read().keyRing.open(sealed, context: context)
+        let opened = try await again.read().keyRing.open(sealed, context: context)
         try tour.check(String(decoding: opened, as: UTF8.self) == "a knitted scarf", "the description did not open")
         tour.step("the app started again, fetched the same key and opened it", "\"a knitted scarf\"")
 
-        let bobToken = try server.token(for: "bob")
+        let bobToken = try await server.token(for: "bob")
         let bob = try KeyServerClient(server: url, account: "bob", token: { bobToken })
         let bobs = KeyRingStore(
-            path: ringPath, secret: try Blocking.await { try await bob.unlockSecret(purpose: "presents") },
+            path: ringPath,
+            secret: try await KeyServerRefusal.mapped { try await bob.unlockSecret(purpose: "presents") },
             rollbackGuard: nil)
-        try tour.check((try? bobs.read()) == nil, "bob's key opened alice's key ring")
+        try await tour.check((try? bobs.read()) == nil, "bob's key opened alice's key ring")
         tour.step("bob signed in: his key for presents is his own, and alice's key ring does not open with it", nil)
         print(
             "\nTour complete. Run a real one: \(Tour.isBuildProduct ? "swift run --traits Server coffer-server" : "coffer-server") serve --data DIR --kek-passphrase-file F --issuer … --audience … --jwks-url …"
@@ -110,9 +112,11 @@ final class DevServer {
     }
 
     /// A sign-in token for `subject` from the server's development issuer.
-    func token(for subject: String) throws -> String {
+    func token(for subject: String) async throws -> String {
         let server = URL(string: url)!
-        return try Blocking.await { try await KeyServerClient.developmentToken(server: server, subject: subject) }
+        return try await KeyServerRefusal.mapped {
+            try await KeyServerClient.developmentToken(server: server, subject: subject)
+        }
     }
 
     func stop() {

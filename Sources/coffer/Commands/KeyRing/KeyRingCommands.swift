@@ -30,7 +30,7 @@ extension KeyRingCommand {
         return value
     }
 
-    struct New: ParsableCommand {
+    struct New: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a key ring with one primary key (never overwrites).")
         @OptionGroup var unlock: KeyRingUnlock
@@ -39,34 +39,34 @@ extension KeyRingCommand {
             help: "The passphrase KDF: scrypt (default, N=2^17 r=8 p=1) or pbkdf2 (600,000 rounds of HMAC-SHA-256).")
         var kdf = "scrypt"
 
-        func run() throws {
-            let store = try unlock.store(kek, confirm: true, creating: true)
-            let file = try store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
+        func run() async throws {
+            let store = try await unlock.store(kek, confirm: true, creating: true)
+            let file = try await store.create(KeyRing(), kdf: try PasswordKDF.named(kdf))
             StandardError.write(
                 "Created \(unlock.keyring): primary key \(String(format: "%08x", file.keyRing.primaryID))\n")
         }
     }
 
-    struct Rotate: ParsableCommand {
+    struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a new primary key; older keys stay active.")
         @OptionGroup var unlock: KeyRingUnlock
         @OptionGroup var kek: KEKOptions
 
-        func run() throws {
+        func run() async throws {
             var id: UInt32 = 0
-            try unlock.modify(kek) { file in try file.update { id = try $0.rotate() } }
+            try await unlock.modify(kek) { file in try file.update { id = try $0.rotate() } }
             print(String(format: "%08x", id))
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List key ids, states and creation times (never key bytes).")
         @OptionGroup var unlock: KeyRingUnlock
         @OptionGroup var kek: KEKOptions
 
-        func run() throws {
-            let file = try unlock.unlockFile(kek)
+        func run() async throws {
+            let file = try await unlock.unlockFile(kek)
             let formatter = ISO8601DateFormatter()
             for key in file.keyRing.keys {
                 print(
@@ -77,7 +77,7 @@ extension KeyRingCommand {
         }
     }
 
-    struct Disable: ParsableCommand {
+    struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Disable a key: values sealed under it no longer open.")
         @OptionGroup var unlock: KeyRingUnlock
@@ -85,13 +85,13 @@ extension KeyRingCommand {
         @Argument(help: "The key id (8 hex digits, as list prints it).")
         var id: String
 
-        func run() throws {
+        func run() async throws {
             let value = try KeyRingCommand.keyID(id)
-            try unlock.modify(kek) { file in try file.update { try $0.disable(value) } }
+            try await unlock.modify(kek) { file in try file.update { try $0.disable(value) } }
         }
     }
 
-    struct Enable: ParsableCommand {
+    struct Enable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
                 "Enable a disabled key again: values sealed under it open once more (rewrap them, then disable it).")
@@ -100,13 +100,13 @@ extension KeyRingCommand {
         @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
         var id: String
 
-        func run() throws {
+        func run() async throws {
             let value = try KeyRingCommand.keyID(id)
-            try unlock.modify(kek) { file in try file.update { try $0.enable(value) } }
+            try await unlock.modify(kek) { file in try file.update { try $0.enable(value) } }
         }
     }
 
-    struct Destroy: ParsableCommand {
+    struct Destroy: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove a disabled key's bytes from the key ring: values sealed under it never open again.")
         @OptionGroup var unlock: KeyRingUnlock
@@ -117,10 +117,10 @@ extension KeyRingCommand {
         @Argument(help: "The key id (8 hex digits, as list prints it); the key must be disabled.")
         var id: String
 
-        func run() throws {
+        func run() async throws {
             let value = try KeyRingCommand.keyID(id)
             do {
-                try unlock.modify(kek) { file in
+                try await unlock.modify(kek) { file in
                     try file.update { try $0.destroy(value, noValuesRemain: noValuesRemain, force: force) }
                 }
             } catch let error as CofferError where error.code == .refused {
@@ -135,7 +135,7 @@ extension KeyRingCommand {
         }
     }
 
-    struct AcceptRollback: ParsableCommand {
+    struct AcceptRollback: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
                 "Accept the key ring file as it is now, although older than one already written (a backup restored on purpose)."
@@ -143,26 +143,26 @@ extension KeyRingCommand {
         @OptionGroup var unlock: KeyRingUnlock
         @OptionGroup var kek: KEKOptions
 
-        func run() throws {
-            let generation = try unlock.store(kek).acceptCurrentGeneration()
+        func run() async throws {
+            let generation = try await unlock.store(kek).acceptCurrentGeneration()
             StandardError.write("Accepted \(unlock.keyring) at generation \(generation)\n")
         }
     }
 
-    struct Upgrade: ParsableCommand {
+    struct Upgrade: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-derive the passphrase key with today's default parameters.")
         @OptionGroup var unlock: KeyRingUnlock
         @OptionGroup var kek: KEKOptions
 
-        func run() throws {
+        func run() async throws {
             // One store, so a passphrase typed at the prompt is asked once.
-            let store = try unlock.store(kek)
+            let store = try await unlock.store(kek)
             guard store.secret.isPassword else {
                 throw CLIFailure(
                     "a key ring locked with a KEK file has no passphrase parameters to upgrade", status: 64)
             }
-            try store.modify { file in try file.upgrade(store.secret) }
+            try await store.modify { file in try file.upgrade(store.secret) }
         }
     }
 }

@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 extension KeyRingCommand {
-    struct Passwd: ParsableCommand {
+    struct Passwd: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change the key ring's passphrase (or KEK) and add a new primary key; no value is re-encrypted.")
         @OptionGroup var unlock: KeyRingUnlock
@@ -20,10 +20,10 @@ extension KeyRingCommand {
 
         func validate() throws { try new.validate(with: kek, what: "a ring") }
 
-        func run() throws {
-            let secret = try new.secret(kek, prompt: "New key ring passphrase")
+        func run() async throws {
+            let secret = try await new.secret(kek, prompt: "New key ring passphrase")
             let kdf = try new.passwordKDF
-            let primary = try unlock.modify(kek) { file in try file.changeSecret(to: secret, kdf: kdf) }
+            let primary = try await unlock.modify(kek) { file in try file.changeSecret(to: secret, kdf: kdf) }
             StandardError.write(
                 "New primary key \(String(format: "%08x", primary)); values sealed before stay under their keys until rewrapped\n"
             )

@@ -93,9 +93,15 @@ struct KEKOptions: ParsableArguments {
 
     /// The key server's key, the KEK file or the passphrase (asked for
     /// with `prompt` on a terminal); not a keychain's KEK.
-    func secret(confirm: Bool, prompt: String) throws -> UnlockSecret {
-        if let secret = try server.secret() { return secret }
-        return try SecretSource.unlock(
+    func secret(confirm: Bool, prompt: String) async throws -> UnlockSecret {
+        if let secret = try await server.secret() { return secret }
+        return try localSecret(confirm: confirm, prompt: prompt)
+    }
+
+    /// The secret from a KEK file, a passphrase file or the terminal: what
+    /// ``secret(confirm:prompt:)`` gives without a key server.
+    func localSecret(confirm: Bool, prompt: String) throws -> UnlockSecret {
+        try SecretSource.unlock(
             keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: prompt, confirm: confirm)
     }
 
@@ -131,23 +137,24 @@ struct KeyRingUnlock: ParsableArguments {
     ///   - kek: what opens the ring.
     ///   - confirm: ask for a new passphrase twice (keyring new).
     ///   - creating: make the keychain KEK when it is missing (keyring new).
-    func store(_ kek: KEKOptions, confirm: Bool = false, creating: Bool = false) throws -> KeyRingStore {
+    func store(_ kek: KEKOptions, confirm: Bool = false, creating: Bool = false) async throws -> KeyRingStore {
         if let (keychain, secret) = try kek.keychain(creating: creating) {
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }
         if !creating,
-            let secret = try kek.server.open({ secret -> UnlockSecret in
+            let secret = try await kek.server.open({ secret -> UnlockSecret in
                 _ = try KeyRingStore(path: keyring, secret: secret).read()
                 return secret
             })
         {
             return KeyRingStore(path: keyring, secret: secret)
         }
-        return KeyRingStore(path: keyring, secret: try kek.secret(confirm: confirm, prompt: "Key ring passphrase"))
+        return await KeyRingStore(
+            path: keyring, secret: try kek.secret(confirm: confirm, prompt: "Key ring passphrase"))
     }
 
-    func unlockFile(_ kek: KEKOptions) throws -> KeyRingFile {
-        let file = try store(kek).read()
+    func unlockFile(_ kek: KEKOptions) async throws -> KeyRingFile {
+        let file = try await store(kek).read()
         warnIfWeak(file)
         return file
     }
@@ -162,10 +169,14 @@ struct KeyRingUnlock: ParsableArguments {
 
     /// Read-modify-write under the key ring's lock (``KeyRingStore/modify(_:)``).
     @discardableResult
-    func modify<T>(_ kek: KEKOptions, _ change: (inout KeyRingFile) throws -> T) throws -> T {
-        try store(kek).modify { file in
-            warnIfWeak(file)
-            return try change(&file)
+    func modify<T>(_ kek: KEKOptions, _ change: (inout KeyRingFile) throws -> T) async throws -> T {
+        // KeyRingStore's own modify, not its async form (which runs off this task).
+        func modify(_ store: KeyRingStore) throws -> T {
+            try store.modify { file in
+                warnIfWeak(file)
+                return try change(&file)
+            }
         }
+        return try modify(try await store(kek))
     }
 }

@@ -49,8 +49,8 @@ struct NewSecretOptions: ParsableArguments {
     }
 
     /// The new secret; `prompt` is asked twice on a terminal when no source was given.
-    func secret(_ kek: KEKOptions, prompt: String) throws -> UnlockSecret {
-        if newKEKServer, let current = try kek.server.currentSecret() { return current }
+    func secret(_ kek: KEKOptions, prompt: String) async throws -> UnlockSecret {
+        if newKEKServer, let current = try await kek.server.currentSecret() { return current }
         if let newKEKKeychain, let newKEKTag {
             let keychain = try KeychainOptions.open(
                 name: newKEKKeychain, backend: newKEKKeychainBackend,

@@ -29,7 +29,7 @@ struct ServerAddressOptions: ParsableArguments {
     }
 }
 
-struct ServerKeyGet: ParsableCommand {
+struct ServerKeyGet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
         abstract: "Print the id and version of your key for a purpose (the key itself only with --reveal -o FILE).")
@@ -60,7 +60,7 @@ struct ServerKeyGet: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let dpop = try dpopKeychain.map { name in
             try DPoPKey.inKeychain(
                 try KeychainOptions.open(
@@ -72,7 +72,7 @@ struct ServerKeyGet: ParsableCommand {
             server: try address.url, account: "coffer-cli",
             token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) },
             dpop: dpop)
-        let key = try Blocking.await { [purpose, version, device] in
+        let key = try await KeyServerRefusal.mapped {
             if let version { return try await client.key(purpose: purpose, version: version, device: device) }
             return try await client.currentKey(purpose: purpose, device: device)
         }
@@ -98,13 +98,11 @@ struct OperatorOptions: ParsableArguments {
     var operatorTokenFile: String
     @Option(help: "The subject (user) whose keys change.") var subject: String
 
-    /// Runs `body` with an operator client of the server and the subject,
-    /// and waits for its answer.
-    func send<T: Sendable>(_ body: @escaping @Sendable (KeyServerAdmin, String) async throws -> T) throws -> T {
+    /// Runs `body` with an operator client of the server and the subject.
+    func send<T>(_ body: (KeyServerAdmin, String) async throws -> T) async throws -> T {
         let admin = try KeyServerAdmin(
             server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
-        let subject = subject
-        return try Blocking.await { try await body(admin, subject) }
+        return try await KeyServerRefusal.mapped { try await body(admin, subject) }
     }
 }
 
@@ -116,55 +114,55 @@ struct OperatorKeyOptions: ParsableArguments {
     @Option(help: "The device, for a key per device.") var device: String?
 }
 
-struct ServerKeyRotate: ParsableCommand {
+struct ServerKeyRotate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate", abstract: "Add a version to a subject's key and make it current (scope keys:rotate).")
     @OptionGroup var server: OperatorOptions
     @OptionGroup var key: OperatorKeyOptions
 
-    func run() throws {
-        let rotated = try server.send { [purpose = key.purpose, device = key.device] admin, subject in
+    func run() async throws {
+        let rotated = try await server.send { [purpose = key.purpose, device = key.device] admin, subject in
             try await admin.rotate(subject: subject, purpose: purpose, device: device)
         }
         print("purpose \(key.purpose), version \(rotated.version), key id \(rotated.keyID)")
     }
 }
 
-struct ServerKeyRetire: ParsableCommand {
+struct ServerKeyRetire: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retire", abstract: "Stop releasing a key's versions below a minimum (scope keys:retire).")
     @OptionGroup var server: OperatorOptions
     @OptionGroup var key: OperatorKeyOptions
     @Option(help: "The lowest version still released.") var minimumVersion: Int
 
-    func run() throws {
-        try server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
+    func run() async throws {
+        try await server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
             try await admin.retire(subject: subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
         }
         StandardError.write("Versions below \(minimumVersion) of \(key.purpose) are retired\n")
     }
 }
 
-struct ServerKeyShred: ParsableCommand {
+struct ServerKeyShred: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shred",
         abstract: "Destroy every key of a subject after an undo window (scope subjects:shred).")
     @OptionGroup var options: OperatorOptions
     @Option(help: "Seconds during which undo-shred can cancel it (0: at once).") var undoWindow: Int64 = 86400
 
-    func run() throws {
-        let at = try options.send { [undoWindow] in try await $0.shred(subject: $1, undoWindow: undoWindow) }
+    func run() async throws {
+        let at = try await options.send { [undoWindow] in try await $0.shred(subject: $1, undoWindow: undoWindow) }
         print("shred at \(at)")
     }
 }
 
-struct ServerKeyUndoShred: ParsableCommand {
+struct ServerKeyUndoShred: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "undo-shred", abstract: "Cancel a pending shred (scope subjects:shred).")
     @OptionGroup var options: OperatorOptions
 
-    func run() throws {
-        try options.send { try await $0.undoShred(subject: $1) }
+    func run() async throws {
+        try await options.send { try await $0.undoShred(subject: $1) }
         StandardError.write("The shred is cancelled\n")
     }
 }

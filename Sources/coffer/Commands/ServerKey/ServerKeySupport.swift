@@ -44,18 +44,20 @@ struct ServerKEKOptions {
 
     /// The key as an unlock secret (the current version, or --kek-version),
     /// or nil without --kek-server: what a new key ring or store is sealed under.
-    func secret() throws -> UnlockSecret? {
+    func secret() async throws -> UnlockSecret? {
         guard let (client, purpose) = try client() else { return nil }
         if let kekVersion {
-            return try Blocking.await { try await client.unlockSecret(purpose: purpose, version: kekVersion) }
+            return try await KeyServerRefusal.mapped {
+                try await client.unlockSecret(purpose: purpose, version: kekVersion)
+            }
         }
-        return try Blocking.await { try await client.unlockSecret(purpose: purpose) }
+        return try await KeyServerRefusal.mapped { try await client.unlockSecret(purpose: purpose) }
     }
 
     /// The current version of the server's key, whatever --kek-version says.
-    func currentSecret() throws -> UnlockSecret? {
+    func currentSecret() async throws -> UnlockSecret? {
         guard let (client, purpose) = try client() else { return nil }
-        return try Blocking.await { try await client.unlockSecret(purpose: purpose) }
+        return try await KeyServerRefusal.mapped { try await client.unlockSecret(purpose: purpose) }
     }
 
     /// `body` with the server's key that opens what it opens: --kek-version,
@@ -64,21 +66,14 @@ struct ServerKEKOptions {
     /// older one did; nil without --kek-server. With `move`, what an older
     /// version opened is moved to the current one (a store's slot rewrapped).
     func open<T>(
-        _ body: @escaping (UnlockSecret) throws -> T,
-        moving move: ((T, UnlockSecret, UnlockSecret) throws -> Void)? = nil
-    ) throws -> T? {
+        _ body: (UnlockSecret) throws -> T, moving move: ((T, UnlockSecret, UnlockSecret) throws -> Void)? = nil
+    ) async throws -> T? {
         guard let (client, purpose) = try client() else { return nil }
-        if kekVersion != nil { return try body(try secret()!) }
-        let open = UncheckedBox(body)
-        let mover = UncheckedBox(move)
-        let opened = try Blocking.await {
-            let opened = try await client.unlock(purpose: purpose) {
-                UncheckedBox(try open.value($0))
-            } moving: {
-                try mover.value?($0.value, $1, $2)
-            }
-            return UncheckedBox((opened.value.value, opened.version, opened.current))
-        }.value
+        if kekVersion != nil { return try body(try await secret()!) }
+        let opened = try await KeyServerRefusal.mapped {
+            let opened = try await client.unlock(purpose: purpose, body) { try move?($0, $1, $2) }
+            return (opened.value, opened.version, opened.current)
+        }
         if opened.1 < opened.2, move != nil {
             StandardError.write(
                 "coffer: note: opened with version \(opened.1) of the server's key for \(purpose) and moved to version \(opened.2); version \(opened.1) can be retired once every other copy has opened\n"
@@ -92,35 +87,14 @@ struct ServerKEKOptions {
     }
 }
 
-/// Carries a value across the one hop where the CLI's main thread waits
-/// for the concurrency pool (``Blocking``): never used by both at once.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}
-
-/// Runs async library calls from the CLI's synchronous commands: the main
-/// thread waits while the work runs on the concurrency pool. A key
-/// server's refusals become CLI failures with their own exit status.
-enum Blocking {
-    static func await<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let result = Locked<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            do {
-                let value = try await body()
-                result.withLock { $0 = .success(value) }
-            } catch {
-                result.withLock { $0 = .failure(error) }
-            }
-            done.signal()
-        }
-        done.wait()
+/// A key server's refusals, as CLI failures with their own exit status
+/// and hint.
+enum KeyServerRefusal {
+    static func mapped<T>(_ body: () async throws -> T) async throws -> T {
         do {
-            return try result.withLock { $0! }.get()
+            return try await body()
         } catch let error as KeyClientError {
-            throw CLIFailure(
-                "the key server refused: \(error)", hint: hint(error), status: status(error))
+            throw CLIFailure("the key server refused: \(error)", hint: hint(error), status: status(error))
         }
     }
 

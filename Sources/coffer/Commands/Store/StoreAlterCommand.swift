@@ -5,7 +5,7 @@ import Crypto
 import Foundation
 
 /// `coffer store alter`: the CLI's schema migration (StoreMigrator).
-struct StoreAlter: ParsableCommand {
+struct StoreAlter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alter",
         abstract: "Add the tables, fields and indexes a new schema file has to the store (one migration).",
@@ -19,16 +19,16 @@ struct StoreAlter: ParsableCommand {
     @Option(help: "The new schema (JSON, as for init).") var schema: String
     @Option(help: "The migration's name (default: the new schema's SHA-256).") var name: String?
 
-    func run() throws {
+    func run() async throws {
         let bytes = try Input.readAll(path: schema, what: "the schema")
         let target = try StoreSchema(json: bytes)
         let name = self.name ?? "schema " + Hex.encode(Array(SHA256.hash(data: bytes).prefix(16)))
-        let opened = try store.open(kek)
+        let opened = try await store.open(kek)
         var preview = StoreSchemaChange(schema: opened.schema)
         try preview.add(missingFrom: target)
         var migrator = StoreMigrator()
         migrator.registerMigration(name) { change in try change.add(missingFrom: target) }
-        let applied = try migrator.migrate(opened)
+        let applied = try await migrator.migrate(opened)
         if applied.isEmpty {
             print("\(name): applied before; nothing to do")
         } else {

@@ -61,15 +61,15 @@ struct StoreAnchorCommand: ParsableCommand {
         subcommands: [StoreAnchorStatus.self])
 }
 
-struct StoreAnchorStatus: ParsableCommand {
+struct StoreAnchorStatus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print the store's state in its database and at each anchor (exit 3 when the database is older).")
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
 
-    func run() throws {
-        let opened = try store.open(kek, anchored: false)
+    func run() async throws {
+        let opened = try await store.open(kek, anchored: false)
         defer { try? opened.close() }
         let database = try opened.anchorState()
         print("store     \(opened.storeID)")

@@ -55,15 +55,23 @@ struct StoreOptions: ParsableArguments {
             })
     }
 
-    func secret(_ kek: KEKOptions, confirm: Bool, creating: Bool = false) throws -> UnlockSecret {
+    func secret(_ kek: KEKOptions, confirm: Bool, creating: Bool = false) async throws -> UnlockSecret {
         if let (_, secret) = try kek.keychain(creating: creating) { return secret }
-        return try kek.secret(confirm: confirm, prompt: "Store passphrase")
+        return try await kek.secret(confirm: confirm, prompt: "Store passphrase")
     }
 
     /// The store, checked against its anchors and kept at them unless `anchored` is false.
-    func open(_ kek: KEKOptions, anchored: Bool = true) throws -> RecordStore {
-        let store = try unanchored(kek)
+    func open(_ kek: KEKOptions, anchored: Bool = true) async throws -> RecordStore {
+        let store = try await unanchored(kek)
         return anchored ? try anchor.keep(store) : store
+    }
+
+    /// The store opened without a key server (a keychain's KEK, a KEK file,
+    /// a passphrase), checked against its anchors: synchronous, for a
+    /// caller that opens it on its own thread (`store import`).
+    func openLocally(_ kek: KEKOptions) throws -> RecordStore {
+        let secret = try kek.keychain(creating: false)?.1 ?? kek.localSecret(confirm: false, prompt: "Store passphrase")
+        return try anchor.keep(try open(secret: secret))
     }
 
     /// The store opened with `secret`, not anchored yet.
@@ -72,30 +80,30 @@ struct StoreOptions: ParsableArguments {
         return try RecordStore.open(sqlite: database, secret: secret)
     }
 
-    private func unanchored(_ kek: KEKOptions) throws -> RecordStore {
+    private func unanchored(_ kek: KEKOptions) async throws -> RecordStore {
         let open = { (secret: UnlockSecret) throws -> RecordStore in try self.open(secret: secret) }
         // Opened with an older version of the server's key, the store moves
         // to the current one: its slot is rewrapped, no record rewritten.
         if kek.kekKeychain == nil,
-            let store = try kek.server.open(open, moving: { try $0.replaceSlot(openedBy: $1, with: $2) })
+            let store = try await kek.server.open(open, moving: { try $0.replaceSlot(openedBy: $1, with: $2) })
         {
             return store
         }
-        return try open(try secret(kek, confirm: false))
+        return try await open(try secret(kek, confirm: false))
     }
 
-    func create(_ kek: KEKOptions, schema: StoreSchema, kdf: PasswordKDF) throws -> RecordStore {
-        let secret = try secret(kek, confirm: true, creating: true)
+    func create(_ kek: KEKOptions, schema: StoreSchema, kdf: PasswordKDF) async throws -> RecordStore {
+        let secret = try await secret(kek, confirm: true, creating: true)
         if isPostgres {
             return try anchor.keep(
                 try PostgresStores.create(
                     database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf))
         }
-        return try anchor.keep(try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf))
+        return try await anchor.keep(try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf))
     }
 }
 
-struct StoreAcceptRollback: ParsableCommand {
+struct StoreAcceptRollback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accept-rollback",
         abstract:
@@ -107,8 +115,8 @@ struct StoreAcceptRollback: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
 
-    func run() throws {
-        let secret = try store.secret(kek, confirm: false)
+    func run() async throws {
+        let secret = try await store.secret(kek, confirm: false)
         let epoch =
             store.isPostgres
             ? try PostgresStores.acceptCurrentState(
@@ -123,7 +131,7 @@ struct StoreAcceptRollback: ParsableCommand {
     }
 }
 
-struct StoreInit: ParsableCommand {
+struct StoreInit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Make a new store from a schema file (never overwrites), or adopt a plain database.")
@@ -134,10 +142,10 @@ struct StoreInit: ParsableCommand {
     var adopt = false
     @Option(help: "scrypt (default) or pbkdf2, for a passphrase.") var kdf = "scrypt"
 
-    func run() throws {
+    func run() async throws {
         let schema = try StoreSchema(json: try Input.readAll(path: schema, what: "the schema"))
         if adopt {
-            let secret = try store.secret(kek, confirm: true, creating: true)
+            let secret = try await store.secret(kek, confirm: true, creating: true)
             if store.isPostgres {
                 _ = try PostgresStores.adopt(
                     store.database, password: try store.databasePassword(), schema: schema, secret: secret,
@@ -147,12 +155,12 @@ struct StoreInit: ParsableCommand {
                     sqlite: store.database, schema: schema, secret: secret, kdf: try PasswordKDF.named(kdf))
             }
         } else {
-            _ = try store.create(kek, schema: schema, kdf: try PasswordKDF.named(kdf))
+            _ = try await store.create(kek, schema: schema, kdf: try PasswordKDF.named(kdf))
         }
     }
 }
 
-struct StorePut: ParsableCommand {
+struct StorePut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "put",
         abstract: "Add records (a JSON object, or JSON lines in one transaction per batch); prints each primary key.",
@@ -172,12 +180,15 @@ struct StorePut: ParsableCommand {
         guard batch > 0 else { throw ValidationError("--batch is at least 1") }
     }
 
-    func run() throws {
+    func run() async throws {
         let input = try Input(path: file)
         defer { input.finish() }
         var keyOnly: StoreSchema.Table?
+        // With a key server's KEK the store is opened first (the key is
+        // fetched); otherwise on this thread while the input is read.
+        let early = kek.server.given ? try await store.open(kek) : nil
         let open = {
-            let opened = try store.open(kek)
+            let opened = try early ?? store.openLocally(kek)
             keyOnly = try opened.schema.table(table).keyOnly
             return opened
         }
@@ -200,22 +211,22 @@ struct StorePut: ParsableCommand {
     }
 }
 
-struct StoreGet: ParsableCommand {
+struct StoreGet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get", abstract: "Print one record as JSON, its sealed fields opened (exit 1 when missing).")
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
     @OptionGroup var row: StoreRow
 
-    func run() throws {
-        print(
+    func run() async throws {
+        await print(
             try row.act(store, kek) { store, table, key in
                 try store.get(table.name, id: key).map { RecordJSON.line($0, table: table) }
             })
     }
 }
 
-struct StoreUpdate: ParsableCommand {
+struct StoreUpdate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Change fields of one record (a JSON object of the fields to change); prints the record.")
@@ -225,11 +236,11 @@ struct StoreUpdate: ParsableCommand {
     @Argument(help: "The changes file (standard input when absent).")
     var file: String = "-"
 
-    func run() throws {
+    func run() async throws {
         // The changes are read and parsed before the key derivation, so a
         // malformed file is said at once.
         let object = try RecordJSON.object(utf8: try Input.readAll(path: file, what: "the changes"))
-        let line = try row.act(store, kek) { store, table, key in
+        let line = try await row.act(store, kek) { store, table, key in
             let changes = try RecordJSON.record(object, table: table)
             return try store.update(table.name, id: key, set: changes).map { RecordJSON.line($0, table: table) }
         }
@@ -237,19 +248,19 @@ struct StoreUpdate: ParsableCommand {
     }
 }
 
-struct StoreDelete: ParsableCommand {
+struct StoreDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete one record (exit 1 when missing).")
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
     @OptionGroup var row: StoreRow
 
-    func run() throws {
-        try row.act(store, kek) { store, table, key in try store.delete(table.name, id: key) ? () : nil }
+    func run() async throws {
+        try await row.act(store, kek) { store, table, key in try store.delete(table.name, id: key) ? () : nil }
     }
 }
 
-struct StoreVerify: ParsableCommand {
+struct StoreVerify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract:
@@ -258,10 +269,10 @@ struct StoreVerify: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
 
-    func run() throws {
+    func run() async throws {
         // Checked against its anchors after the rows, so that a digest that
         // does not open is reported with everything else.
-        let opened = try store.open(kek, anchored: false)
+        let opened = try await store.open(kek, anchored: false)
         let terminal = isatty(STDERR_FILENO) == 1
         let result = try opened.verify { rows in
             if terminal { StandardError.write("\rcoffer: verified \(rows) rows") }

@@ -3,7 +3,7 @@ import Coffer
 import CofferStore
 import Foundation
 
-struct StoreFind: ParsableCommand {
+struct StoreFind: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "find",
         abstract:
@@ -59,14 +59,14 @@ struct StoreFind: ParsableCommand {
         return (String(text[..<equals]), value)
     }
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         let table = try opened.schema.table(table)
         if let given = token ?? tokenFile {
             let (name, value) = try Self.split(
                 given, option: token == nil ? "--has-token-file" : "--has-token", file: token == nil)
             if token != nil { Self.warnIfSealed(table.field(name), option: "--has-token") }
-            for record in try opened.find(table.name, where: name, hasToken: value) {
+            for record in try await opened.find(table.name, where: name, hasToken: value) {
                 print(RecordJSON.line(record, table: table))
             }
             return
@@ -86,11 +86,11 @@ struct StoreFind: ParsableCommand {
         var query = Self.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
         if count {
-            print(try opened.fetchCount(query))
+            await print(try opened.fetchCount(query))
             return
         }
         var out = ""
-        for record in try opened.fetchAll(query) {
+        for record in try await opened.fetchAll(query) {
             out += RecordJSON.line(record, table: table)
             out += "\n"
         }

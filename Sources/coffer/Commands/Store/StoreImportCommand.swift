@@ -18,7 +18,7 @@ extension AeroGear.Generation: ExpressibleByArgument {
 
 /// `coffer store import`: what an old app stored, moved into a table in one
 /// transaction (docs/compat.md, "AeroGear").
-struct StoreImport: ParsableCommand {
+struct StoreImport: AsyncParsableCommand {
     enum Source: String, ExpressibleByArgument, CaseIterable {
         case aerogearPlist = "aerogear-plist"
     }
@@ -48,7 +48,7 @@ struct StoreImport: ParsableCommand {
     @Argument(help: "The AeroGear store file (Documents/NAME in the app).")
     var file: String
 
-    func run() throws {
+    func run() async throws {
         // Everything about the old data is checked before a password is
         // asked for or the store's key is stretched.
         let old = try AeroGear.PropertyListStore(
@@ -59,10 +59,10 @@ struct StoreImport: ParsableCommand {
             try AeroGear.open(old, parameters: parameters, password: try aeroGear.password())
         }
 
-        let target = try store.open(kek)
+        let target = try await store.open(kek)
         let table = try target.schema.table(table)
         let records = try opened.map { try Self.storeRecord($0, table: table) }
-        let keys = try target.put(contentsOf: records, into: table.name)
+        let keys = try await target.put(contentsOf: records, into: table.name)
         var lines = ""
         for key in keys { lines += RecordJSON.line([table.primaryKey: key], table: table.keyOnly) + "\n" }
         print(lines, terminator: "")

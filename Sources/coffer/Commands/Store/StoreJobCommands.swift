@@ -45,38 +45,38 @@ extension StoreOptions {
     func runJob(
         _ kek: KEKOptions, _ what: String, _ rows: StoreJobBatch,
         _ job: (RecordStore, Int, (StoreProgress) -> Void) throws -> StoreJobReport
-    ) throws {
-        StoreJobOutput.finish(try job(try open(kek), rows.batch, StoreJobOutput.progress(what)))
+    ) async throws {
+        StoreJobOutput.finish(try job(try await open(kek), rows.batch, StoreJobOutput.progress(what)))
     }
 }
 
 extension StoreCommand {
-    struct Rotate: ParsableCommand {
+    struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
         @OptionGroup var rows: StoreJobBatch
 
-        func run() throws {
-            try store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
+        func run() async throws {
+            try await store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
         }
     }
 
-    struct Reindex: ParsableCommand {
+    struct Reindex: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
         @OptionGroup var rows: StoreJobBatch
 
-        func run() throws {
-            try store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
+        func run() async throws {
+            try await store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
         }
     }
 }
 
-struct StoreMigrate: ParsableCommand {
+struct StoreMigrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Seal a clear text or integer field in place, searchable throughout (resumable).",
@@ -95,9 +95,9 @@ struct StoreMigrate: ParsableCommand {
     @Option(help: "A blind index: NAME,BITS[,TRANSFORM…] (repeat for more).") var index: [String] = []
     @OptionGroup var rows: StoreJobBatch
 
-    func run() throws {
+    func run() async throws {
         let indexes = try index.map(Self.parseIndex)
-        let report = try store.open(kek).migrate(
+        let report = try await store.open(kek).migrate(
             table, field: field, bind: bind, indexes: indexes, batchSize: rows.batch,
             progress: StoreJobOutput.progress("sealed"))
         StoreJobOutput.finish(report)
@@ -113,7 +113,7 @@ struct StoreMigrate: ParsableCommand {
     }
 }
 
-struct StorePlanCommand: ParsableCommand {
+struct StorePlanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan",
         abstract: "Sample a field's real values and recommend a blind index bit length (exit 6 when refused).",
@@ -131,9 +131,9 @@ struct StorePlanCommand: ParsableCommand {
     @Option(help: "Comma-separated transforms, e.g. trim,lowercase.") var transforms: String?
     @Option(help: "Rows to read at most (at random when the table is larger).") var sample = 100_000
 
-    func run() throws {
+    func run() async throws {
         let steps = try transforms.map { try $0.split(separator: ",").map { try IndexTransform(parsing: String($0)) } }
-        let plan = try store.open(kek).plan(table, field: field, transforms: steps, sampleSize: sample)
+        let plan = try await store.open(kek).plan(table, field: field, transforms: steps, sampleSize: sample)
         print(plan.description)
         if plan.refusal != nil { throw CLIFailure("no standalone blind index for \(table).\(field)", status: 6) }
     }

@@ -13,8 +13,8 @@ struct StoreRow: ParsableArguments {
     /// nil from `body` means there is no such record (exit 1, naming it).
     func act<T>(
         _ store: StoreOptions, _ kek: KEKOptions, _ body: (RecordStore, StoreSchema.Table, StoreValue) throws -> T?
-    ) throws -> T {
-        let opened = try store.open(kek)
+    ) async throws -> T {
+        let opened = try await store.open(kek)
         let table = try opened.schema.table(table)
         let key = try RecordJSON.value(argument: id, field: table.field(table.primaryKey)!, table: table.name)
         guard let result = try body(opened, table, key) else {

@@ -7,7 +7,7 @@ import Foundation
 /// `coffer store passwd`, `slots`, `add-slot` and `remove-slot`: the ways
 /// into a store (docs/store.md, "Unlock slots"). Each is one small write
 /// of the store's state; no record is rewritten.
-struct StorePasswd: ParsableCommand {
+struct StorePasswd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passwd",
         abstract:
@@ -22,25 +22,25 @@ struct StorePasswd: ParsableCommand {
 
     func validate() throws { try new.validate(with: kek, what: "a store") }
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         defer { try? opened.close() }
-        let secret = try new.secret(kek, prompt: "New store passphrase")
-        let primary = try opened.changeSecret(to: secret, kdf: try new.passwordKDF)
+        let secret = try await new.secret(kek, prompt: "New store passphrase")
+        let primary = try await opened.changeSecret(to: secret, kdf: try new.passwordKDF)
         StandardError.write(
             "New primary key \(String(format: "%08x", primary)); one key slot now. Values sealed before stay under their keys until 'coffer store rotate'\n"
         )
     }
 }
 
-struct StoreSlots: ParsableCommand {
+struct StoreSlots: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "slots", abstract: "List the store's key slots: their numbers and what kind of secret opens each.")
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         defer { try? opened.close() }
         for (index, slot) in try opened.keySlots().enumerated() {
             print(
@@ -51,7 +51,7 @@ struct StoreSlots: ParsableCommand {
     }
 }
 
-struct StoreAddSlot: ParsableCommand {
+struct StoreAddSlot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-slot",
         abstract:
@@ -70,24 +70,24 @@ struct StoreAddSlot: ParsableCommand {
         if recoveryKey && new.given > 0 { throw ValidationError("--recovery-key makes its own key: give no --new-…") }
     }
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         defer { try? opened.close() }
         if recoveryKey {
-            let recovery = try opened.addRecoveryKey()
+            let recovery = try await opened.addRecoveryKey()
             print(recovery.text)
             StandardError.write(
                 "Added key slot \(try opened.keySlots().count - 1) for this recovery key. It is shown once: keep it somewhere safe, apart from the store\n"
             )
             return
         }
-        let secret = try new.secret(kek, prompt: "New store passphrase")
-        let index = try opened.addSlot(for: secret, kdf: try new.passwordKDF)
+        let secret = try await new.secret(kek, prompt: "New store passphrase")
+        let index = try await opened.addSlot(for: secret, kdf: try new.passwordKDF)
         StandardError.write("Added key slot \(index)\n")
     }
 }
 
-struct StoreRemoveSlot: ParsableCommand {
+struct StoreRemoveSlot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove-slot",
         abstract: "Remove one key slot (its number from 'coffer store slots'); the last one stays.",
@@ -99,8 +99,8 @@ struct StoreRemoveSlot: ParsableCommand {
     @OptionGroup var kek: KEKOptions
     @Option(help: "The slot's number.") var slot: Int
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         defer { try? opened.close() }
         try opened.removeSlot(at: slot)
         StandardError.write("Removed key slot \(slot)\n")

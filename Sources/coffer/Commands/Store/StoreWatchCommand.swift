@@ -3,7 +3,7 @@ import Coffer
 import CofferStore
 import Foundation
 
-struct StoreWatch: ParsableCommand {
+struct StoreWatch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print a query's records as one JSON line now, and again each time they change (until stopped).",
@@ -34,8 +34,8 @@ struct StoreWatch: ParsableCommand {
         guard tick >= 1, period >= 1 else { throw ValidationError("--tick and --period are at least 1 ms") }
     }
 
-    func run() throws {
-        let opened = try store.open(kek)
+    func run() async throws {
+        let opened = try await store.open(kek)
         let table = try opened.schema.table(table)
         var wanted: StoreRecord = [:]
         for condition in conditions {
@@ -50,15 +50,12 @@ struct StoreWatch: ParsableCommand {
         if let limit { query = query.limit(limit) }
         let observation = opened.observe(query, tick: .milliseconds(tick), period: .milliseconds(period))
         let limitOfLines = changes
-        _ = try Blocking.await { [table] in
-            var printed = 0
-            for try await records in observation {
-                print("[" + records.map { RecordJSON.line($0, table: table) }.joined(separator: ",") + "]")
-                fflush(nil)
-                printed += 1
-                if let limitOfLines, printed >= limitOfLines { break }
-            }
-            return printed
+        var printed = 0
+        for try await records in observation {
+            print("[" + records.map { RecordJSON.line($0, table: table) }.joined(separator: ",") + "]")
+            fflush(nil)
+            printed += 1
+            if let limitOfLines, printed >= limitOfLines { break }
         }
     }
 }
