@@ -22,6 +22,10 @@ public struct DPoPKey: Sendable, CustomStringConvertible {
     public init() { key = P256.Signing.PrivateKey() }
 
     /// The key under `tag` in `keychain`, generated there first if missing.
+    ///
+    /// ```swift
+    /// let dpop = try DPoPKey.inKeychain(keychain)  // the same key at every launch
+    /// ```
     public static func inKeychain(_ keychain: any Keychain, tag: String = "coffer.dpop") throws -> DPoPKey {
         _ = try keychain.getOrCreateKey(.p256, tag: tag, label: "Coffer DPoP key")
         guard case .p256(let key) = try keychain.exportPrivateKey(tag: tag, type: .p256) else {

@@ -49,6 +49,12 @@ public struct KeyServerClient: Sendable {
     let dpopNonce = Locked<String?>(nil)
     public static let maxResponseBytes = 64 * 1024
 
+    /// ```swift
+    /// let client = try KeyServerClient(
+    ///     server: URL(string: "https://keys.example.com")!, account: userID,
+    ///     token: { try await session.currentToken() }, cache: keychain, dpop: try DPoPKey.inKeychain(keychain))
+    /// ```
+    ///
     /// - Parameters:
     ///   - server: the key server's base URL (`https://…`; `http://` only for loopback).
     ///   - account: the signed-in user, as the app names them.
@@ -83,6 +89,11 @@ public struct KeyServerClient: Sendable {
 
     /// The current key for `purpose` (and `device`): from the cache while
     /// the policy allows, else from the server, which makes it on first use.
+    ///
+    /// ```swift
+    /// let key = try await client.currentKey(purpose: "notes")
+    /// let ring = KeyRingStore(path: ringPath, secret: .key(key.key))
+    /// ```
     public func currentKey(purpose: String, device: String? = nil) async throws -> ServerKey {
         let account = try cacheAccount(purpose, device ?? dpop.map { "jkt:" + $0.thumbprint }, "current")
         if let entry = try cached(account) { return ServerKey(entry, purpose: purpose) }
@@ -119,6 +130,10 @@ public struct KeyServerClient: Sendable {
     }
 
     /// Forgets every cached key of this account (on sign-out).
+    ///
+    /// ```swift
+    /// try client.forgetCachedKeys()  // at sign-out
+    /// ```
     public func forgetCachedKeys() throws {
         do {
             try cache?.forget(accountPrefix: account + "|")

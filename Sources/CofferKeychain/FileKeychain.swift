@@ -92,6 +92,10 @@ public final class FileKeychain: Keychain, Sendable {
     }
 
     /// Creates a new, empty keychain file (its folder too, 0700); never overwrites.
+    ///
+    /// ```swift
+    /// let keychain = try FileKeychain.create(path: path, secret: .password("correct horse battery staple"))
+    /// ```
     public static func create(
         path: String, secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user
@@ -110,6 +114,11 @@ public final class FileKeychain: Keychain, Sendable {
     }
 
     /// Opens an existing keychain and checks that `secret` unlocks it.
+    ///
+    /// ```swift
+    /// let keychain = try FileKeychain.open(path: path, secret: .password(typed))
+    /// let token = try keychain.copyData(.password(service: "api", account: "me"))
+    /// ```
     public static func open(
         path: String, secret: UnlockSecret,
         rollbackGuard: (any RollbackGuard)? = StateFileRollbackGuard.user

@@ -206,9 +206,19 @@ public struct KeychainChanges: Sendable {
 ///   `duplicateItem`, and then nothing changes.
 /// - `delete` removes every match (throws `itemNotFound` when none).
 public protocol Keychain: Sendable {
+    /// Adds `item` with its secret `data`; `duplicateItem` when one with
+    /// the same primary key is there.
+    ///
+    /// ```swift
+    /// try keychain.add(.password(service: "api", account: "me"), data: SecretBytes(Array(token.utf8)))
+    /// ```
     func add(_ item: KeychainItem, data: SecretBytes) throws
     func copyMatching(_ query: KeychainQuery) throws -> [KeychainItem]
     /// The secret of the one item matching `query`.
+    ///
+    /// ```swift
+    /// let token = try keychain.copyData(.password(service: "api", account: "me"))
+    /// ```
     func copyData(_ query: KeychainQuery) throws -> SecretBytes
     func update(_ query: KeychainQuery, with changes: KeychainChanges) throws
     func delete(_ query: KeychainQuery) throws

@@ -64,6 +64,11 @@ public enum Age {
     }
 
     /// Encrypts `plaintext` in memory.
+    ///
+    /// ```swift
+    /// let identity = X25519.Identity()
+    /// let file = try Age.encrypt(Data("hello".utf8), to: [identity.recipient], armored: true)
+    /// ```
     public static func encrypt(_ plaintext: some DataProtocol, to recipients: [any Recipient], armored: Bool = false)
         throws -> Data
     {
@@ -75,6 +80,11 @@ public enum Age {
 
     /// Decrypts an age file in memory; nothing is returned unless the whole
     /// file authenticated.
+    ///
+    /// ```swift
+    /// let identity = try X25519.Identity(String(decoding: try Data(contentsOf: keyFile), as: UTF8.self))
+    /// let plaintext = try Age.decrypt(try Data(contentsOf: encryptedFile), with: [identity])
+    /// ```
     public static func decrypt(_ ciphertext: some DataProtocol, with identities: [any Identity]) throws -> Data {
         var source = BufferSource(ciphertext)
         var sink = BufferSink()

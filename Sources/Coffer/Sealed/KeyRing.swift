@@ -80,6 +80,10 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
     public var customMirror: Mirror { Mirror(self, children: ["keys": keys], displayStyle: .struct) }
 
     /// Adds a new primary key; the old primary stays active. Returns the new id.
+    ///
+    /// ```swift
+    /// let newKey = try store.modify { file in try file.update { try $0.rotate() } }
+    /// ```
     @discardableResult
     public mutating func rotate() throws -> UInt32 {
         guard entries.count < KeyRing.maximumKeys else {

@@ -48,6 +48,11 @@ public struct KeyRingStore: Sendable {
 
     /// Creates the file with `keyRing` (a new ring by default); never
     /// overwrites an existing file (`refused`).
+    ///
+    /// ```swift
+    /// let store = KeyRingStore(path: "notes.keyring", secret: .password("correct horse battery staple"))
+    /// let file = try store.create()
+    /// ```
     @discardableResult
     public func create(_ keyRing: KeyRing = KeyRing(), kdf: PasswordKDF = .defaultScrypt) throws -> KeyRingFile {
         let file = try KeyRingFile(keyRing: keyRing, secret: secret, kdf: kdf)
@@ -81,6 +86,10 @@ public struct KeyRingStore: Sendable {
     }
 
     /// Read, change, write under the lock; the generation grows by one.
+    ///
+    /// ```swift
+    /// try store.modify { file in try file.update { try $0.disable(oldKeyID) } }
+    /// ```
     @discardableResult
     public func modify<T>(_ change: (inout KeyRingFile) throws -> T) throws -> T {
         try AtomicFile.withExclusiveLock(on: path) {

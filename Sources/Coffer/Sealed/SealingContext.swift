@@ -58,11 +58,19 @@ public struct SealingContext: Sendable, Hashable, CustomStringConvertible {
 
 extension KeyRing {
     /// Seals under the primary key, binding `context`.
+    ///
+    /// ```swift
+    /// let sealed = try ring.seal(Data("dear diary".utf8), context: try SealingContext("notes", "42", "body"))
+    /// ```
     public func seal(_ plaintext: some DataProtocol, context: SealingContext) throws -> Data {
         try seal(plaintext, context: context.bytes)
     }
 
     /// Opens a value sealed with `context`.
+    ///
+    /// ```swift
+    /// let body = try ring.open(sealed, context: try SealingContext("notes", "42", "body"))
+    /// ```
     public func open(_ sealed: some DataProtocol, context: SealingContext) throws -> Data {
         try open(sealed, context: context.bytes)
     }

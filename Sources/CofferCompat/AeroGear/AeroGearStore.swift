@@ -213,6 +213,12 @@ extension AeroGear {
     /// `password` (derived once), in the store's order; every other value
     /// as it was. The first value that does not open stops it, naming its
     /// record and field: a migration takes all of the store or none of it.
+    ///
+    /// ```swift
+    /// let store = try AeroGear.PropertyListStore(propertyList: try Data(contentsOf: storeFile))
+    /// let parameters = try AeroGear.Parameters(defaults: try Data(contentsOf: defaultsFile), prefix: "")
+    /// let records = try AeroGear.open(store, parameters: parameters, password: typed)
+    /// ```
     public static func open(_ store: PropertyListStore, parameters: Parameters, password: String) throws -> [Record] {
         let key = try AeroGear.key(password: password, salt: parameters.salt, generation: parameters.generation)
         return try store.records.map { record in

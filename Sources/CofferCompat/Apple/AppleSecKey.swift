@@ -44,6 +44,14 @@ public enum AppleSecKey {
         }
     }
 
+    /// What `SecKeyCreateEncryptedData` made with `algorithm`, opened with the private `key`
+    /// (ECIES's tag or RSA-OAEP's padding checked first).
+    ///
+    /// ```swift
+    /// let key = try AppleKey(fileBytes: try Data(contentsOf: exportedKeyFile))  // SecKeyCopyExternalRepresentation's bytes
+    /// let plaintext = try AppleSecKey.decrypt(
+    ///     ciphertext, with: key, algorithm: .ecies(cofactor: true, variableIV: true, hash: .sha256))
+    /// ```
     public static func decrypt(_ ciphertext: some DataProtocol, with key: AppleKey, algorithm: AppleAlgorithm) throws
         -> Data
     {

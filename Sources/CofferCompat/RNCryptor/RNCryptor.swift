@@ -123,6 +123,12 @@ public enum RNCryptor {
         return Data(sink.bytes)
     }
 
+    /// A whole RNCryptor v3 message opened: its HMAC checked (in constant time) before a byte is
+    /// decrypted; a wrong password or key is `wrongPassword`, a damaged message `payloadAuthenticationFailed`.
+    ///
+    /// ```swift
+    /// let plaintext = try RNCryptor.decrypt(stored, credentials: .password(Array(password.utf8)))
+    /// ```
     public static func decrypt(_ message: some DataProtocol, credentials: Credentials) throws -> Data {
         var source = BufferSource(Array(message))
         var sink = BufferSink()

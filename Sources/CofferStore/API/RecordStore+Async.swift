@@ -64,6 +64,13 @@ extension RecordStore {
         try await BlockingWork.run { try self.delete(tableName, id: key) }
     }
 
+    /// Opens every cell, checks every index value and each table's record-set digest,
+    /// `batchSize` rows per read transaction, and reports what does not hold.
+    ///
+    /// ```swift
+    /// let report = try await store.verify()
+    /// if !report.isIntact { print(report) }  // each problem names its table and key
+    /// ```
     public func verify(batchSize: Int = 2000) async throws -> StoreVerification {
         try await BlockingWork.run { try self.verify(batchSize: batchSize) }
     }
@@ -142,6 +149,13 @@ extension RecordStore {
 
 /// The typed calls (``SealedRecord``), for async code.
 extension RecordStore {
+    /// Puts `record` (``put(_:)-(R)``'s async twin, off the caller's thread), returning it with
+    /// the primary key the store gave it when it had none.
+    ///
+    /// ```swift
+    /// let note = try await store.put(Note(id: nil, title: "Groceries", body: "eggs, flour"))
+    /// print(note.id!)  // given by the store
+    /// ```
     @discardableResult
     public func put<R: SealedRecord>(_ record: R) async throws -> R {
         try await BlockingWork.run { try self.put(record) }
@@ -152,10 +166,21 @@ extension RecordStore {
         try await BlockingWork.run { try self.put(contentsOf: records) }
     }
 
+    /// The record of `type` whose primary key is `key`, its sealed fields opened; nil when there is none.
+    ///
+    /// ```swift
+    /// let note = try await store.get(Note.self, id: .integer(42))
+    /// ```
     public func get<R: SealedRecord>(_ type: R.Type, id key: StoreValue) async throws -> R? {
         try await BlockingWork.run { try self.get(type, id: key) }
     }
 
+    /// The records of `type` that `query` asks for (every one when nil), in its order.
+    ///
+    /// ```swift
+    /// let recent = try await store.fetchAll(
+    ///     Note.self, Note.query.filter(StoreColumn("pages") >= 1).order(by: "createdAt", descending: true).limit(20))
+    /// ```
     public func fetchAll<R: SealedRecord>(_ type: R.Type, _ query: StoreQuery? = nil) async throws -> [R] {
         try await BlockingWork.run { try self.fetchAll(type, query) }
     }
@@ -168,11 +193,23 @@ extension RecordStore {
         try await BlockingWork.run { try self.fetchCount(type, query) }
     }
 
+    /// Writes every field of `record` over the stored one with its primary key (a new version of
+    /// the record, sealed again); false when there is no such record.
+    ///
+    /// ```swift
+    /// note.body = "eggs, flour, butter"
+    /// let found = try await store.update(note)  // false when the record is gone
+    /// ```
     @discardableResult
     public func update<R: SealedRecord>(_ record: R) async throws -> Bool {
         try await BlockingWork.run { try self.update(record) }
     }
 
+    /// Deletes the record of `type` whose primary key is `key`; false when there was none.
+    ///
+    /// ```swift
+    /// let deleted = try await store.delete(Note.self, id: .integer(42))
+    /// ```
     @discardableResult
     public func delete<R: SealedRecord>(_ type: R.Type, id key: StoreValue) async throws -> Bool {
         try await BlockingWork.run { try self.delete(type, id: key) }

@@ -122,6 +122,10 @@ extension RecordStore {
     }
 
     /// ``open(orCreate:records:secret:kdf:rollbackGuard:fileProtection:)`` on a Dispatch thread.
+    ///
+    /// ```swift
+    /// let store = try await RecordStore.open(orCreate: path, records: [Note.self], secret: .password(typed))
+    /// ```
     public static func open(
         orCreate path: String, records: [any SchemaRecord.Type], secret: UnlockSecret,
         kdf: PasswordKDF = .defaultScrypt, rollbackGuard: (any RollbackGuard)? = RecordStore.defaultRollbackGuard,

@@ -129,6 +129,12 @@ private struct KeyRingMoved: Error {}
 /// Async twins: a password's KDF runs on a Dispatch thread, never on the
 /// caller's (an app's main actor) or the cooperative pool.
 extension RecordStore {
+    /// Locks the store with `secret` alone (a new slot, every other one dropped) and makes a new
+    /// primary key; returns its id. No record is rewritten.
+    ///
+    /// ```swift
+    /// _ = try await store.changeSecret(to: .password(newPassword))
+    /// ```
     @discardableResult
     public func changeSecret(to secret: UnlockSecret, kdf: PasswordKDF = .defaultScrypt) async throws -> UInt32 {
         try await BlockingWork.run { try self.changeSecret(to: secret, kdf: kdf) }
@@ -139,6 +145,12 @@ extension RecordStore {
         try await BlockingWork.run { try self.addSlot(for: secret, kdf: kdf) }
     }
 
+    /// A new random recovery key, added as a slot of its own: show its text to the user once.
+    ///
+    /// ```swift
+    /// let recovery = try await store.addRecoveryKey()
+    /// showOnce(recovery.text)  // the user writes it down; it opens the store alone
+    /// ```
     public func addRecoveryKey() async throws -> RecoveryKey {
         try await BlockingWork.run { try self.addRecoveryKey() }
     }

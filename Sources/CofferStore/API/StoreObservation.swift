@@ -131,6 +131,12 @@ extension RecordStore {
 
     /// The typed records `query` asks for (every record of `R`'s table when
     /// nil), now and after every commit that changes them.
+    ///
+    /// ```swift
+    /// for try await notes in store.observe(Note.self, Note.query.order(by: "title")) {
+    ///     show(notes)  // at once, then after every commit that changes them
+    /// }
+    /// ```
     public func observe<R: SealedRecord>(
         _ type: R.Type, _ query: StoreQuery? = nil, tick: Duration = .milliseconds(50), period: Duration = .seconds(1)
     ) -> StoreObservation<[R]> {

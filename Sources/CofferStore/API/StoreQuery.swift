@@ -84,6 +84,10 @@ public struct StoreQuery: Sendable, Hashable {
     /// Only the records `predicate` holds for (and every earlier
     /// condition): ranges, `in`, prefixes and parts of clear fields
     /// (``StorePredicate``).
+    ///
+    /// ```swift
+    /// let query = Note.query.filter(StoreColumn("pages").between(2, and: 10) && StoreColumn("title").hasPrefix("Gro"))
+    /// ```
     public func filter(_ predicate: StorePredicate) -> StoreQuery {
         var query = self
         query.predicates.append(predicate)

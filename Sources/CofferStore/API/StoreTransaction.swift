@@ -133,6 +133,13 @@ extension RecordStore {
     }
 
     /// `write(_:)` on a Dispatch thread, off the cooperative pool.
+    ///
+    /// ```swift
+    /// try await store.write { transaction in
+    ///     _ = try transaction.put(["title": "Groceries", "body": "eggs"], into: "notes")
+    ///     _ = try transaction.delete("notes", id: 7)
+    /// }
+    /// ```
     public func write<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
         try await BlockingWork.run { try self.write(body) }
     }
