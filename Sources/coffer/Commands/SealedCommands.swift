@@ -17,7 +17,7 @@ struct SealOptions: ParsableArguments {
 
     /// The key ring `unlock` opens and the context's bytes.
     func keyRing(_ unlock: KeyRingUnlock, _ kek: KEKOptions) async throws -> (KeyRing, [UInt8]) {
-        await (try unlock.unlockFile(kek).keyRing, Array(context.utf8))
+        (try await unlock.unlockFile(kek).keyRing, Array(context.utf8))
     }
 
     /// The same, and the whole input.

@@ -219,8 +219,8 @@ struct StoreGet: AsyncParsableCommand {
     @OptionGroup var row: StoreRow
 
     func run() async throws {
-        await print(
-            try row.act(store, kek) { store, table, key in
+        print(
+            try await row.act(store, kek) { store, table, key in
                 try store.get(table.name, id: key).map { RecordJSON.line($0, table: table) }
             })
     }

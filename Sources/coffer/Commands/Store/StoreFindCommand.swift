@@ -86,7 +86,7 @@ struct StoreFind: AsyncParsableCommand {
         var query = Self.ordered(StoreQuery(table.name).filter(wanted), ordering)
         if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
         if count {
-            await print(try opened.fetchCount(query))
+            print(try await opened.fetchCount(query))
             return
         }
         var out = ""
