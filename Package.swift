@@ -131,6 +131,9 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferStorePostgres", "CofferKeyClient",
+                // --ca-file: a key server whose CA is private (ServerTrust.swift).
+                "CofferKeyClientNIO",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

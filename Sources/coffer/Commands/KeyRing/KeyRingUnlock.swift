@@ -68,9 +68,17 @@ struct KEKOptions: ParsableArguments {
             valueName: "N"))
     var kekVersion: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Trust --kek-server's certificate only when this CA (PEM) issued it, in place of the system's roots.",
+            valueName: "FILE"))
+    var kekServerCAFile: String?
+
     /// The --kek-server options, as one value.
     var server: ServerKEKOptions {
-        ServerKEKOptions(kekServer: kekServer, purpose: purpose, tokenFile: tokenFile, kekVersion: kekVersion)
+        ServerKEKOptions(
+            kekServer: kekServer, purpose: purpose, tokenFile: tokenFile, kekVersion: kekVersion,
+            caFile: kekServerCAFile)
     }
 
     func validate() throws {

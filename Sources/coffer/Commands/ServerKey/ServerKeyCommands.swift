@@ -19,6 +19,17 @@ struct ServerAddressOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The key server (https://…; http:// on loopback only).", valueName: "URL"))
     var server: String
 
+    @Option(
+        help: ArgumentHelp(
+            "Trust the server's certificate only when this CA (PEM) issued it, in place of the system's roots.",
+            valueName: "FILE"))
+    var caFile: String?
+
+    /// URLSession with the system's roots, or a client that trusts --ca-file.
+    var transport: any KeyServerTransport {
+        get throws { try ServerTrust.transport(caFile: caFile, option: "--ca-file") }
+    }
+
     var url: URL {
         get throws {
             guard let url = URL(string: server), url.scheme == "https" || url.scheme == "http", url.host != nil else {
@@ -71,7 +82,7 @@ struct ServerKeyGet: AsyncParsableCommand {
         let client = try KeyServerClient(
             server: try address.url, account: "coffer-cli",
             token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) },
-            dpop: dpop)
+            transport: try address.transport, dpop: dpop)
         let key = try await KeyServerRefusal.mapped {
             if let version { return try await client.key(purpose: purpose, version: version, device: device) }
             return try await client.currentKey(purpose: purpose, device: device)
@@ -101,7 +112,8 @@ struct OperatorOptions: ParsableArguments {
     /// Runs `body` with an operator client of the server and the subject.
     func send<T>(_ body: (KeyServerAdmin, String) async throws -> T) async throws -> T {
         let admin = try KeyServerAdmin(
-            server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile))
+            server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile),
+            transport: try address.transport)
         return try await KeyServerRefusal.mapped { try await body(admin, subject) }
     }
 }

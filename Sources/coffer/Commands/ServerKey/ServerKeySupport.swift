@@ -21,6 +21,7 @@ struct ServerKEKOptions {
     let purpose: String?
     let tokenFile: String?
     let kekVersion: Int?
+    let caFile: String?
 
     var given: Bool { kekServer != nil }
 
@@ -32,13 +33,15 @@ struct ServerKEKOptions {
             guard given else { throw ValidationError("--kek-version goes with --kek-server") }
             guard kekVersion >= 1 else { throw ValidationError("--kek-version is a whole number from 1") }
         }
+        if caFile != nil && !given { throw ValidationError("--kek-server-ca-file goes with --kek-server") }
     }
 
     private func client() throws -> (KeyServerClient, String)? {
         guard let kekServer, let purpose, let tokenFile else { return nil }
         guard let url = URL(string: kekServer) else { throw ValidationError("--kek-server takes a URL") }
         let client = try KeyServerClient(
-            server: url, account: "coffer-cli", token: { try ServerKeyAuth.token(tokenFile) })
+            server: url, account: "coffer-cli", token: { try ServerKeyAuth.token(tokenFile) },
+            transport: try ServerTrust.transport(caFile: caFile, option: "--kek-server-ca-file"))
         return (client, purpose)
     }
 
@@ -112,7 +115,8 @@ enum KeyServerRefusal {
     static func hint(_ error: KeyClientError) -> String? {
         switch error.code.name {
         case "token-expired": "sign in again for a fresh token"
-        case "unreachable": "check --server (or --kek-server) and that the server is running"
+        case "unreachable":
+            "check --server (or --kek-server), that the server is running and, over https, that its certificate is trusted (a private CA: --ca-file, --kek-server-ca-file, --anchor-ca-file)"
         case "key-shredded": "this user's keys were destroyed; data under them cannot be read"
         default: nil
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Coffer
+import CofferKeyClient
 import CofferStore
 import Foundation
 
@@ -19,6 +20,13 @@ struct StoreAnchorOptions: ParsableArguments {
     )
     var tokenFile: String?
 
+    @Option(
+        name: .customLong("anchor-ca-file"),
+        help: ArgumentHelp(
+            "Trust the anchor server's certificate only when this CA (PEM) issued it (else COFFER_ANCHOR_CA_FILE).",
+            valueName: "FILE"))
+    var caFile: String?
+
     /// The anchors a store opened by the CLI keeps: checked before the
     /// command reads anything, published after each commit.
     func anchors() throws -> [any StoreAnchor] {
@@ -26,8 +34,10 @@ struct StoreAnchorOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         let server = self.server ?? environment["COFFER_ANCHOR_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
         let tokenFile = self.tokenFile ?? environment["COFFER_ANCHOR_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let caFile = self.caFile ?? environment["COFFER_ANCHOR_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         guard let server else {
             if tokenFile != nil { throw ValidationError("--anchor-token-file is for --anchor-server") }
+            if caFile != nil { throw ValidationError("--anchor-ca-file is for --anchor-server") }
             return anchors
         }
         guard let tokenFile else {
@@ -40,13 +50,24 @@ struct StoreAnchorOptions: ParsableArguments {
         let token = String(
             decoding: try Input.readAll(path: tokenFile, what: "the anchor token file", secret: true), as: UTF8.self
         ).trimmingCharacters(in: .whitespacesAndNewlines)
-        anchors.append(try KeyServerStoreAnchor(server: url, operatorToken: token))
+        anchors.append(
+            try KeyServerStoreAnchor(
+                server: url, operatorToken: token,
+                transport: try ServerTrust.transport(caFile: caFile, option: "--anchor-ca-file")))
         return anchors
     }
 
     /// A command is short: every commit is published, and a read checks
     /// at most once a second.
     static let policy = StoreAnchorPolicy(interval: 1, commits: 1)
+
+    /// Asks each anchor for a store that does not exist yet (a fresh
+    /// random id): before `init` makes a store, an anchor that cannot be
+    /// reached, or refuses the token, stops it with nothing made.
+    func reach() throws {
+        let probe = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        for anchor in try anchors() { _ = try anchor.anchoredState(store: probe) }
+    }
 
     func keep(_ store: RecordStore) throws -> RecordStore {
         for anchor in try anchors() { try store.keepAnchored(at: anchor, policy: Self.policy) }

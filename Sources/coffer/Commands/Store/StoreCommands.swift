@@ -94,6 +94,7 @@ struct StoreOptions: ParsableArguments {
 
     func create(_ kek: KEKOptions, schema: StoreSchema, kdf: PasswordKDF) async throws -> RecordStore {
         let secret = try await secret(kek, confirm: true, creating: true)
+        try anchor.reach()
         if isPostgres {
             return try anchor.keep(
                 try PostgresStores.create(
