@@ -31,10 +31,14 @@ public struct KeyServerAdmin: Sendable {
     }
 
     /// Adds a version to `subject`'s key for `purpose` and makes it current.
-    public func rotate(subject: String, purpose: String, device: String? = nil) async throws -> Rotated {
+    /// A subject the server holds no key for is refused
+    /// (`subject-unknown`, 404) unless `create`.
+    public func rotate(subject: String, purpose: String, device: String? = nil, create: Bool = false) async throws
+        -> Rotated
+    {
         let answer = try await requests.send(
             "/v1/admin/keys/rotate", method: "POST", token: token,
-            body: KeyServerBody.Rotate(subject: subject, purpose: purpose, device: device),
+            body: KeyServerBody.Rotate(subject: subject, purpose: purpose, device: device, create: create ? true : nil),
             answer: KeyServerBody.KeyInfo.self)
         return Rotated(version: answer.version, keyID: answer.keyId)
     }
@@ -49,11 +53,13 @@ public struct KeyServerAdmin: Sendable {
     }
 
     /// Schedules the destruction of every key of `subject` after
-    /// `undoWindow` seconds; returns when (ISO 8601).
-    public func shred(subject: String, undoWindow: Int64) async throws -> String {
+    /// `undoWindow` seconds; returns when (ISO 8601). A subject the server
+    /// holds no key for is refused (`subject-unknown`, 404) unless
+    /// `create`: a shred is permanent, and a typo's would wait for ever.
+    public func shred(subject: String, undoWindow: Int64, create: Bool = false) async throws -> String {
         try await requests.send(
             "/v1/admin/subjects/shred", method: "POST", token: token,
-            body: KeyServerBody.Shred(subject: subject, undoWindowSeconds: undoWindow),
+            body: KeyServerBody.Shred(subject: subject, undoWindowSeconds: undoWindow, create: create ? true : nil),
             answer: KeyServerBody.Shredding.self
         ).shredAt
     }

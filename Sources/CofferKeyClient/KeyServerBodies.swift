@@ -45,6 +45,7 @@ enum KeyServerBody {
         var subject: String
         var purpose: String
         var device: String?
+        var create: Bool?
     }
 
     /// `#/components/requestBodies/Retire`.
@@ -59,12 +60,22 @@ enum KeyServerBody {
     struct Shred: Codable, Equatable {
         var subject: String
         var undoWindowSeconds: Int64?
+        var create: Bool?
+        var dryRun: Bool?
     }
 
     /// The answer of `POST /v1/admin/subjects/shred`.
     struct Shredding: Codable, Equatable {
         var subject: String
         var shredAt: String
+        var dryRun: Bool?
+        var storedVersions: Int?
+    }
+
+    /// The answer of `GET /v1/admin/subjects`.
+    struct Subjects: Codable, Equatable {
+        var subjects: [String]
+        var next: String?
     }
 
     /// `#/components/requestBodies/UndoShred`.

@@ -60,6 +60,16 @@ extension Serve {
         }
     }
 
+    /// Sets the log's format (text, the default, or json) for every logger
+    /// made afterwards; once per process.
+    func bootstrapLog(_ settings: ServerSettings) throws {
+        switch settings.value(logFormat, "log-format") ?? "text" {
+        case "text": break
+        case "json": LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        case let other: throw ValidationError("--log-format is text or json, not \(other)")
+        }
+    }
+
     func logLevel(_ settings: ServerSettings) throws -> Logger.Level {
         guard let text = settings.value(logLevel, "log-level") else { return .info }
         guard let level = Logger.Level(rawValue: text) else {

@@ -183,7 +183,10 @@ struct KEK: AsyncParsableCommand {
             let say: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
             var done = try await store.rewrap(batchSize: batch) { done in say("resealed \(done) of \(total)") }
             var left = try await store.rowsToRewrap()
-            if left == 0 && settle > 0 {
+            // With nothing resealed and no older key still enabled, no
+            // server can be sealing under one: nothing to wait for.
+            let olderEnabled = try await data.kekRing(settings).read().keyRing.keys.contains { $0.state == .active }
+            if left == 0 && settle > 0 && (done > 0 || olderEnabled) {
                 say("waiting \(settle) s for running servers to read the new KEK")
                 try await Task.sleep(for: .seconds(settle))
                 done += try await store.rewrap(batchSize: batch) { _ in }

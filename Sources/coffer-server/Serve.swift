@@ -108,9 +108,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "trace, debug, info (default), notice, warning, error or critical; debug adds a line per request.",
+            "trace, debug, info (default: a line per request), notice, warning, error or critical.",
             valueName: "LEVEL"))
     var logLevel: String?
+
+    @Option(help: ArgumentHelp("text (default) or json: one JSON object per line.", valueName: "FORMAT"))
+    var logFormat: String?
 
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
@@ -120,6 +123,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try await data.settings()
+        try bootstrapLog(settings)
         let (host, port) = try Self.address(settings.value(listen, "listen") ?? "127.0.0.1:8080")
         let tls = try tlsConfiguration(settings)
         var limits = RateLimits(
@@ -183,6 +187,7 @@ struct Serve: AsyncParsableCommand {
             limits: limits, metrics: metrics, dpop: dpop, clientCacheSeconds: cacheSeconds)
         var logger = Logger(label: "coffer-server")
         logger.logLevel = try logLevel(settings)
+        store.logDatabaseAvailability(to: logger)
         logStart(logger, settings, store: store, tls: tls != nil)
         let anchoring = try auditAnchoring(settings)
         if let last = anchoring.last { store.trustAuditAnchor(last) }
@@ -245,7 +250,7 @@ struct Operator: AsyncParsableCommand {
         @Option(
             name: .customLong("scope"),
             help: ArgumentHelp(
-                "keys:rotate, keys:retire, subjects:shred, metrics:read or stores:anchor; repeat for several (default: all).",
+                "keys:rotate, keys:retire, subjects:shred, metrics:read, stores:anchor or keys:read; repeat for several (default: all).",
                 valueName: "SCOPE"))
         var scopes: [String] = []
         @Option(

@@ -47,7 +47,7 @@ struct ServerSettings: Sendable {
         "address-rate-limit", "audience", "audit-anchor-every", "audit-checkpoint", "client-cache-seconds", "data",
         "idle-timeout", "request-timeout",
         "database", "issuer", "issuer-discovery", "jwks.file", "jwks.refresh-floor", "jwks.url", "kek.keychain",
-        "kek.keychain.passphrase.file", "kek.passphrase.file", "kek.tag", "leeway", "listen", "log-level",
+        "kek.keychain.passphrase.file", "kek.passphrase.file", "kek.tag", "leeway", "listen", "log-format", "log-level",
         "max-connections", "max-connections-per-address", "postgres.password.file", "public-url", "rate-limit", "realm",
         "refusal-delay",
         "require-dpop", "subject.claim", "tls.cert", "tls.key", "trusted-proxies",

@@ -9,6 +9,7 @@ import Testing
         ["rotate", "--subject", "alice", "--purpose", "notes"],
         ["retire", "--subject", "alice", "--purpose", "notes", "--minimum-version", "2"],
         ["shred", "--subject", "alice"], ["undo-shred", "--subject", "alice"],
+        ["shred", "--subject", "alice", "--dry-run"], ["show", "--subject", "alice"], ["subjects"],
     ]
 
     @Test(arguments: commands) func operatorTokensNeverGoOutInTheClear(_ command: [String]) throws {

@@ -22,7 +22,8 @@ import Testing
         "store import", "store passwd", "store slots", "store add-slot", "store remove-slot", "store watch",
         "server-key",
         "server-key get",
-        "server-key rotate", "server-key retire", "server-key shred", "server-key undo-shred",
+        "server-key rotate", "server-key retire", "server-key shred", "server-key undo-shred", "server-key show",
+        "server-key subjects",
     ]
 
     @Test(arguments: commands)

@@ -142,6 +142,12 @@ import Testing
         #expect(
             listed.1.contains("\(first)  disabled")
                 && listed.1.contains("  300 stored keys, server secrets audit-anchor-key\n"), "\(listed.1)")
+        // Nothing left to reseal and no older key enabled: the default
+        // 35-second settle is skipped (operator trial 4).
+        let started = ContinuousClock.now
+        (status, out) = try await Self.serverTool(["kek", "rewrap"] + tool, environment: environment)
+        #expect(status == 0 && out == "resealed 0 keys; 0 left under an older KEK key\n", "\(out)")
+        #expect(ContinuousClock.now - started < .seconds(20), "a rewrap with nothing to do returns at once")
         server.stop()
         server = try ServerProcess(issuer: issuer, data: data, extra: database, environment: environment)
         (reopened, body) = try await server.address.request("/v1/keys/p0", token: token)

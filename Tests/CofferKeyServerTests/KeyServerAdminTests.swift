@@ -78,7 +78,8 @@ import Testing
                     body: try body(
                         route == "keys/retire"
                             ? ["subject": "alice", "purpose": "notes", "minimumVersion": 1]
-                            : route == "keys/rotate" ? ["subject": "alice", "purpose": "notes"] : ["subject": "alice"]))
+                            : route == "keys/rotate"
+                                ? ["subject": "alice", "purpose": "notes", "create": true] : ["subject": "alice"]))
             }
             #expect(try await call(rotator, "keys/rotate").status == .ok)
             try expectProblem(try await call(rotator, "keys/retire"), .forbidden, "scope-missing")
@@ -157,7 +158,7 @@ import Testing
             try await server.run { client in
                 let response = try await client.execute(
                     uri: "/v1/admin/keys/rotate", method: .post, headers: bearer(token),
-                    body: try body(["subject": "alice", "purpose": "notes"]))
+                    body: try body(["subject": "alice", "purpose": "notes", "create": true]))
                 if let refusal {
                     try expectProblem(response, .unauthorized, refusal)
                 } else {

@@ -65,7 +65,7 @@ import Testing
             full: KeyServerBody.KeyRequest(device: "phone"), least: KeyServerBody.KeyRequest()),
         Case(
             name: "Rotate", path: ["components", "requestBodies", "Rotate", "content"] + json,
-            full: KeyServerBody.Rotate(subject: "s", purpose: "p", device: "d"),
+            full: KeyServerBody.Rotate(subject: "s", purpose: "p", device: "d", create: true),
             least: KeyServerBody.Rotate(subject: "s", purpose: "p")),
         Case(
             name: "Retire", path: ["components", "requestBodies", "Retire", "content"] + json,
@@ -73,12 +73,17 @@ import Testing
             least: KeyServerBody.Retire(subject: "s", purpose: "p", minimumVersion: 2)),
         Case(
             name: "Shred", path: ["components", "requestBodies", "Shred", "content"] + json,
-            full: KeyServerBody.Shred(subject: "s", undoWindowSeconds: 60), least: KeyServerBody.Shred(subject: "s")),
+            full: KeyServerBody.Shred(subject: "s", undoWindowSeconds: 60, create: true, dryRun: true),
+            least: KeyServerBody.Shred(subject: "s")),
         Case(
             name: "Shredding",
             path: ["paths", "/v1/admin/subjects/shred", "post", "responses", "200", "content"] + json,
-            full: KeyServerBody.Shredding(subject: "s", shredAt: "2026-11-26T00:00:00Z"),
+            full: KeyServerBody.Shredding(
+                subject: "s", shredAt: "2026-11-26T00:00:00Z", dryRun: true, storedVersions: 3),
             least: KeyServerBody.Shredding(subject: "s", shredAt: "2026-11-26T00:00:00Z")),
+        Case(
+            name: "Subjects", path: ["paths", "/v1/admin/subjects", "get", "responses", "200", "content"] + json,
+            full: KeyServerBody.Subjects(subjects: ["a"], next: "a"), least: KeyServerBody.Subjects(subjects: ["a"])),
         Case(
             name: "UndoShred", path: ["components", "requestBodies", "UndoShred", "content"] + json,
             full: KeyServerBody.UndoShred(subject: "s"), least: KeyServerBody.UndoShred(subject: "s")),
@@ -103,6 +108,9 @@ import Testing
                 switch property["type"] as? String {
                 case "integer": #expect(value is Int && !(value is Bool), "\(body.name).\(name) is an integer")
                 case "string": #expect(value is String, "\(body.name).\(name) is a string")
+                case "boolean":
+                    #expect(value is Bool, "\(body.name).\(name) is a boolean")
+                case "array": #expect(value is [Any], "\(body.name).\(name) is an array")
                 default: Issue.record("\(body.name).\(name) has a type the test does not know")
                 }
             }

@@ -18,14 +18,17 @@ import Testing
         let environment: [String: String]
         let servers: [ServerProcess]
 
-        init(count: Int = 2, flags: [String] = []) throws {
+        /// With `logs`, replica N writes its log to `log(N)`.
+        init(count: Int = 2, flags: [String] = [], logs: Bool = false) throws {
             issuer = try Issuer()
             data = issuer.folder + "/data"
             (database, environment) = try Backend.postgres.serverOptions()
             var servers: [ServerProcess] = []
-            for _ in 0..<count {
+            for number in 0..<count {
                 servers.append(
-                    try ServerProcess(issuer: issuer, data: data, extra: database + flags, environment: environment))
+                    try ServerProcess(
+                        issuer: issuer, data: data, log: logs ? issuer.folder + "/replica-\(number).log" : nil,
+                        extra: database + flags, environment: environment))
             }
             self.servers = servers
         }
@@ -36,6 +39,10 @@ import Testing
         }
 
         func stop() { for server in servers where server.process.isRunning { server.stop() } }
+
+        func log(_ number: Int) throws -> String {
+            try String(contentsOfFile: issuer.folder + "/replica-\(number).log", encoding: .utf8)
+        }
     }
 
     static func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
@@ -230,7 +237,7 @@ import Testing
     }
 
     @Test func restartingPostgresUnderLoadAnswers503ThenRecovers() async throws {
-        let replicas = try Replicas()
+        let replicas = try Replicas(logs: true)
         defer { replicas.stop() }
         let token = try replicas.issuer.token("outage")
         let addresses = replicas.servers.map(\.address)
@@ -298,6 +305,16 @@ import Testing
         // audit entry), each under the server's 3 s deadline: 6 s and slack.
         #expect(all.map(\.seconds).max()! < 7.5, "the slowest answer took \(all.map(\.seconds).max()!) s")
         #expect(all.suffix(8).allSatisfy { $0.status == 200 }, "the replicas still fail after the restart")
+        // Each replica's log says the database went away, once, and came back, once.
+        for number in 0..<2 {
+            let lines = try replicas.log(number).split(separator: "\n")
+            let away = lines.indices.filter {
+                lines[$0].contains(" warning ") && lines[$0].contains("database unavailable")
+            }
+            let back = lines.indices.filter { lines[$0].contains("database available again after") }
+            #expect(away.count == 1 && back.count == 1 && away[0] < back[0], "replica \(number): \(away) \(back)")
+            #expect(!lines.contains { $0.contains("password") }, "a log line names the password")
+        }
     }
 
     /// Replicas starting at once take turns on the migrations; a database a

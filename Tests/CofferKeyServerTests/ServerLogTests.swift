@@ -43,23 +43,55 @@ import Testing
             }
         }
         #expect(!text.contains("logan"), "the log holds a subject")
+        // An operator's change is a line of its own: who and what.
+        #expect(text.contains("operator.action=rotate") && text.contains("operator ops: rotate"), "\(text)")
     }
 
-    /// At the default level (info) a request writes nothing to the log.
-    @Test func accessLinesAreDebugOnly() async throws {
+    /// At the default level (info) each request writes one line, with its
+    /// route's pattern (no purpose), status, duration and request id; with
+    /// `--log-format json` each line is a JSON object with those members.
+    @Test func aLinePerRequestAtInfoAndJSONWhenAsked() async throws {
         let issuer = try Issuer()
-        let log = issuer.folder + "/server.log"
-        let server = try ServerProcess(issuer: issuer, data: issuer.folder + "/data", log: log)
-        #expect(try await server.address.request("/v1/keys/notes", token: try issuer.token("quiet")).0 == 200)
-        // A refused token is answered after the refusal delay (100 ms by default).
-        let began = Date()
-        #expect(try await server.address.request("/v1/keys/notes", token: "junk").0 == 401)
-        #expect(Date().timeIntervalSince(began) >= 0.1)
-        server.stop()
-        let text = try String(contentsOfFile: log, encoding: .utf8)
-        #expect(!text.contains("request.id="), "\(text)")
+        for format in ["text", "json"] {
+            let log = issuer.folder + "/server-\(format).log"
+            let server = try ServerProcess(
+                issuer: issuer, data: issuer.folder + "/data", log: log, extra: ["--log-format", format])
+            #expect(try await server.address.request("/v1/keys/notes", token: try issuer.token("quiet")).0 == 200)
+            // A refused token is answered after the refusal delay (100 ms by default).
+            let began = Date()
+            #expect(try await server.address.request("/v1/keys/notes", token: "junk").0 == 401)
+            #expect(Date().timeIntervalSince(began) >= 0.1)
+            #expect(try await server.address.request("/v1/nowhere", method: "GET", token: "junk").0 == 404)
+            server.stop()
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(!text.contains("notes") && !text.contains("quiet"), "a purpose or subject in the log: \(text)")
+            let lines = text.split(separator: "\n").map(String.init)
+            if format == "text" {
+                let requests = lines.filter { $0.contains("request.id=") }
+                #expect(requests.count == 3, "\(text)")
+                #expect(
+                    requests.filter { $0.contains(" info ") && $0.hasSuffix("POST /v1/keys/{purpose} 200") }.count == 1)
+                #expect(requests.filter { $0.hasSuffix("POST /v1/keys/{purpose} 401") }.count == 1)
+                #expect(requests.filter { $0.hasSuffix("GET unmatched 404") }.count == 1, "\(requests)")
+                continue
+            }
+            let objects = try lines.map { line in
+                try #require(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+            }
+            #expect(objects.allSatisfy { $0["time"] is String && $0["level"] is String && $0["message"] is String })
+            let requests = objects.filter { $0["request.id"] != nil }
+            #expect(requests.count == 3, "\(text)")
+            let ok = requests.first { $0["http.status"] as? String == "200" }
+            #expect(ok?["http.route"] as? String == "/v1/keys/{purpose}" && ok?["http.method"] as? String == "POST")
+            #expect(ok?["level"] as? String == "info" && (ok?["duration.ms"] as? String).flatMap(Double.init) != nil)
+            #expect(objects.contains { ($0["message"] as? String)?.hasPrefix("coffer-server 0.1.0 starting") == true })
+        }
         #expect(throws: (any Error).self) {
             try ServerProcess(issuer: issuer, data: issuer.folder + "/data", extra: ["--log-level", "loud"])
+        }
+        #expect(throws: (any Error).self) {
+            try ServerProcess(issuer: issuer, data: issuer.folder + "/data", extra: ["--log-format", "xml"])
         }
     }
 }

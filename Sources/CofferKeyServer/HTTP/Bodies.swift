@@ -142,10 +142,12 @@ struct KeyInfo: Codable {
 }
 
 struct RotateRequest: RequestBody {
-    static let members: Set<String> = ["subject", "purpose", "device"]
+    static let members: Set<String> = ["subject", "purpose", "device", "create"]
     let subject: String
     let purpose: String
     let device: String?
+    /// A subject the server holds no key for is refused unless true.
+    let create: Bool?
 }
 
 struct RetireRequest: RequestBody {
@@ -167,13 +169,52 @@ struct UndoShredRequest: RequestBody {
 }
 
 struct ShredRequest: RequestBody {
-    static let members: Set<String> = ["subject", "undoWindowSeconds"]
+    static let members: Set<String> = ["subject", "undoWindowSeconds", "create", "dryRun"]
     let subject: String
     let undoWindowSeconds: Int64?
+    /// A subject the server holds no key for is refused unless true.
+    let create: Bool?
+    /// Only say what the shred would destroy, and when.
+    let dryRun: Bool?
 }
 
 struct ShredResponse: Codable {
     let subject: String
     let shredAt: String
+    /// With dryRun: nothing was done; `storedVersions` would be destroyed.
+    let dryRun: Bool?
+    let storedVersions: Int?
+}
+
+/// `GET /v1/admin/keys?subject=`: a subject's keys, never their bytes.
+struct SubjectKeysResponse: Codable {
+    struct Key: Codable {
+        let purpose: String
+        let device: String?
+        let current: Int
+        let minimum: Int
+        let versions: Int
+    }
+    let subject: String
+    let keys: [Key]
+    let shredAt: String?
+    let shredded: Bool
+
+    init(_ keys: SubjectKeys) {
+        subject = keys.subject
+        self.keys = keys.keys.map {
+            Key(
+                purpose: $0.purpose, device: $0.device.isEmpty ? nil : $0.device, current: $0.current,
+                minimum: $0.minimum, versions: $0.versions)
+        }
+        shredAt = keys.shredAt.map(ServerKeyStore.timestamp)
+        shredded = keys.shredded
+    }
+}
+
+/// `GET /v1/admin/subjects`: a page of subjects; `next` is the `after` of the next page.
+struct SubjectsResponse: Codable {
+    let subjects: [String]
+    let next: String?
 }
 #endif

@@ -3,6 +3,7 @@ import CofferKeyServerCore
 import Foundation
 import Hummingbird
 import HummingbirdAuth
+import Logging
 import NIOCore
 
 /// The request context of the key server's router: Hummingbird's basic
@@ -66,6 +67,14 @@ extension KeyServerContext {
             throw KeyServerError(.scopeMissing, "this operator token lacks the \(scope) scope")
         }
         return "operator:" + info.name
+    }
+
+    /// One log line for an operator's change, done: who and what, never the
+    /// subject (the audit chain has it).
+    func logOperatorAction(_ action: String) {
+        guard case .operator(let info) = identity?.kind else { return }
+        logger.info(
+            "operator \(info.name): \(action)", metadata: ["operator": "\(info.name)", "operator.action": "\(action)"])
     }
 }
 #endif

@@ -8,8 +8,10 @@ import Logging
 
 /// Gives every response an `X-Request-Id`, turns every error into a
 /// problem document (never a bare 500 page, never an error's own text
-/// unless it is a `KeyServerError` or a `Problem`), and logs one line per request: method, path,
-/// status, time and request id — never a header, a body or a query.
+/// unless it is a `KeyServerError` or a `Problem`), and logs one line per
+/// request at `info`: method, route (the pattern, `/v1/keys/{purpose}`,
+/// so that no purpose or store id is written), status, duration and
+/// request id — never a header, a body, a query or a subject.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     static var requestIDField: HTTPField.Name { HTTPField.Name("X-Request-Id")! }
     /// The routes, for `405` and its `Allow` header.
@@ -47,14 +49,26 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         response.headers[Self.requestIDField] = id
         let elapsed = ContinuousClock.now - start
-        context.logger.debug(
-            "\(request.method) \(request.uri.path) \(response.status.code)",
+        let route = context.endpointPath.map(Self.route) ?? "unmatched"
+        context.logger.info(
+            "\(request.method) \(route) \(response.status.code)",
             metadata: [
-                "request.id": "\(id)",
+                "request.id": "\(id)", "http.method": "\(request.method)", "http.route": "\(route)",
+                "http.status": "\(response.status.code)",
                 "duration.ms":
                     "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
             ])
         return response
+    }
+
+    /// Hummingbird's route pattern as OpenAPI writes it: `/v1/keys/{purpose}`.
+    /// Anything else (Hummingbird's `NotFound` for no route) is `unmatched`.
+    static func route(_ pattern: String) -> String {
+        guard pattern.hasPrefix("/") else { return "unmatched" }
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.hasPrefix(":") ? "{" + segment.dropFirst() + "}" : segment
+        }
+        return segments.joined(separator: "/")
     }
 
     /// Hummingbird's own refusals (no route, wrong method, body too big…)

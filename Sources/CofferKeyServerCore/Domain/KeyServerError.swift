@@ -78,6 +78,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let shredNotPending = Code("shred-not-pending", .notFound)
         public static let shredPending = Code("shred-pending", .conflict)
         public static let storeAnchorNotFound = Code("store-anchor-not-found", .notFound)
+        public static let subjectUnknown = Code("subject-unknown", .notFound)
         public static let storeAnchorNotNewer = Code("store-anchor-not-newer", .conflict)
         public static let invalidStoreAnchor = Code("invalid-store-anchor", .invalidInput)
         public static let tokenAlgorithmRefused = Code("token-algorithm-refused", .unauthenticated)
@@ -100,7 +101,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
             .invalidSubject, .invalidUndoWindow, .invalidVersion, .keyNotFound, .keyRetired, .keyShredded,
             .keyUnreadable, .minimumAboveCurrent, .operatorExists, .operatorTokenInvalid, .operatorTokenRefused,
             .operatorTokenUnbound, .rateLimited, .retireBackwards, .scopeMissing, .shredNotPending, .shredPending,
-            .storeAnchorNotFound, .storeAnchorNotNewer, .invalidStoreAnchor,
+            .storeAnchorNotFound, .storeAnchorNotNewer, .invalidStoreAnchor, .subjectUnknown,
             .tokenAlgorithmRefused, .tokenAudienceMismatch, .tokenExpired, .tokenIssuerMismatch, .tokenKeyUnknown,
             .tokenMalformed, .tokenMissing, .tokenNotYetValid, .tokenSignatureInvalid, .tokenSubjectMissing,
             .tokenSubjectUnverified,

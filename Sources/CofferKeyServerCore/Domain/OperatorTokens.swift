@@ -19,7 +19,9 @@ public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
     public static let metrics = OperatorScope("metrics:read")
     /// Read and publish the anchored states of CofferStores (a fleet's app servers).
     public static let anchor = OperatorScope("stores:anchor")
-    public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics, .anchor]
+    /// Read subjects and their keys' versions and shred states (never a key).
+    public static let read = OperatorScope("keys:read")
+    public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics, .anchor, .read]
 }
 
 /// An operator as listed (never its token).

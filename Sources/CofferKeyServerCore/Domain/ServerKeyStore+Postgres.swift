@@ -2,6 +2,7 @@
 import Coffer
 import CofferStorePostgres
 import Foundation
+import Logging
 
 extension ServerKeyStore {
     /// Opens the key server's tables in a PostgreSQL database, creating or
@@ -38,6 +39,14 @@ extension ServerKeyStore {
             throw error
         }
         return ServerKeyStore(rows: PostgresKeyRows(database), kek: kek, reload: reload, now: now)
+    }
+}
+extension ServerKeyStore {
+    /// Logs to `logger` when the database stops answering and when it
+    /// answers again, once each (PostgreSQL; a SQLite file does not go
+    /// away).
+    public func logDatabaseAvailability(to logger: Logger) {
+        (rows as? PostgresKeyRows)?.database.availability.log(to: logger)
     }
 }
 #endif

@@ -131,7 +131,14 @@ public final class ServerKeyStore: Sendable {
 
     /// Adds a version and makes it current; returns it. A key never made
     /// gets its version 1. `actor` names who asked, in the audit log.
-    public func rotate(_ name: KeyName, by actor: String = "server") async throws -> ReleasedKey {
+    ///
+    /// Without `creating`, a subject the server has never held a key for
+    /// (nor been asked to shred) is refused as `subject-unknown`: an
+    /// operator's typo makes nothing.
+    public func rotate(_ name: KeyName, creating: Bool = true, by actor: String = "server") async throws
+        -> ReleasedKey
+    {
+        if !creating { try await requireKnown(realm: name.realm, subject: name.subject) }
         let now = self.now()
         let row = try await rows.rotate(name, now: now, audit: .init(actor: actor, action: "rotate", name)) { version in
             try self.seal(SymmetricKey(size: .bits256), name, version: version)

@@ -94,6 +94,11 @@ protocol KeyRows: Sendable {
         realm: String, store: String, now: Int64, audit: AuditEntry.Record,
         _ decide: @escaping @Sendable (Data?) throws -> Data?
     ) async throws -> Data
+    /// `subject`'s keys in `realm` and its shred state.
+    func subjectKeys(realm: String, subject: String) async throws -> SubjectKeys
+    /// The subjects of `realm` with a key or a shred, in order, the first
+    /// `limit` after `after`.
+    func subjects(realm: String, after: String, limit: Int) async throws -> [String]
     func ping() async throws
     /// Closes connections; the rows stay.
     func close() async

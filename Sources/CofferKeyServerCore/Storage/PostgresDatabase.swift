@@ -21,6 +21,8 @@ final class PostgresDatabase: Sendable {
     let deadline: Duration
     private let runner: Task<Void, Never>
     let logger: Logger
+    /// Logs the database going away and coming back.
+    let availability: DatabaseAvailability
 
     /// `url` is `postgres://USER@HOST[:PORT]/DATABASE[?schema=NAME&sslmode=…&sslrootcert=…]`;
     /// the password comes apart, never inside the URL. TLS is the record
@@ -34,6 +36,7 @@ final class PostgresDatabase: Sendable {
             }
         }
         location = endpoint.location
+        availability = DatabaseAvailability(location: endpoint.location)
         // Every session waits for its commits' WAL flush before the key it
         // holds is answered, and starts in the URL's schema (the endpoint's
         // startup settings, shared with the record store).
@@ -93,13 +96,19 @@ final class PostgresDatabase: Sendable {
     /// the database fails in a way that is not the request's.
     func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            return try await Self.race(body, deadline: deadline)
+            let value = try await Self.race(body, deadline: deadline)
+            availability.up()
+            return value
         } catch let error as PSQLError {
             if PostgresFailure.lostRace(error) { throw error }
             if let state = error.serverInfo?[.sqlState], !PostgresFailure.transient(state) {
                 throw KeyServerError(.databaseError, "the database refused a statement (\(state))")
             }
+            availability.down("is unreachable or restarting")
             throw Self.unavailable("is unreachable or restarting")
+        } catch let error as KeyServerError where error.code == .databaseUnavailable {
+            availability.down("did not answer in time")
+            throw error
         }
     }
 

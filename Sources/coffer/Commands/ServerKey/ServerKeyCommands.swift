@@ -11,6 +11,7 @@ struct ServerKeyCommand: ParsableCommand {
         abstract: "Fetch keys from a Coffer key server, and rotate, retire or shred them as an operator.",
         subcommands: [
             ServerKeyGet.self, ServerKeyRotate.self, ServerKeyRetire.self, ServerKeyShred.self, ServerKeyUndoShred.self,
+            ServerKeyShow.self, ServerKeySubjects.self,
         ])
 }
 
@@ -102,19 +103,29 @@ struct ServerKeyGet: AsyncParsableCommand {
     }
 }
 
-/// What every operator command takes.
-struct OperatorOptions: ParsableArguments {
+/// The server and the operator's token.
+struct OperatorAccessOptions: ParsableArguments {
     @OptionGroup var address: ServerAddressOptions
     @Option(help: ArgumentHelp("The operator token (cofop_…), from this file.", valueName: "F"))
     var operatorTokenFile: String
+
+    /// Runs `body` with an operator client of the server.
+    func send<T>(_ body: (KeyServerAdmin) async throws -> T) async throws -> T {
+        let admin = try KeyServerAdmin(
+            server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile),
+            transport: try address.transport)
+        return try await KeyServerRefusal.mapped { try await body(admin) }
+    }
+}
+
+/// What every operator command about one subject takes.
+struct OperatorOptions: ParsableArguments {
+    @OptionGroup var access: OperatorAccessOptions
     @Option(help: "The subject (user) whose keys change.") var subject: String
 
     /// Runs `body` with an operator client of the server and the subject.
     func send<T>(_ body: (KeyServerAdmin, String) async throws -> T) async throws -> T {
-        let admin = try KeyServerAdmin(
-            server: try address.url, operatorToken: try ServerKeyAuth.token(operatorTokenFile),
-            transport: try address.transport)
-        return try await KeyServerRefusal.mapped { try await body(admin, subject) }
+        try await access.send { [subject] in try await body($0, subject) }
     }
 }
 
@@ -131,10 +142,12 @@ struct ServerKeyRotate: AsyncParsableCommand {
         commandName: "rotate", abstract: "Add a version to a subject's key and make it current (scope keys:rotate).")
     @OptionGroup var server: OperatorOptions
     @OptionGroup var key: OperatorKeyOptions
+    @Flag(help: "Make a key for a subject the server holds none for (else refused: a typo makes nothing).")
+    var create = false
 
     func run() async throws {
-        let rotated = try await server.send { [purpose = key.purpose, device = key.device] admin, subject in
-            try await admin.rotate(subject: subject, purpose: purpose, device: device)
+        let rotated = try await server.send { [purpose = key.purpose, device = key.device, create] admin, subject in
+            try await admin.rotate(subject: subject, purpose: purpose, device: device, create: create)
         }
         print("purpose \(key.purpose), version \(rotated.version), key id \(rotated.keyID)")
     }
@@ -151,7 +164,7 @@ struct ServerKeyRetire: AsyncParsableCommand {
         try await server.send { [purpose = key.purpose, device = key.device, minimumVersion] admin, subject in
             try await admin.retire(subject: subject, purpose: purpose, device: device, minimumVersion: minimumVersion)
         }
-        StandardError.write("Versions below \(minimumVersion) of \(key.purpose) are retired\n")
+        StandardError.write("Versions below \(minimumVersion) of \(key.purpose) for \(server.subject) are retired\n")
     }
 }
 
@@ -161,9 +174,26 @@ struct ServerKeyShred: AsyncParsableCommand {
         abstract: "Destroy every key of a subject after an undo window (scope subjects:shred).")
     @OptionGroup var options: OperatorOptions
     @Option(help: "Seconds during which undo-shred can cancel it (0: at once).") var undoWindow: Int64 = 86400
+    @Flag(
+        help:
+            "Shred a subject the server holds no key for (its keys then answer 410 from their first request; else refused)."
+    )
+    var create = false
+    @Flag(help: "Only print what would be destroyed, and when; change nothing.") var dryRun = false
 
     func run() async throws {
-        let at = try await options.send { [undoWindow] in try await $0.shred(subject: $1, undoWindow: undoWindow) }
+        if dryRun {
+            let preview = try await options.send { [undoWindow, create] in
+                try await $0.shredPreview(subject: $1, undoWindow: undoWindow, create: create)
+            }
+            print(
+                "dry run: would shred \(preview.storedVersions) stored key version\(preview.storedVersions == 1 ? "" : "s") of \(options.subject) at \(preview.shredAt); nothing was changed"
+            )
+            return
+        }
+        let at = try await options.send { [undoWindow, create] in
+            try await $0.shred(subject: $1, undoWindow: undoWindow, create: create)
+        }
         print("shred at \(at)")
     }
 }
