@@ -202,6 +202,8 @@ let package = Package(
             name: "coffer-server",
             dependencies: [
                 "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeychain",
+                // RecordJSON's string quoting, for --log-format json.
+                "CofferStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

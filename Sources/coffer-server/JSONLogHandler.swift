@@ -1,5 +1,6 @@
 #if Server
 import Coffer
+import CofferStore
 import Foundation
 import Logging
 
@@ -57,22 +58,8 @@ struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// `text` as a JSON string: quotes, backslashes and control characters escaped.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// `text` as a JSON string (the record store's quoting).
+    static func quoted(_ text: String) -> String { RecordJSON.quoted(text) }
 
     static func time(_ date: Date) -> String {
         date.formatted(

@@ -10,15 +10,8 @@ import Testing
 @Suite struct KeyVersionCLITests {
     @Test func aRotationNeverLocksDataOut() async throws {
         let issuer = try Issuer()
-        let data = issuer.folder + "/data"
-        try ServerProcess(issuer: issuer, data: data).stop()
-        let operatorFile = issuer.folder + "/operator"
-        try ServerKeyCLITests.secretFile(
-            operatorFile, ServerProcess.addOperator(issuer: issuer, data: data, name: "ops"))
-        let server = try ServerProcess(issuer: issuer, data: data)
+        let (server, operatorFile, tokenFile) = try ServerKeyCLITests.serverWithOperator(issuer, subject: "alice")
         defer { server.stop() }
-        let tokenFile = issuer.folder + "/token"
-        try ServerKeyCLITests.secretFile(tokenFile, try issuer.token("alice") + "\n")
         let admin = ["--server", server.url, "--operator-token-file", operatorFile, "--subject", "alice"]
         func kek(_ purpose: String) -> [String] {
             ["--kek-server", server.url, "--purpose", purpose, "--token-file", tokenFile]

@@ -21,6 +21,21 @@ import Testing
         else { throw CofferError(.malformed, "cannot write \(path)") }
     }
 
+    /// A running server with an operator of every scope: the server, the
+    /// operator's token file, and a token file for `subject`.
+    static func serverWithOperator(_ issuer: Issuer, subject: String, extra: [String] = []) throws -> (
+        server: ServerProcess, operatorFile: String, tokenFile: String
+    ) {
+        let data = issuer.folder + "/data"
+        try ServerProcess(issuer: issuer, data: data, extra: extra).stop()
+        let operatorFile = issuer.folder + "/operator"
+        try secretFile(operatorFile, ServerProcess.addOperator(issuer: issuer, data: data, name: "ops"))
+        let server = try ServerProcess(issuer: issuer, data: data, extra: extra)
+        let tokenFile = issuer.folder + "/token"
+        try secretFile(tokenFile, try issuer.token(subject) + "\n")
+        return (server, operatorFile, tokenFile)
+    }
+
     @Test func getRotateRetireShredAndAKeyRingUnlockedByTheServer() async throws {
         let issuer = try Issuer()
         let data = issuer.folder + "/data"

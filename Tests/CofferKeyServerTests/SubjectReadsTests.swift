@@ -102,15 +102,8 @@ import Testing
     /// The same through `coffer server-key` against a running coffer-server.
     @Test func theCommandLineRefusesTyposTriesDryAndReads() throws {
         let issuer = try Issuer()
-        let data = issuer.folder + "/data"
-        try ServerProcess(issuer: issuer, data: data).stop()
-        let operatorFile = issuer.folder + "/operator"
-        try ServerKeyCLITests.secretFile(
-            operatorFile, ServerProcess.addOperator(issuer: issuer, data: data, name: "ops"))
-        let server = try ServerProcess(issuer: issuer, data: data)
+        let (server, operatorFile, tokenFile) = try ServerKeyCLITests.serverWithOperator(issuer, subject: "dana")
         defer { server.stop() }
-        let tokenFile = issuer.folder + "/token"
-        try ServerKeyCLITests.secretFile(tokenFile, try issuer.token("dana") + "\n")
         let access = ["--server", server.url, "--operator-token-file", operatorFile]
         let run = { (arguments: [String]) throws -> (Int32, String, String) in
             try ServerKeyCLITests.run(["server-key"] + arguments + access)
