@@ -36,9 +36,33 @@ struct CofferServer: AsyncParsableCommand {
                     .rolledBack,
                     "\(error); restore the newest kek.ckr, or, if this older copy was restored on purpose, run 'coffer-server kek accept-restore' with the same --data and KEK options"
                 ))
+        } catch let failure as ServerFileFailure {
+            // A file's problem, not the command line's: no usage text after it.
+            FileHandle.standardError.write(Data("Error: \(failure.message)\n".utf8))
+            Foundation.exit(failure.status.rawValue)
         } catch {
             exit(withError: error)
         }
+    }
+}
+
+/// A secret file the server cannot use, with an exit status of its class
+/// (sysexits.h; docs/key-server.md, "Exit statuses").
+struct ServerFileFailure: Error {
+    enum Status: Int32 {
+        /// Missing or unreadable (EX_NOINPUT).
+        case unreadable = 66
+        /// Open to other users (EX_NOPERM).
+        case permission = 77
+        /// Empty, too large, or not a regular file or a pipe (EX_DATAERR).
+        case malformed = 65
+    }
+    let message: String
+    let status: Status
+
+    init(_ message: String, _ status: Status) {
+        self.message = message
+        self.status = status
     }
 }
 
@@ -209,32 +233,34 @@ enum ServerFiles {
     static func secretFile(_ path: String, what: String) throws -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else {
-            throw ValidationError("cannot open \(what) \(path): \(String(cString: strerror(errno)))")
+            throw ServerFileFailure("cannot open \(what) \(path): \(String(cString: strerror(errno)))", .unreadable)
         }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw ValidationError("cannot examine \(what) \(path)") }
+        guard fstat(descriptor, &info) == 0 else {
+            throw ServerFileFailure("cannot examine \(what) \(path)", .unreadable)
+        }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
             guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
-                throw ValidationError("\(what) \(path) is open to other users; chmod 600 it")
+                throw ServerFileFailure("\(what) \(path) is open to other users; chmod 600 it", .permission)
             }
         case S_IFIFO:
             // A pipe gives its bytes once; a command that needs them twice
             // (its settings, then the key ring) is given them again.
             if let earlier = pipesRead.withLock({ $0[path] }) { return earlier }
-        default: throw ValidationError("\(what) \(path) is neither a regular file nor a pipe")
+        default: throw ServerFileFailure("\(what) \(path) is neither a regular file nor a pipe", .malformed)
         }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65537)
         while bytes.count <= 65536 {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw ValidationError("cannot read \(what) \(path)") }
+            guard count >= 0 else { throw ServerFileFailure("cannot read \(what) \(path)", .unreadable) }
             if count == 0 { break }
             bytes += buffer[..<count]
         }
-        guard bytes.count <= 65536 else { throw ValidationError("\(what) \(path) is over 64 KiB") }
+        guard bytes.count <= 65536 else { throw ServerFileFailure("\(what) \(path) is over 64 KiB", .malformed) }
         if info.st_mode & S_IFMT == S_IFIFO { pipesRead.withLock { $0[path] = bytes } }
         return bytes
     }
@@ -247,10 +273,12 @@ enum ServerFiles {
     /// file of this user's, closed to others; security review 3, G11).
     static func passphrase(_ path: String) throws -> SecretBytes {
         var bytes = try secretFile(path, what: "the passphrase file")
-        guard bytes.count <= 4096 else { throw ValidationError("the passphrase file \(path) is over 4 KiB") }
+        guard bytes.count <= 4096 else {
+            throw ServerFileFailure("the passphrase file \(path) is over 4 KiB", .malformed)
+        }
         if bytes.last == 0x0A { bytes.removeLast() }
         if bytes.last == 0x0D { bytes.removeLast() }
-        guard !bytes.isEmpty else { throw ValidationError("the passphrase file \(path) is empty") }
+        guard !bytes.isEmpty else { throw ServerFileFailure("the passphrase file \(path) is empty", .malformed) }
         return SecretBytes(bytes)
     }
 }

@@ -125,8 +125,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try Self.writePassphrase(in: folder, mode: 0o644)
         var run = try Self.operatorAdd(folder: folder, database: folder + "/keys.sqlite")
-        #expect(run.status != 0)
+        // EX_NOPERM, and no usage text after it: the command line was right.
+        #expect(run.status == 77 && !run.errorText.contains("Usage:"), "\(run.status) \(run.errorText)")
         #expect(run.errorText.contains("the passphrase file \(folder)/passphrase is open to other users; chmod 600 it"))
+        run = try Self.operatorAdd(folder: folder + "/missing", database: folder + "/keys.sqlite")
+        #expect(run.status == 66 && run.errorText.contains("cannot open the passphrase file"), "\(run.errorText)")
         #expect(!FileManager.default.fileExists(atPath: folder + "/data/kek.ckr"))
         #expect(try Spawned.run("/bin/chmod", ["600", folder + "/passphrase"]).status == 0)
         run = try Self.operatorAdd(folder: folder, database: folder + "/keys.sqlite")
