@@ -336,11 +336,11 @@ import Testing
         // (1: the keys, 2: the audit log, 3: rate-limit counts and DPoP
         // proofs, 4: their expiry indexes, 5: the functions that append to
         // the audit chain and read a batch's keys, 6: the audit anchors,
-        // 7: the operators' realms, 8: the stores' anchors; numbered from
-        // 1 with no gap.)
+        // 7: the operators' realms, 8: the stores' anchors, 9: the
+        // operators' expiry; numbered from 1 with no gap.)
         #expect(
             try TestPostgres.value(url, "SELECT count(*) || ' ' || max(version) FROM coffer_server_migrations")
-                == "8 8")
+                == "9 9")
         _ = try TestPostgres.value(url, "INSERT INTO coffer_server_migrations VALUES (99, 0)")
         let newer = await #expect(throws: CofferError.self) {
             _ = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())

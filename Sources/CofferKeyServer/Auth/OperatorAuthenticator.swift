@@ -20,6 +20,11 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
         else {
             throw KeyServerError(.operatorTokenInvalid, "the operator token is not known")
         }
+        guard !info.expired(at: operators.now()) else {
+            throw KeyServerError(
+                .operatorTokenExpired, "this operator token has expired; make a new one with coffer-server operator add"
+            )
+        }
         guard info.realm != nil else {
             throw KeyServerError(
                 .operatorTokenUnbound,

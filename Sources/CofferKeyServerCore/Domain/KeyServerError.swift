@@ -57,6 +57,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let invalidDevice = Code("invalid-device", .invalidInput)
         public static let invalidMinimumVersion = Code("invalid-minimum-version", .invalidInput)
         public static let invalidOperatorName = Code("invalid-operator-name", .invalidInput)
+        public static let invalidOperatorExpiry = Code("invalid-operator-expiry", .invalidInput)
         public static let invalidPurpose = Code("invalid-purpose", .invalidInput)
         public static let invalidRealm = Code("invalid-realm", .invalidInput)
         public static let invalidScope = Code("invalid-scope", .invalidInput)
@@ -70,6 +71,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let minimumAboveCurrent = Code("minimum-above-current", .conflict)
         public static let operatorExists = Code("operator-exists", .conflict)
         public static let operatorTokenInvalid = Code("operator-token-invalid", .unauthenticated)
+        public static let operatorTokenExpired = Code("operator-token-expired", .unauthenticated)
         public static let operatorTokenRefused = Code("operator-token-refused", .forbidden)
         public static let operatorTokenUnbound = Code("operator-token-unbound", .unauthenticated)
         public static let rateLimited = Code("rate-limited", .rateLimited)
@@ -97,9 +99,11 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let all: [Code] = [
             .auditFailed, .badRequest, .bodyMalformed, .databaseError, .databaseUnavailable, .dpopDeviceMismatch,
             .dpopProofInvalid, .dpopProofReplayed, .internalError, .invalidBatch, .invalidDevice,
-            .invalidMinimumVersion, .invalidOperatorName, .invalidPurpose, .invalidRealm, .invalidScope,
+            .invalidMinimumVersion, .invalidOperatorName, .invalidOperatorExpiry, .invalidPurpose, .invalidRealm,
+            .invalidScope,
             .invalidSubject, .invalidUndoWindow, .invalidVersion, .keyNotFound, .keyRetired, .keyShredded,
-            .keyUnreadable, .minimumAboveCurrent, .operatorExists, .operatorTokenInvalid, .operatorTokenRefused,
+            .keyUnreadable, .minimumAboveCurrent, .operatorExists, .operatorTokenInvalid, .operatorTokenExpired,
+            .operatorTokenRefused,
             .operatorTokenUnbound, .rateLimited, .retireBackwards, .scopeMissing, .shredNotPending, .shredPending,
             .storeAnchorNotFound, .storeAnchorNotNewer, .invalidStoreAnchor, .subjectUnknown,
             .tokenAlgorithmRefused, .tokenAudienceMismatch, .tokenExpired, .tokenIssuerMismatch, .tokenKeyUnknown,

@@ -32,6 +32,19 @@ public struct OperatorInfo: Sendable, Equatable {
     /// before operators had realms, which no server accepts.
     public let realm: String?
     public let created: Int64
+    /// When the token stops being accepted (seconds since 1970); nil: never.
+    public let expires: Int64?
+
+    public init(name: String, scopes: [OperatorScope], realm: String?, created: Int64, expires: Int64? = nil) {
+        self.name = name
+        self.scopes = scopes
+        self.realm = realm
+        self.created = created
+        self.expires = expires
+    }
+
+    /// Whether the token is past its expiry at `now`.
+    public func expired(at now: Int64) -> Bool { expires.map { now >= $0 } ?? false }
 }
 
 /// Operator tokens: `cofop_` and 43 characters of base64url (32 random
@@ -45,9 +58,16 @@ extension ServerKeyStore {
     /// only time it exists outside the caller). Names are unique across
     /// realms. A server accepts only its own realm's operators, so servers
     /// of several realms may share one database (security review 3, G14).
+    ///
+    /// `expiresIn`: seconds (60 to 10 years) after which no server accepts
+    /// the token (`401 operator-token-expired`); nil, the default, never.
     public func addOperator(
-        name: String, scopes: [OperatorScope], realm: String = "default", by actor: String = "console"
+        name: String, scopes: [OperatorScope], realm: String = "default", expiresIn: Int64? = nil,
+        by actor: String = "console"
     ) async throws -> String {
+        if let expiresIn, !(60...Self.longestOperatorLife).contains(expiresIn) {
+            throw KeyServerError(.invalidOperatorExpiry, "an operator token expires 60 s to 10 years after it is made")
+        }
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
             throw KeyServerError(.invalidOperatorName, "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
         }
@@ -60,14 +80,17 @@ extension ServerKeyStore {
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
         let token = Self.operatorPrefix + Base64URL.encode(Array(random))
         let created = now()
+        let expires = expiresIn.map { created + $0 }
         try await rows.addOperator(
             hash: Self.hash(token), name: name, scopes: scopes.map(\.name).sorted().joined(separator: " "),
-            realm: realm, created: created,
+            realm: realm, created: created, expires: expires,
             audit: {
                 var record = AuditEntry.Record(actor: actor, action: "operator-add")
                 // Server-wide, as every operator change (realm and subject
                 // empty): the realm the token is for is in the detail.
-                record.detail = "\(name) for \(realm): \(scopes.map(\.name).sorted().joined(separator: " "))"
+                record.detail =
+                    "\(name) for \(realm): \(scopes.map(\.name).sorted().joined(separator: " "))"
+                    + (expires.map { ", expires \(Self.timestamp($0))" } ?? "")
                 return record
             }())
         return token
@@ -95,13 +118,16 @@ extension ServerKeyStore {
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
+
+    /// Ten years, in seconds: the longest an operator token may live.
+    static let longestOperatorLife: Int64 = 10 * 366 * 86400
 }
 
 extension OperatorInfo {
-    init(name: String, scopes: String, realm: String?, created: Int64) {
+    init(name: String, scopes: String, realm: String?, created: Int64, expires: Int64?) {
         self.init(
             name: name, scopes: scopes.split(separator: " ").map { OperatorScope(String($0)) }, realm: realm,
-            created: created)
+            created: created, expires: expires)
     }
 }
 #endif

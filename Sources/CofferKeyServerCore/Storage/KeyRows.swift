@@ -50,7 +50,10 @@ protocol KeyRows: Sendable {
     /// many it replaced (audited as one `rewrap`).
     func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int
 
-    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
+    func addOperator(
+        hash: Data, name: String, scopes: String, realm: String, created: Int64, expires: Int64?,
+        audit: AuditEntry.Record
+    )
         async throws
     func operatorInfo(hash: Data) async throws -> OperatorInfo?
     func operators() async throws -> [OperatorInfo]

@@ -214,6 +214,8 @@ final class PostgresDatabase: Sendable {
               updated bigint NOT NULL, PRIMARY KEY (realm, store))
             """
         ],
+        // Operators made before this never expire (NULL).
+        ["ALTER TABLE operators ADD COLUMN expires bigint"],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server

@@ -60,15 +60,16 @@ extension PostgresKeyRows {
         let sealed: Data
     }
 
-    func addOperator(hash: Data, name: String, scopes: String, realm: String, created: Int64, audit: AuditEntry.Record)
-        async throws
-    {
+    func addOperator(
+        hash: Data, name: String, scopes: String, realm: String, created: Int64, expires: Int64?,
+        audit: AuditEntry.Record
+    ) async throws {
         let inserted = try await database.transaction { db in
             var inserted = false
             for try await _ in try await db.run(
                 """
-                INSERT INTO operators (hash, name, scopes, realm, created)
-                VALUES (\(hash), \(name), \(scopes), \(realm), \(created))
+                INSERT INTO operators (hash, name, scopes, realm, created, expires)
+                VALUES (\(hash), \(name), \(scopes), \(realm), \(created), \(expires))
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """
             ) { inserted = true }
@@ -81,20 +82,28 @@ extension PostgresKeyRows {
     }
 
     func operatorInfo(hash: Data) async throws -> OperatorInfo? {
-        try await database.query("SELECT name, scopes, realm, created FROM operators WHERE hash = \(hash)") { rows in
+        try await database.query(
+            "SELECT name, scopes, realm, created, expires FROM operators WHERE hash = \(hash)"
+        ) { rows in
             var info: OperatorInfo?
-            for try await (name, scopes, realm, created) in rows.decode((String, String, String?, Int64).self) {
-                info = OperatorInfo(name: name, scopes: scopes, realm: realm, created: created)
+            for try await (name, scopes, realm, created, expires) in rows.decode(
+                (String, String, String?, Int64, Int64?).self)
+            {
+                info = OperatorInfo(name: name, scopes: scopes, realm: realm, created: created, expires: expires)
             }
             return info
         }
     }
 
     func operators() async throws -> [OperatorInfo] {
-        try await database.query("SELECT name, scopes, realm, created FROM operators ORDER BY name") { rows in
+        try await database.query(
+            "SELECT name, scopes, realm, created, expires FROM operators ORDER BY name"
+        ) { rows in
             var list: [OperatorInfo] = []
-            for try await (name, scopes, realm, created) in rows.decode((String, String, String?, Int64).self) {
-                list.append(OperatorInfo(name: name, scopes: scopes, realm: realm, created: created))
+            for try await (name, scopes, realm, created, expires) in rows.decode(
+                (String, String, String?, Int64, Int64?).self)
+            {
+                list.append(OperatorInfo(name: name, scopes: scopes, realm: realm, created: created, expires: expires))
             }
             return list
         }

@@ -102,6 +102,7 @@ final class SQLiteKeyRows: KeyRows {
         registerOperatorRealmMigration(&migrator)
         registerAuditScanMigration(&migrator)
         registerStoreAnchorMigration(&migrator)
+        registerOperatorExpiryMigration(&migrator)
         return migrator
     }
 
