@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CofferKeyServer", targets: ["CofferKeyServer"]),
         .library(name: "CofferKeyClient", targets: ["CofferKeyClient"]),
         .library(name: "CofferKeyClientNIO", targets: ["CofferKeyClientNIO"]),
+        .library(name: "CofferPKCS11", targets: ["CofferPKCS11"]),
         // coffer and coffer-server are not products: the root package builds
         // and runs them (`swift run coffer`), and as products their
         // dependencies would be resolved by every app that depends on Coffer.
@@ -94,6 +95,13 @@ let package = Package(
             ]
         ),
         .target(name: "CofferTesting", dependencies: ["Coffer", "CofferKeychain"]),
+        // Key slots sealed inside an HSM: a PKCS#11 module loaded with dlopen
+        // (CCofferPKCS11 declares the few Cryptoki types it calls).
+        .target(name: "CCofferPKCS11"),
+        .target(
+            name: "CofferPKCS11",
+            dependencies: ["Coffer", "CCofferPKCS11", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Records whose private fields are sealed and whose other fields
         // stay clear and searchable (docs/store.md).
         .target(
@@ -201,7 +209,7 @@ let package = Package(
         .executableTarget(
             name: "coffer-server",
             dependencies: [
-                "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeychain",
+                "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeychain", "CofferPKCS11",
                 // RecordJSON's string quoting, for --log-format json.
                 "CofferStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -286,7 +294,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            exclude: ["Peers"]
         ),
         .testTarget(
             name: "CofferKeychainTests",

@@ -2,6 +2,7 @@
 import ArgumentParser
 import Coffer
 import CofferKeyServerCore
+import CofferPKCS11
 import CofferKeychain
 import Foundation
 
@@ -105,6 +106,23 @@ struct DataOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The file keychain's passphrase, from a file.", valueName: "F"))
     var kekKeychainPassphraseFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Unlock the KEK key ring inside an HSM: its PKCS#11 module (absolute path); with --kek-pkcs11-token, -key, -pin-file.",
+            valueName: "PATH"))
+    var kekPkcs11Module: String?
+
+    @Option(help: ArgumentHelp("The PKCS#11 token's label.", valueName: "LABEL")) var kekPkcs11Token: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The label of the AES key in the token that seals the KEK ring (kek init makes it, unextractable).",
+            valueName: "LABEL"))
+    var kekPkcs11Key: String?
+
+    @Option(help: ArgumentHelp("The token's user PIN, from a file or /dev/fd/N (never argv).", valueName: "F"))
+    var kekPkcs11PinFile: String?
+
     func settings() async throws -> ServerSettings { try await ServerSettings.load(configFile: config) }
 
     /// The database as the start-up log names it: the SQLite path, or the
@@ -184,6 +202,13 @@ struct DataOptions: ParsableArguments {
                 )
             }
         }
+        if let hsm = try kekHSM(settings) {
+            try missing()
+            if creating { try hsm.prepare(creating: true) }
+            // Guarded as the passphrase ring is: the token holds the key,
+            // not the ring's generation.
+            return KeyRingStore(path: path, secret: .pkcs11(hsm), rollbackGuard: StateFileRollbackGuard.user)
+        }
         if let keychainPath = settings.value(kekKeychain, "kek.keychain") {
             guard settings.value(kekPassphraseFile, "kek.passphrase.file") == nil else {
                 throw ValidationError("give one of --kek-passphrase-file and --kek-keychain")
@@ -218,68 +243,6 @@ struct DataOptions: ParsableArguments {
         // state file, outside DIR): an older kek.ckr put back would enable
         // again the KEK keys a rewrap disabled (security review 4, G11).
         return KeyRingStore(path: path, secret: .password(passphrase), rollbackGuard: StateFileRollbackGuard.user)
-    }
-}
-
-enum ServerFiles {
-    /// A file holding a secret: a regular file of this user's, closed to
-    /// others, at most 64 KiB.
-    ///
-    /// The file is opened first and checked on its descriptor (`fstat`), so
-    /// nothing can be swapped between the check and the read, and
-    /// `/dev/fd/N` (a pipe the shell or a service manager hands over)
-    /// works: a pipe is read as it is; a regular file must be this user's
-    /// (or root's) and closed to others.
-    static func secretFile(_ path: String, what: String) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
-        guard descriptor >= 0 else {
-            throw ServerFileFailure("cannot open \(what) \(path): \(String(cString: strerror(errno)))", .unreadable)
-        }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            throw ServerFileFailure("cannot examine \(what) \(path)", .unreadable)
-        }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG:
-            guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
-                throw ServerFileFailure("\(what) \(path) is open to other users; chmod 600 it", .permission)
-            }
-        case S_IFIFO:
-            // A pipe gives its bytes once; a command that needs them twice
-            // (its settings, then the key ring) is given them again.
-            if let earlier = pipesRead.withLock({ $0[path] }) { return earlier }
-        default: throw ServerFileFailure("\(what) \(path) is neither a regular file nor a pipe", .malformed)
-        }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65537)
-        while bytes.count <= 65536 {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw ServerFileFailure("cannot read \(what) \(path)", .unreadable) }
-            if count == 0 { break }
-            bytes += buffer[..<count]
-        }
-        guard bytes.count <= 65536 else { throw ServerFileFailure("\(what) \(path) is over 64 KiB", .malformed) }
-        if info.st_mode & S_IFMT == S_IFIFO { pipesRead.withLock { $0[path] = bytes } }
-        return bytes
-    }
-
-    /// What each pipe given as a secret file held, for this process's life.
-    private static let pipesRead = Locked<[String: [UInt8]]>([:])
-
-    /// A passphrase file: its bytes less one trailing newline; never empty.
-    /// Checked as every secret file is (``secretFile(_:what:)``: a regular
-    /// file of this user's, closed to others; security review 3, G11).
-    static func passphrase(_ path: String) throws -> SecretBytes {
-        var bytes = try secretFile(path, what: "the passphrase file")
-        guard bytes.count <= 4096 else {
-            throw ServerFileFailure("the passphrase file \(path) is over 4 KiB", .malformed)
-        }
-        if bytes.last == 0x0A { bytes.removeLast() }
-        if bytes.last == 0x0D { bytes.removeLast() }
-        guard !bytes.isEmpty else { throw ServerFileFailure("the passphrase file \(path) is empty", .malformed) }
-        return SecretBytes(bytes)
     }
 }
 #endif

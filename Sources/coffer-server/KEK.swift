@@ -7,7 +7,7 @@ import Foundation
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
-        subcommands: [Init.self, Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self])
+        subcommands: [Init.self, Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self, Reseal.self])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

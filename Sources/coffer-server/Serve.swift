@@ -3,6 +3,7 @@ import ArgumentParser
 import Coffer
 import CofferKeyServer
 import CofferKeyServerCore
+import CofferPKCS11
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -206,8 +207,14 @@ struct Serve: AsyncParsableCommand {
         // Graceful shutdown on SIGTERM or SIGINT, bounded by the service
         // group itself; ShutdownDeadline is the backstop should a task
         // ignore its cancellation.
+        // With the KEK in an HSM, its token is checked every 5 seconds:
+        // while it does not answer, what needs the KEK answers 503.
+        let holder = try (dev ? nil : data.kekHSM(settings)).map { hsm in
+            KEKHolderService(store: store, logger: logger) { try hsm.prepare(creating: false) }
+        }
         var group = ServiceGroupConfiguration(
-            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: [app] + (holder.map { [$0] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
         group.maximumGracefulShutdownDuration = ShutdownDeadline.grace
         try await ServiceGroup(configuration: group).run()
         await store.close()

@@ -47,7 +47,8 @@ final class ServerProcess {
     /// The options of `coffer-server serve`'s that say where the data is.
     static let dataOptions: Set<String> = [
         "--config", "--data", "--database", "--database-password-file", "--kek-passphrase-file", "--kek-keychain",
-        "--kek-tag", "--kek-keychain-passphrase-file",
+        "--kek-tag", "--kek-keychain-passphrase-file", "--kek-pkcs11-module", "--kek-pkcs11-token", "--kek-pkcs11-key",
+        "--kek-pkcs11-pin-file",
     ]
 
     /// Runs `coffer-server kek init` with the data options among

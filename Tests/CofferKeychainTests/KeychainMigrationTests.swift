@@ -29,6 +29,8 @@ import Testing
             slotKey = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: key, salt: salt, info: Array("coffer keychain v1 key file slot".utf8),
                 outputByteCount: 32)
+        case .wrapper:
+            throw CofferError(.invalidArgument, "version 1 keychains had no slots for keys held elsewhere")
         }
         let wrapped = try dataKey.withUnsafeBytes {
             try AES.GCM._SIV.seal(

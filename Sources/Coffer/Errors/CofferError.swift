@@ -59,6 +59,9 @@ public struct CofferError: Error, Hashable, CustomStringConvertible, CustomDebug
         public static let stateAuthenticationFailed = Code("stateAuthenticationFailed")
         /// The operation would lose data and the caller did not confirm it.
         public static let refused = Code("refused")
+        /// Where a key is held (an HSM's token) cannot be reached now: the
+        /// token is gone or its module failed. Trying again later may work.
+        public static let keyHolderUnavailable = Code("keyHolderUnavailable")
     }
 
     public var code: Code

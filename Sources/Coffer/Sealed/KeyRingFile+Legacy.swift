@@ -97,6 +97,8 @@ extension KeyRingFile {
                 : key
         case (.key, .some):
             throw CofferError(.invalidArgument, "this key ring is locked with a password, not a key file")
+        case (.wrapper, _):
+            throw CofferError(.invalidArgument, "an older key ring file is locked with a password or a key file")
         case (.password, nil):
             throw CofferError(.invalidArgument, "this key ring is locked with a key file, not a password")
         }

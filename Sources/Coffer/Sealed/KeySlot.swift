@@ -10,10 +10,13 @@ import Foundation
 ///     kind 0  a 32-byte key-encryption key; no parameters
 ///     kind 1  scrypt; log2 N, r, p (1 byte each)
 ///     kind 2  PBKDF2-HMAC-SHA-256; rounds (4 bytes, big-endian)
+///     kind 3  a key held elsewhere (an HSM over PKCS#11); no parameters
 ///
 /// The wrapping key is HKDF-SHA-256(base, salt, "coffer key slot v1"),
 /// where base is the KEK itself or the password KDF's 32-byte output for
-/// this salt. The associated data is "coffer key slot v1" ‖ len(binding)
+/// this salt. Kind 3 is sealed with AES-256-GCM by its holder, under a key
+/// that never leaves it (``UnlockSecret/keyWrapper(named:seal:open:)``), with
+/// the same associated data. The associated data is "coffer key slot v1" ‖ len(binding)
 /// ‖ binding ‖ kind ‖ parameters ‖ salt, where the container names itself
 /// in `binding` (its magic and id), so a slot opens only in its own
 /// container and with its own parameters. Containers seal their body
@@ -26,6 +29,8 @@ import Foundation
 public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
     /// How the slot's wrapping key is made: nil `kdf` for a KEK.
     public let kdf: PasswordKDF?
+    /// Kind 3: sealed by a key held elsewhere (``UnlockSecret/keyWrapper(named:seal:open:)``).
+    public let isHeldElsewhere: Bool
     let salt: [UInt8]
     /// nonce ‖ wrapped data key ‖ tag.
     let sealed: [UInt8]
@@ -35,7 +40,16 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
     /// The most a container's binding may be (it is length-prefixed by one byte).
     static let maximumBinding = 255
 
-    public var description: String { kdf.map { "KeySlot(\($0.description))" } ?? "KeySlot(key)" }
+    public var description: String {
+        isHeldElsewhere ? "KeySlot(held elsewhere)" : kdf.map { "KeySlot(\($0.description))" } ?? "KeySlot(key)"
+    }
+
+    init(kdf: PasswordKDF?, isHeldElsewhere: Bool = false, salt: [UInt8], sealed: [UInt8]) {
+        self.kdf = kdf
+        self.isHeldElsewhere = isHeldElsewhere
+        self.salt = salt
+        self.sealed = sealed
+    }
 
     /// A slot wrapping `dataKey` for `secret`: a new salt, the password KDF
     /// `kdf` for a password (scrypt's default unless told), HKDF for a key.
@@ -48,6 +62,7 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
         switch material {
         case .key: used = nil
         case .password: used = kdf
+        case .wrapper(let wrapper): return try wrap(dataKey, by: wrapper, salt: salt, binding: binding)
         }
         let base = try baseKey(material, kdf: used, salt: salt)
         return try wrap(dataKey, base: base, kdf: used, salt: salt, binding: binding, nonce: AES.GCM._SIV.Nonce())
@@ -72,6 +87,33 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
         return KeySlot(kdf: kdf, salt: salt, sealed: Array(box.combined))
     }
 
+    /// A kind 3 slot: `dataKey` sealed by `wrapper`'s holder.
+    static func wrap(_ dataKey: SymmetricKey, by wrapper: KeyWrapper, salt: [UInt8], binding: [UInt8]) throws
+        -> KeySlot
+    {
+        guard dataKey.bitCount == 256 else { throw CofferError(.invalidArgument, "a data key is 32 bytes") }
+        guard binding.count <= maximumBinding else {
+            throw CofferError(.invalidArgument, "a key slot's binding is at most 255 bytes")
+        }
+        let sealed = try dataKey.withUnsafeBytes {
+            try wrapper.seal(Array($0), associatedData([3] + salt, binding: binding))
+        }
+        guard sealed.count == sealedCount else {
+            throw CofferError(
+                .malformed, "\(wrapper.name) sealed 32 bytes into \(sealed.count), not \(sealedCount) (AES-256-GCM)")
+        }
+        return KeySlot(kdf: nil, isHeldElsewhere: true, salt: salt, sealed: sealed)
+    }
+
+    /// The data key from a kind 3 slot, opened by `wrapper`'s holder.
+    func unwrap(by wrapper: KeyWrapper, binding: [UInt8]) throws -> SymmetricKey {
+        let opened = try wrapper.open(sealed, Self.associatedData([3] + salt, binding: binding))
+        guard opened.count == 32 else {
+            throw CofferError(.malformed, "\(wrapper.name) opened a key slot to \(opened.count) bytes, not 32")
+        }
+        return SymmetricKey(data: opened)
+    }
+
     /// The data key, if `secret` opens this slot. A password for a key
     /// slot (or the reverse) is `invalidArgument`; the right kind that does
     /// not open it is `wrongPassword` (the slot may also be damaged: the two
@@ -79,7 +121,15 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
     /// refused before any work.
     public func unwrap(with secret: UnlockSecret, binding: [UInt8]) throws -> SymmetricKey {
         let material = try secret.material()
+        if case .wrapper(let wrapper) = material {
+            guard isHeldElsewhere else {
+                throw CofferError(.invalidArgument, "this key slot is not one a key held elsewhere opens")
+            }
+            return try unwrap(by: wrapper, binding: binding)
+        }
         switch (material, kdf) {
+        case (_, nil) where isHeldElsewhere:
+            throw CofferError(.invalidArgument, "this is locked with a key held elsewhere (an HSM)")
         case (.password, nil):
             throw CofferError(.invalidArgument, "this is locked with a key, not a password")
         case (.key, .some):
@@ -112,6 +162,7 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
         case (.key(let key), _): return key
         case (.password(let password), let kdf?): return try kdf.derive(password: password.revealed(), salt: salt)
         case (.password, nil): throw CofferError(.invalidArgument, "a password needs a password KDF")
+        case (.wrapper, _): throw CofferError(.invalidArgument, "a key held elsewhere is never exported")
         }
     }
 
@@ -142,7 +193,7 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
     // MARK: bytes
 
     /// The slot's bytes.
-    public var serialized: [UInt8] { [Self.kind(kdf)] + Self.parameters(kdf) + salt + sealed }
+    public var serialized: [UInt8] { [isHeldElsewhere ? 3 : Self.kind(kdf)] + Self.parameters(kdf) + salt + sealed }
 
     /// Reads one slot from the front of `bytes` and drops it. An unknown
     /// kind is `unsupported`; too few bytes `malformed`. The KDF's caps are
@@ -154,7 +205,10 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
         case 0: parameterCount = 0
         case 1: parameterCount = 3
         case 2: parameterCount = 4
-        default: throw CofferError(.unsupported, "key slot kind \(kind) is not supported (0 key, 1 scrypt, 2 PBKDF2)")
+        case 3: parameterCount = 0
+        default:
+            throw CofferError(
+                .unsupported, "key slot kind \(kind) is not supported (0 key, 1 scrypt, 2 PBKDF2, 3 held elsewhere)")
         }
         let total = 1 + parameterCount + 16 + sealedCount
         guard bytes.count >= total else { throw CofferError(.malformed, "a key slot is truncated") }
@@ -168,7 +222,7 @@ public struct KeySlot: Sendable, Equatable, CustomStringConvertible {
             }
         let saltStart = start + 1 + parameterCount
         let slot = KeySlot(
-            kdf: kdf, salt: Array(bytes[saltStart..<(saltStart + 16)]),
+            kdf: kdf, isHeldElsewhere: kind == 3, salt: Array(bytes[saltStart..<(saltStart + 16)]),
             sealed: Array(bytes[(saltStart + 16)..<(start + total)]))
         bytes = bytes[(start + total)...]
         return slot
@@ -188,8 +242,9 @@ extension KeySlot {
         switch material {
         case .password: isPassword = true
         case .key: isPassword = false
+        case .wrapper(let wrapper): return try unwrap(slots, by: wrapper, binding: binding, maximumTried: maximumTried)
         }
-        let candidates = slots.indices.filter { (slots[$0].kdf != nil) == isPassword }
+        let candidates = slots.indices.filter { (slots[$0].kdf != nil) == isPassword && !slots[$0].isHeldElsewhere }
         guard !candidates.isEmpty else {
             throw CofferError(
                 .invalidArgument,
@@ -203,5 +258,25 @@ extension KeySlot {
         throw CofferError(
             .wrongPassword,
             isPassword ? "wrong password (no key slot opens with it)" : "the key opens none of the key slots")
+    }
+
+    /// The first kind 3 slot `wrapper` opens. The holder's own failures
+    /// (a token gone, a wrong PIN) are its errors, not `wrongPassword`.
+    static func unwrap(_ slots: [KeySlot], by wrapper: KeyWrapper, binding: [UInt8], maximumTried: Int) throws
+        -> (dataKey: SymmetricKey, index: Int)
+    {
+        let candidates = slots.indices.filter { slots[$0].isHeldElsewhere }
+        guard !candidates.isEmpty else {
+            throw CofferError(.invalidArgument, "this is locked with a key or a password, not a key held elsewhere")
+        }
+        var last: CofferError?
+        for index in candidates.prefix(maximumTried) {
+            do {
+                return (try slots[index].unwrap(by: wrapper, binding: binding), index)
+            } catch let error as CofferError where error.code == .wrongPassword {
+                last = error
+            }
+        }
+        throw last ?? CofferError(.wrongPassword, "\(wrapper.name) opens none of the key slots")
     }
 }

@@ -17,6 +17,7 @@ public struct UnlockSecret: Sendable, CustomStringConvertible, CustomDebugString
     package enum Material: Sendable {
         case password(SecretBytes)
         case key(SymmetricKey)
+        case wrapper(KeyWrapper)
     }
     private enum Source: Sendable {
         case material(Material)
@@ -42,6 +43,19 @@ public struct UnlockSecret: Sendable, CustomStringConvertible, CustomDebugString
         -> UnlockSecret
     {
         UnlockSecret(source: .provider(name: name, fetch: fetch))
+    }
+
+    /// A key-encryption key that never leaves where it is held (an HSM:
+    /// CofferPKCS11's `UnlockSecret.pkcs11(_:)`). Slots for it are kind 3
+    /// (docs/key-slots.md): `seal` is given a 32-byte data key and the
+    /// slot's associated data and returns AES-256-GCM's nonce (12 bytes),
+    /// ciphertext (32) and tag (16), with a nonce of its own choosing; `open`
+    /// reverses it, and throws `wrongPassword` when the tag does not verify.
+    public static func keyWrapper(
+        named name: String, seal: @escaping @Sendable (_ dataKey: [UInt8], _ associatedData: [UInt8]) throws -> [UInt8],
+        open: @escaping @Sendable (_ sealed: [UInt8], _ associatedData: [UInt8]) throws -> [UInt8]
+    ) -> UnlockSecret {
+        UnlockSecret(source: .material(.wrapper(KeyWrapper(name: name, seal: seal, open: open))))
     }
 
     /// True for a password (which a password KDF stretches), false for a key.
@@ -71,6 +85,8 @@ public struct UnlockSecret: Sendable, CustomStringConvertible, CustomDebugString
                     .invalidArgument, "the key-encryption key from \(name) is \(key.bitCount / 8) bytes, not 32")
             }
             return .key(key)
+        case .material(.wrapper(let wrapper)):
+            return .wrapper(wrapper)
         }
     }
 
@@ -79,8 +95,17 @@ public struct UnlockSecret: Sendable, CustomStringConvertible, CustomDebugString
         case .material(.password): "UnlockSecret.password(<redacted>)"
         case .material(.key): "UnlockSecret.key(<redacted>)"
         case .provider(let name, _): "UnlockSecret.keyProvider(\(name), <redacted>)"
+        case .material(.wrapper(let wrapper)): "UnlockSecret.keyWrapper(\(wrapper.name))"
         }
     }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
+/// A key held elsewhere that seals and opens key slots where it lives
+/// (``UnlockSecret/keyWrapper(named:seal:open:)``).
+package struct KeyWrapper: Sendable {
+    package let name: String
+    package let seal: @Sendable ([UInt8], [UInt8]) throws -> [UInt8]
+    package let open: @Sendable ([UInt8], [UInt8]) throws -> [UInt8]
 }

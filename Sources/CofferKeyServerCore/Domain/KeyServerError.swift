@@ -49,6 +49,7 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let bodyMalformed = Code("body-malformed", .invalidInput)
         public static let databaseError = Code("database-error", .failed)
         public static let databaseUnavailable = Code("database-unavailable", .unavailable)
+        public static let kekUnavailable = Code("kek-unavailable", .unavailable)
         public static let dpopDeviceMismatch = Code("dpop-device-mismatch", .forbidden)
         public static let dpopProofInvalid = Code("dpop-proof-invalid", .proofRefused)
         public static let dpopProofReplayed = Code("dpop-proof-replayed", .proofRefused)
@@ -97,7 +98,8 @@ public struct KeyServerError: Error, Sendable, Equatable, CustomStringConvertibl
 
         /// Every code the key server raises, as docs/openapi.yaml lists them.
         public static let all: [Code] = [
-            .auditFailed, .badRequest, .bodyMalformed, .databaseError, .databaseUnavailable, .dpopDeviceMismatch,
+            .auditFailed, .badRequest, .bodyMalformed, .databaseError, .databaseUnavailable, .kekUnavailable,
+            .dpopDeviceMismatch,
             .dpopProofInvalid, .dpopProofReplayed, .internalError, .invalidBatch, .invalidDevice,
             .invalidMinimumVersion, .invalidOperatorName, .invalidOperatorExpiry, .invalidPurpose, .invalidRealm,
             .invalidScope,

@@ -38,6 +38,9 @@ public final class ServerKeyStore: Sendable {
     let anchoring = Locked(AnchorState())
     /// Keys opened in the last minute (``OpenedKeys``).
     let opened = OpenedKeys()
+    /// Why the KEK's holder (an HSM) cannot be reached, nil while it can
+    /// (``kekHolder(reachable:)``).
+    let holderDown = Locked<String?>(nil)
 
     /// Opens (creating when missing, if `creating`) the SQLite database at `path`.
     /// - Parameters:
@@ -159,13 +162,15 @@ public final class ServerKeyStore: Sendable {
     // MARK: rows
 
     func seal(_ key: SymmetricKey, _ name: KeyName, version: Int) throws -> Data {
-        try key.withUnsafeBytes { try kek.seal($0, context: try name.context(version: version)) }
+        try requireKEKHolder()
+        return try key.withUnsafeBytes { try kek.seal($0, context: try name.context(version: version)) }
     }
 
     /// Opens a stored version, or finds it opened in the last minute.
     func open(_ row: StoredVersion, _ name: KeyName) throws -> ReleasedKey {
         let now = now()
         if let key = opened.find(name, row, now: now) { return key }
+        try requireKEKHolder()
         let (version, wrapped) = (row.version, row.wrapped)
         // Built once: it opens the key and names it.
         let context = try name.context(version: version)
@@ -208,6 +213,26 @@ public final class ServerKeyStore: Sendable {
                 absent.withLock { $0[id] = time }
                 throw again
             }
+        }
+    }
+
+    /// Records whether the KEK's holder (an HSM's token) answers, as the
+    /// server's check finds every few seconds: while it does not, what
+    /// needs the KEK answers `503 kek-unavailable` (keys opened in the
+    /// last minute are still answered). Returns whether this changed it.
+    @discardableResult
+    public func kekHolder(reachable: Bool, reason: String = "") -> Bool {
+        holderDown.withLock { down in
+            let changed = (down == nil) != reachable
+            down = reachable ? nil : reason
+            return changed
+        }
+    }
+
+    func requireKEKHolder() throws {
+        if holderDown.withLock({ $0 }) != nil {
+            throw KeyServerError(
+                .kekUnavailable, "the HSM that holds the server's KEK cannot be reached; try again shortly")
         }
     }
 

@@ -118,6 +118,7 @@ enum KeyServerRefusal {
         case "unreachable":
             "check --server (or --kek-server), that the server is running and, over https, that its certificate is trusted (a private CA: --ca-file, --kek-server-ca-file, --anchor-ca-file)"
         case "key-shredded": "this user's keys were destroyed; data under them cannot be read"
+        case "kek-unavailable", "database-unavailable": "the server cannot reach what it needs now; try again shortly"
         default: nil
         }
     }
