@@ -283,7 +283,7 @@ let package = Package(
             name: "CofferKeyServerTests",
             dependencies: [
                 "Coffer", "CofferKeyServer", "CofferKeyServerCore", "CofferKeyClient", "CofferKeyClientNIO",
-                "CofferKeychain",
+                "CofferKeychain", "CofferPKCS11",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -154,6 +154,13 @@ struct PKCS11Session {
         }
     }
 
+    /// Whether the token still answers for `key` (its length read back).
+    func stillHolds(_ key: coffer_ck_ulong) -> Bool {
+        guard let get = functions.get_attribute_value else { return false }
+        let template = PKCS11Template([(Attribute.valueLength, .number(0))])
+        return template.withAttributes { get(handle, key, $0, $1) } == 0
+    }
+
     /// Makes an AES-256 key on the token, never to leave it.
     func generateKey(_ label: String) throws {
         guard let generate = functions.generate_key else { throw module.missing("C_GenerateKey") }
@@ -198,8 +205,12 @@ struct PKCS11Session {
             }
         }
         try Self.check(started, encrypt ? "C_EncryptInit" : "C_DecryptInit", module)
-        if !encrypt && (result == PKCS11Return.encryptedDataInvalid || result == PKCS11Return.encryptedDataLengthRange)
-        {
+        // A tag that does not verify is CKR_ENCRYPTED_DATA_INVALID in the
+        // specification; SoftHSM2 answers CKR_GENERAL_ERROR (or
+        // CKR_FUNCTION_FAILED), which is a tag failure only while the
+        // token still answers for the key.
+        let dataRefused = [PKCS11Return.encryptedDataInvalid, PKCS11Return.encryptedDataLengthRange].contains(result)
+        if !encrypt && (dataRefused || ([0x5, 0x6].contains(result) && stillHolds(key))) {
             throw CofferError(.wrongPassword, "the HSM key does not open this value (another key, or changed bytes)")
         }
         try Self.check(result, encrypt ? "C_Encrypt" : "C_Decrypt", module)
