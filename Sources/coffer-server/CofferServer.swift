@@ -141,18 +141,12 @@ struct DataOptions: ParsableArguments {
     /// (operator trial 4: a replica with `"databse"` made one and served
     /// other key bytes under the same key id).
     func open(_ settings: ServerSettings, creating: Bool = false) async throws -> ServerKeyStore {
+        try await openWithRing(settings, creating: creating).store
+    }
+
+    /// The database, opened (created when `creating`) with no KEK yet.
+    func openDatabase(_ settings: ServerSettings, creating: Bool) async throws -> ServerKeyStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
-        if creating {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        let ring = try kekRing(settings, creating: creating)
-        // Read again every 30 seconds and when a row names a KEK the ring
-        // lacks; unlocked again only when the file has changed.
-        let reader = KeyRingReader(ring)
-        let exists = FileManager.default.fileExists(atPath: ring.path)
-        let file = try await BlockingWork.run { exists ? try reader.read() : try reader.create() }
-        let reload: @Sendable () throws -> KeyRing = { try reader.read().keyRing }
         let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
         let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
         guard PostgresURL.names(database) else {
@@ -164,46 +158,38 @@ struct DataOptions: ParsableArguments {
             guard passwordFile == nil else {
                 throw ValidationError("--database-password-file is for a postgres:// database")
             }
-            return try ServerKeyStore(path: database, kek: file.keyRing, reload: reload, creating: creating)
+            return try ServerKeyStore(path: database, kek: KeyRing(), creating: creating)
         }
         let password = PostgresURL.password(
             file: try passwordFile.map { Array(try ServerFiles.secretFile($0, what: "the database password file")) })
-        return try await ServerKeyStore.open(
-            postgres: database, password: password, kek: file.keyRing, reload: reload, creating: creating)
+        return try await ServerKeyStore.open(postgres: database, password: password, kek: KeyRing(), creating: creating)
     }
 
     /// Whether the database has the key server's tables (for `kek init`):
     /// opened without creating, under a throwaway ring that opens nothing.
-    func databaseExists(_ settings: ServerSettings) async -> Bool {
-        guard let directory = settings.value(self.directory, "data") else { return false }
-        let database = settings.value(self.database, "database") ?? directory + "/keys.sqlite"
-        guard PostgresURL.names(database) else { return FileManager.default.fileExists(atPath: database) }
-        let passwordFile = settings.value(databasePasswordFile, "postgres.password.file")
-        let file = passwordFile.flatMap { try? Array(ServerFiles.secretFile($0, what: "the database password file")) }
-        guard
-            let store = try? await ServerKeyStore.open(
-                postgres: database, password: PostgresURL.password(file: file), kek: KeyRing(), creating: false)
-        else { return false }
+    /// What a command is told when there is no ring and nothing says where one is.
+    static func noRing(_ path: String) -> String {
+        "there is no KEK ring at \(path) nor in the database: coffer-server kek init makes one, once, for a new key server; check --data, --database and --config for a misspelling"
+    }
+
+    func databaseExists(_ settings: ServerSettings) async -> (exists: Bool, keepsRing: Bool) {
+        guard settings.value(self.directory, "data") != nil,
+            let store = try? await openDatabase(settings, creating: false)
+        else { return (false, false) }
+        let keepsRing =
+            (try? await KEKRingRow(store: store, secret: .password([0]), rollbackGuard: nil).exists()) ?? false
         await store.close()
-        return true
+        return (true, keepsRing)
     }
 
     /// The KEK key ring file, DIR/kek.ckr, unlocked by a passphrase file
     /// or by a key kept in a file keychain (whose own passphrase comes from
     /// a file; the keychain and its key are made only when `creating`).
-    func kekRing(_ settings: ServerSettings, creating: Bool = false) throws -> KeyRingStore {
+    func kekRingFile(_ settings: ServerSettings, creating: Bool = false) throws -> KeyRingStore {
         let directory = try settings.required(self.directory, "data", flag: "--data")
         let path = directory + "/kek.ckr"
         // The KEK's own secrets are read first, so that a bad one is the error.
-        let missing = {
-            guard creating || FileManager.default.fileExists(atPath: path) else {
-                throw ValidationError(
-                    "there is no KEK ring at \(path): coffer-server kek init makes one, once, for a new key server (then copy kek.ckr to each replica's --data folder); check --data and --config for a misspelling"
-                )
-            }
-        }
         if let hsm = try kekHSM(settings) {
-            try missing()
             if creating { try hsm.prepare(creating: true) }
             // Guarded as the passphrase ring is: the token holds the key,
             // not the ring's generation.
@@ -219,15 +205,15 @@ struct DataOptions: ParsableArguments {
                     try settings.required(
                         kekKeychainPassphraseFile, "kek.keychain.passphrase.file",
                         flag: "--kek-keychain-passphrase-file")))
-            try missing()
             let keychain: FileKeychain
             if FileManager.default.fileExists(atPath: keychainPath) {
                 keychain = try FileKeychain.open(path: keychainPath, secret: secret, rollbackGuard: nil)
             } else {
                 guard creating else {
                     throw ValidationError(
-                        "there is no KEK keychain at \(keychainPath): coffer-server kek init makes it, once, for a new key server"
-                    )
+                        FileManager.default.fileExists(atPath: path)
+                            ? "there is no KEK keychain at \(keychainPath): coffer-server kek init makes it, once, for a new key server"
+                            : Self.noRing(path))
                 }
                 keychain = try FileKeychain.create(path: keychainPath, secret: secret, rollbackGuard: nil)
             }
@@ -238,7 +224,6 @@ struct DataOptions: ParsableArguments {
         }
         let passphrase = try ServerFiles.passphrase(
             try settings.required(kekPassphraseFile, "kek.passphrase.file", flag: "--kek-passphrase-file"))
-        try missing()
         // The passphrase ring is guarded as key rings are (the per-user
         // state file, outside DIR): an older kek.ckr put back would enable
         // again the KEK keys a rewrap disabled (security review 4, G11).

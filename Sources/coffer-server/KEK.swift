@@ -7,7 +7,10 @@ import Foundation
 struct KEK: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Rotates the KEK and reseals every stored key under it, while the server serves.",
-        subcommands: [Init.self, Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self, Reseal.self])
+        subcommands: [
+            Init.self, Rotate.self, Rewrap.self, List.self, Enable.self, AcceptRestore.self, Reseal.self,
+            MoveToDatabase.self,
+        ])
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -16,33 +19,41 @@ struct KEK: AsyncParsableCommand {
                 The only command that makes a KEK ring or a database (besides serve --dev): every other one \
                 refuses a missing ring or database, so that a misspelt --data, --database or --config member is \
                 an error rather than a second key server with a KEK of its own. Run it once, for the first \
-                replica; copy DIR/kek.ckr to each other replica's DIR. Refused when both exist already; when \
-                only one does (a new database for an existing ring, say), it makes the other.
+                replica; copy DIR/kek.ckr to each other replica's DIR, or give --ring-in-database to keep the \
+                ring in the database every replica reads. Refused when both exist already; when only one does \
+                (a new database for an existing ring, say), it makes the other.
                 """)
         @OptionGroup var data: DataOptions
+        @Flag(
+            help:
+                "Keep the new KEK ring in the database (read by every replica; no kek.ckr to copy) rather than in DIR/kek.ckr."
+        )
+        var ringInDatabase = false
 
         func run() async throws {
             let settings = try await data.settings()
             let directory = try settings.required(data.directory, "data", flag: "--data")
             let ringPath = directory + "/kek.ckr"
-            let hadRing = FileManager.default.fileExists(atPath: ringPath)
             let database = data.databaseDescription(settings)
-            let hadDatabase = await data.databaseExists(settings)
+            let (hadDatabase, ringInDatabase) = await data.databaseExists(settings)
+            let hadRing = FileManager.default.fileExists(atPath: ringPath) || ringInDatabase
+            let place = ringInDatabase ? "in the database" : ringPath
             guard !(hadRing && hadDatabase) else {
-                throw ValidationError("\(ringPath) and the database \(database) exist already: nothing to make")
+                throw ValidationError(
+                    "the KEK ring (\(place)) and the database \(database) exist already: nothing to make")
             }
             guard hadRing || !hadDatabase else {
                 throw ValidationError(
-                    "the database \(database) exists but there is no KEK ring at \(ringPath): restore kek.ckr from a backup or another replica (a new KEK could open none of its keys)"
+                    "the database \(database) exists but there is no KEK ring at \(ringPath) nor in it: restore kek.ckr from a backup or another replica (a new KEK could open none of its keys)"
                 )
             }
-            let store = try await data.open(settings, creating: true)
+            let (store, ring) = try await data.openWithRing(
+                settings, creating: true, ringInDatabase: self.ringInDatabase)
             let primary = String(format: "%08x", store.kekPrimaryID)
             await store.close()
             print(
-                (hadRing
-                    ? "used the KEK ring \(ringPath) (primary \(primary))"
-                    : "made the KEK ring \(ringPath) (primary \(primary))")
+                (hadRing ? "used the KEK ring " : "made the KEK ring ")
+                    + (ring.place == "the database" ? "in the database" : ring.place) + " (primary \(primary))"
                     + "; " + (hadDatabase ? "used" : "made") + " the database \(database)")
         }
     }
@@ -54,7 +65,9 @@ struct KEK: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try await options.data.settings()
-            let id = try await options.data.kekRing(settings).modify { file in try file.update { try $0.rotate() } }
+            let id = try await options.data.withRing(settings) { _, ring in
+                try await ring.modify { file in try file.update { try $0.rotate() } }
+            }
             FileHandle.standardError.write(Data("KEK primary is now \(String(format: "%08x", id))\n".utf8))
             try await options.rewrap(settings)
         }
@@ -77,9 +90,9 @@ struct KEK: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try await data.settings()
-            // Read first, so that a missing ring is an error here, not a new ring.
-            let ring = try await data.kekRing(settings).read().keyRing
-            let usage = try await data.open(settings).rowsByKEKKey()
+            let (ring, usage) = try await data.withRing(settings) { store, place in
+                (try await place.read().keyRing, try await store.rowsByKEKKey())
+            }
             let formatter = ISO8601DateFormatter()
             for key in ring.keys {
                 print(
@@ -122,7 +135,9 @@ struct KEK: AsyncParsableCommand {
                 throw ValidationError("a key id is up to 8 hex digits")
             }
             let settings = try await data.settings()
-            try await data.kekRing(settings).modify { file in try file.update { try $0.enable(value) } }
+            try await data.withRing(settings) { _, ring in
+                try await ring.modify { file in try file.update { try $0.enable(value) } }
+            }
             FileHandle.standardError.write(
                 Data(
                     """
@@ -148,9 +163,14 @@ struct KEK: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try await data.settings()
-            let ring = try data.kekRing(settings)
-            let generation = try ring.acceptCurrentGeneration()
-            FileHandle.standardError.write(Data("accepted \(ring.path) at generation \(generation)\n".utf8))
+            let (store, ring) = try await data.locateRing(settings)
+            let generation: UInt64
+            do { generation = try await ring.acceptCurrentGeneration() } catch {
+                await store.close()
+                throw error
+            }
+            await store.close()
+            FileHandle.standardError.write(Data("accepted \(ring.place) at generation \(generation)\n".utf8))
         }
     }
 
@@ -178,14 +198,14 @@ struct KEK: AsyncParsableCommand {
         /// primary: so the rows are counted again after `settle` seconds,
         /// and what such a server sealed meanwhile is resealed first.
         func rewrap(_ settings: ServerSettings) async throws {
-            let store = try await data.open(settings)
+            let (store, ring) = try await data.openWithRing(settings)
             let total = try await store.rowsToRewrap()
             let say: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
             var done = try await store.rewrap(batchSize: batch) { done in say("resealed \(done) of \(total)") }
             var left = try await store.rowsToRewrap()
             // With nothing resealed and no older key still enabled, no
             // server can be sealing under one: nothing to wait for.
-            let olderEnabled = try await data.kekRing(settings).read().keyRing.keys.contains { $0.state == .active }
+            let olderEnabled = try await ring.read().keyRing.keys.contains { $0.state == .active }
             if left == 0 && settle > 0 && (done > 0 || olderEnabled) {
                 say("waiting \(settle) s for running servers to read the new KEK")
                 try await Task.sleep(for: .seconds(settle))
@@ -193,7 +213,7 @@ struct KEK: AsyncParsableCommand {
                 left = try await store.rowsToRewrap()
             }
             if left == 0 {
-                let disabled = try await data.kekRing(settings).modify { file in
+                let disabled = try await ring.modify { file in
                     try file.update { ring -> [UInt32] in
                         let older = ring.keys.filter { $0.state == .active }.map(\.id)
                         for id in older { try ring.disable(id) }
@@ -206,6 +226,7 @@ struct KEK: AsyncParsableCommand {
                     )
                 }
             }
+            await store.close()
             print("resealed \(done) keys; \(left) left under an older KEK key")
         }
     }

@@ -1,6 +1,7 @@
 #if Server
 import ArgumentParser
 import Coffer
+import CofferKeyServerCore
 import CofferPKCS11
 import Foundation
 
@@ -35,9 +36,19 @@ extension KEK {
 
         func run() async throws {
             let settings = try await data.settings()
-            let current = try data.kekRing(settings)
+            let (store, current) = try await data.locateRing(settings)
+            do {
+                try await reseal(current, settings)
+            } catch {
+                await store.close()
+                throw error
+            }
+            await store.close()
+        }
+
+        func reseal(_ current: ServerKEKRing, _ settings: ServerSettings) async throws {
             let (secret, name) = try target(settings)
-            let next = KeyRingStore(path: current.path, secret: secret, rollbackGuard: current.rollbackGuard)
+            let next = current.unlocked(by: secret)
             let say: (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
             do {
                 _ = try await current.read()
@@ -46,12 +57,12 @@ extension KEK {
             {
                 // Already moved (a run that finished, or one killed after its write)?
                 guard (try? await next.read()) != nil else { throw error }
-                say("\(current.path) is already sealed under \(name): nothing to do")
+                say("\(current.place) is already sealed under \(name): nothing to do")
                 return
             }
             try await current.modify { file in _ = try file.changeSecret(to: secret) }
             _ = try await next.read()
-            say("\(current.path) is sealed under \(name); start servers and commands with its options from now on")
+            say("\(current.place) is sealed under \(name); start servers and commands with its options from now on")
         }
 
         /// The new root and its name for the messages; an HSM key is made

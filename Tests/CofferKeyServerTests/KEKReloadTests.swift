@@ -77,7 +77,7 @@ import Testing
         replica.served.withLock { $0 = databases }
         #expect(await replica.fetch(name) == "key-unreadable")
         #expect(replica.count == 2)
-        try replica.store.reloadKEK()
+        try await replica.store.reloadKEK()
         #expect(replica.count == 3)
         let opened = try await replica.store.current(name)
         #expect(Self.bytes(opened.key) == Self.bytes(made.key))

@@ -2,6 +2,7 @@
 import CofferKeyServerCore
 import Hummingbird
 import HummingbirdAuth
+import Logging
 
 /// The admin and metrics routes' authenticator: a known operator token of
 /// this realm, looked up in the operator table (stored as hashes). Each
@@ -32,6 +33,47 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
             )
         }
         return KeyServerIdentity(kind: .operator(info))
+    }
+
+    /// Authenticates, then runs the route; a call refused for its token
+    /// (401) or its scope (403 scope-missing) is written to the audit
+    /// chain (``ServerKeyStore/auditRefusal(actor:code:method:route:)``).
+    func handle(
+        _ request: Request, context: KeyServerContext, next: (Request, KeyServerContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        do {
+            context.identity = try await authenticate(request: request, context: context)
+        } catch let error as KeyServerError {
+            await audit(error, actor: "operator:unknown", request, context)
+            throw error
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as KeyServerError where error.code == .scopeMissing {
+            if case .operator(let info) = context.identity?.kind {
+                await audit(error, actor: "operator:" + info.name, request, context)
+            }
+            throw error
+        }
+    }
+
+    func audit(_ error: KeyServerError, actor: String, _ request: Request, _ context: KeyServerContext) async {
+        // A known operator refused for its expiry or realm is named.
+        var actor = actor
+        if error.code == .operatorTokenExpired || error.code == .operatorTokenUnbound,
+            let authorization = try? Authorization(request, accepting: [.bearer]),
+            let info = try? await operators.operatorFor(token: String(authorization.token))
+        {
+            actor = "operator:" + info.name
+        }
+        let route = context.endpointPath.map(ProblemMiddleware<KeyServerContext>.route) ?? "unmatched"
+        if let failure = await operators.auditRefusal(
+            actor: actor, code: error.code.name, method: request.method.rawValue, route: route)
+        {
+            context.logger.error(
+                "a refused operator call could not be audited", metadata: ["error.type": "\(type(of: failure))"])
+        }
     }
 }
 #endif

@@ -25,7 +25,7 @@ extension ServerKeyStore {
     ///     empty key server).
     ///   - now: the clock, in seconds since 1970.
     public static func open(
-        postgres url: String, password: String?, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil,
+        postgres url: String, password: String?, kek: KeyRing, reload: (@Sendable () async throws -> KeyRing)? = nil,
         connections: Int = 16, deadline: Duration = .seconds(3), creating: Bool = true,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) async throws -> ServerKeyStore {

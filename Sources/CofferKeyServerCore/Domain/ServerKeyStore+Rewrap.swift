@@ -59,10 +59,11 @@ extension ServerKeyStore {
                 try await rewrapSecrets()
                 return done
             }
-            let rewrapped = try pending.map { row -> (PendingRow, Data) in
+            var rewrapped: [(PendingRow, Data)] = []
+            for row in pending {
                 let context = try row.name.context(version: row.version)
-                let key = try openWrapped(row.wrapped, context: context)
-                return (row, try ring.seal(key, context: context))
+                let key = try await openWrapped(row.wrapped, context: context)
+                rewrapped.append((row, try ring.seal(key, context: context)))
             }
             done += try await rows.replaceWrapped(
                 rewrapped, now: now(),
@@ -88,7 +89,7 @@ extension ServerKeyStore {
         for (name, sealed) in try await rows.secrets().sorted(by: { $0.key < $1.key })
         where Self.sealingKeyID(sealed) != primary {
             let context = try Self.secretContext(name)
-            let value = try openSecret(name, sealed: sealed, context: context)
+            let value = try await openSecret(name, sealed: sealed, context: context)
             var record = AuditEntry.Record(actor: "server", action: "rewrap")
             record.detail = "server secret \(name) resealed under KEK key \(String(format: "%08x", ring.primaryID))"
             if try await rows.replaceSecret(
@@ -103,9 +104,9 @@ extension ServerKeyStore {
     /// Reads the KEK ring again (the server does every 30 seconds, so that
     /// after a rotation by another process it seals new keys under the new
     /// primary), and forgets which KEK key ids earlier readings lacked.
-    public func reloadKEK() throws {
-        guard let reload else { return }
-        replaceRing(with: try reload())
+    public func reloadKEK() async throws {
+        guard let reload = reloader.withLock({ $0 }) else { return }
+        replaceRing(with: try await reload())
     }
 
     static func keyIDBytes(_ id: UInt32) -> Data { withUnsafeBytes(of: id.bigEndian) { Data($0) } }

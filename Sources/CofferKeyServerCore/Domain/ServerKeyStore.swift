@@ -14,7 +14,8 @@ public final class ServerKeyStore: Sendable {
     /// The KEK ring, replaced when a row names a key it lacks (another
     /// process rotated the KEK: ``ServerKeyStore/rewrap(batchSize:progress:)``).
     let ring: Locked<KeyRing>
-    let reload: (@Sendable () throws -> KeyRing)?
+    /// Reads the ring again (``useKEK(_:reload:)`` may set it after opening).
+    let reloader: Locked<(@Sendable () async throws -> KeyRing)?>
     /// KEK key ids a reading of the ring lacked, with when it was read: a
     /// row naming one fails at once for ``absentFor`` seconds, or until
     /// the ring is read again for another reason, instead of reading the
@@ -41,6 +42,8 @@ public final class ServerKeyStore: Sendable {
     /// Why the KEK's holder (an HSM) cannot be reached, nil while it can
     /// (``kekHolder(reachable:)``).
     let holderDown = Locked<String?>(nil)
+    /// Refused operator calls written to the audit chain this minute.
+    let refusals = RefusalAudit()
 
     /// Opens (creating when missing, if `creating`) the SQLite database at `path`.
     /// - Parameters:
@@ -54,7 +57,7 @@ public final class ServerKeyStore: Sendable {
     ///     key the ring in memory lacks (the KEK was rotated meanwhile).
     ///   - now: the clock, in seconds since 1970.
     public convenience init(
-        path: String, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)? = nil, creating: Bool = true,
+        path: String, kek: KeyRing, reload: (@Sendable () async throws -> KeyRing)? = nil, creating: Bool = true,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     )
         throws
@@ -69,7 +72,7 @@ public final class ServerKeyStore: Sendable {
     }
 
     init(
-        rows: any KeyRows, kek: KeyRing, reload: (@Sendable () throws -> KeyRing)?,
+        rows: any KeyRows, kek: KeyRing, reload: (@Sendable () async throws -> KeyRing)?,
         now: @escaping @Sendable () -> Int64
     ) {
         self.rows = rows
@@ -78,7 +81,7 @@ public final class ServerKeyStore: Sendable {
         })
         limiter = RateLimiter(rows: rows, now: now)
         ring = Locked(kek)
-        self.reload = reload
+        reloader = Locked(reload)
         self.now = now
     }
 
@@ -105,10 +108,10 @@ public final class ServerKeyStore: Sendable {
     {
         let request = ReleaseRequest(name: name, version: nil, proof: proof, counts: counts)
         if let row = try await limiter.release(request, releases) {
-            return try open(row, name)
+            return try await open(row, name)
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
-        return try open(
+        return try await open(
             try await rows.create(name, wrapped: sealed, now: now(), actor: "subject:" + name.subject), name)
     }
 
@@ -127,7 +130,7 @@ public final class ServerKeyStore: Sendable {
             let row = try await limiter.release(
                 ReleaseRequest(name: name, version: version, proof: proof, counts: counts), releases)
         else { throw KeyServerError(.keyNotFound, "this key has no version \(version)") }
-        return try open(row, name)
+        return try await open(row, name)
     }
 
     // MARK: changing keys (operators)
@@ -146,7 +149,7 @@ public final class ServerKeyStore: Sendable {
         let row = try await rows.rotate(name, now: now, audit: .init(actor: actor, action: "rotate", name)) { version in
             try self.seal(SymmetricKey(size: .bits256), name, version: version)
         }
-        return try open(row, name)
+        return try await open(row, name)
     }
 
     /// Stops releasing versions below `minimum` (at most the current one).
@@ -167,7 +170,7 @@ public final class ServerKeyStore: Sendable {
     }
 
     /// Opens a stored version, or finds it opened in the last minute.
-    func open(_ row: StoredVersion, _ name: KeyName) throws -> ReleasedKey {
+    func open(_ row: StoredVersion, _ name: KeyName) async throws -> ReleasedKey {
         let now = now()
         if let key = opened.find(name, row, now: now) { return key }
         try requireKEKHolder()
@@ -176,7 +179,7 @@ public final class ServerKeyStore: Sendable {
         let context = try name.context(version: version)
         let bytes: Data
         do {
-            bytes = try openWrapped(wrapped, context: context)
+            bytes = try await openWrapped(wrapped, context: context)
         } catch {
             // A row moved to another name, or a KEK that is not this store's.
             throw KeyServerError(.keyUnreadable, "a stored key did not open under the server's KEK")
@@ -191,16 +194,18 @@ public final class ServerKeyStore: Sendable {
     /// ring again once, unless a reading in the last ``absentFor``
     /// seconds lacked that key too (a replica whose KEK is not the
     /// database's would otherwise read its ring on every request).
-    func openWrapped(_ wrapped: Data, context: SealingContext) throws -> Data {
+    func openWrapped(_ wrapped: Data, context: SealingContext) async throws -> Data {
         do {
             return try kek.open(wrapped, context: context)
         } catch let error as CofferError where error.code == .keyNotFound {
-            guard let reload, let id = try? SealedValue.keyID(of: wrapped) else { throw error }
+            guard let reload = reloader.withLock({ $0 }), let id = try? SealedValue.keyID(of: wrapped) else {
+                throw error
+            }
             let time = now()
             if let read = absent.withLock({ $0[id] }), time >= read, time - read < Self.absentFor { throw error }
             let fresh: KeyRing
             do {
-                fresh = try reload()
+                fresh = try await reload()
             } catch {
                 absent.withLock { $0[id] = time }
                 throw error
@@ -234,6 +239,14 @@ public final class ServerKeyStore: Sendable {
             throw KeyServerError(
                 .kekUnavailable, "the HSM that holds the server's KEK cannot be reached; try again shortly")
         }
+    }
+
+    /// Puts `ring` in place, and how to read it again: for a ring read
+    /// from the database this store opened (``KEKRingRow``).
+    public func useKEK(_ ring: KeyRing, reload: (@Sendable () async throws -> KeyRing)?) {
+        reloader.withLock { $0 = reload }
+        replaceRing(with: ring)
+        opened.clear()
     }
 
     /// Puts a ring just read in place, forgetting the ids the old one lacked.

@@ -14,7 +14,7 @@ extension ServerKeyStore {
         let context = try Self.secretContext(name)
         let made = try SymmetricKey(size: .bits256).withUnsafeBytes { try kek.seal($0, context: context) }
         let sealed = try await rows.secret(named: name, make: made)
-        return SymmetricKey(data: try openSecret(name, sealed: sealed, context: context))
+        return SymmetricKey(data: try await openSecret(name, sealed: sealed, context: context))
     }
 
     package static func secretContext(_ name: String) throws -> SealingContext {
@@ -23,9 +23,9 @@ extension ServerKeyStore {
 
     /// Opens a server secret, naming it (and what to do) when its KEK key
     /// is disabled or missing, so an operator can act on the error.
-    package func openSecret(_ name: String, sealed: Data, context: SealingContext) throws -> Data {
+    package func openSecret(_ name: String, sealed: Data, context: SealingContext) async throws -> Data {
         do {
-            return try openWrapped(sealed, context: context)
+            return try await openWrapped(sealed, context: context)
         } catch let error as CofferError where error.code == .keyNotFound || error.code == .keyDisabled {
             let id = (try? SealedValue.keyID(of: sealed)).map { String(format: "%08x", $0) } ?? "unknown"
             throw error.prefixed(

@@ -34,7 +34,7 @@ public struct KEKHolderService: Service {
             try await BlockingWork.run { try check() }
             if store.kekHolder(reachable: true) {
                 logger.notice("the KEK's holder answers again; keys are released as before")
-                try? await BlockingWork.run { try store.reloadKEK() }
+                try? await store.reloadKEK()
             }
         } catch {
             let reason = (error as? CofferError)?.description ?? "\(type(of: error))"

@@ -26,7 +26,7 @@ public struct MaintenanceService: Service {
                 logger.warning(
                     "the shred sweep failed; it runs again", metadata: ["error.type": "\(type(of: error))"])
             }
-            try? await BlockingWork.run { try store.reloadKEK() }
+            try? await store.reloadKEK()
         }
     }
 }

@@ -10,8 +10,7 @@ protocol KeyRows: Sendable {
     /// For each request, in order: the version to release (nil when the
     /// key has none) or the problem its shared rate counts (one full,
     /// ``ReleaseRequest/counts``, raised first: ``CountPlan``), its DPoP
-    /// proof (a replay), its
-    /// subject's shred state or its minimum version raises. The proofs
+    /// proof (a replay), its subject's shred state or its minimum version raises. The proofs
     /// are recorded (``KeySnapshot/spend(_:recorded:)``) and the released
     /// versions appended to the audit chain (a `release` to the subject)
     /// in one transaction before it returns (on PostgreSQL, one statement).
@@ -41,8 +40,7 @@ protocol KeyRows: Sendable {
     /// many subjects it marked shredded (each audited as a `sweep`).
     func sweep(now: Int64) async throws -> Int
 
-    /// How many rows each KEK key sealed, by the key's id as the sealed
-    /// value's header holds it (4 bytes, big-endian).
+    /// How many rows each KEK key sealed, by the key's id as sealed values name it (4 bytes, big-endian).
     func wrappedCounts() async throws -> [Data: Int]
     /// Rows sealed under a KEK key other than `keyID` (4 bytes, big-endian).
     func wrapped(notUnder keyID: Data, limit: Int) async throws -> [PendingRow]
@@ -52,9 +50,7 @@ protocol KeyRows: Sendable {
 
     func addOperator(
         hash: Data, name: String, scopes: String, realm: String, created: Int64, expires: Int64?,
-        audit: AuditEntry.Record
-    )
-        async throws
+        audit: AuditEntry.Record) async throws
     func operatorInfo(hash: Data) async throws -> OperatorInfo?
     func operators() async throws -> [OperatorInfo]
     func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool
@@ -87,7 +83,6 @@ protocol KeyRows: Sendable {
     /// Forgets the rate-limit counts of windows and the proofs that ended before `now`.
     func forgetExpired(before now: Int64) async throws
 
-    /// Throws unless the database answers (readiness).
     /// The anchored state of the CofferStore `store` in `realm`, as stored.
     func storeAnchor(realm: String, store: String) async throws -> Data?
     /// In one transaction: `decide` is given the stored state and returns
@@ -102,9 +97,13 @@ protocol KeyRows: Sendable {
     /// The subjects of `realm` with a key or a shred, in order, the first
     /// `limit` after `after`.
     func subjects(realm: String, after: String, limit: Int) async throws -> [String]
-    func ping() async throws
-    /// Closes connections; the rows stay.
-    func close() async
+    /// The KEK ring's bytes kept in the database (``KEKRingRow``), nil when none.
+    func kekRing() async throws -> Data?
+    /// `ring` in place of `old` (nil: of none); false, writing nothing, when the row is not `old`.
+    func replaceKEKRing(_ ring: Data, replacing old: Data?) async throws -> Bool
+    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws  // alone in a transaction
+    func ping() async throws  // throws unless the database answers (readiness)
+    func close() async  // closes connections; the rows stay
 }
 
 /// A version as stored: the key sealed under the KEK.

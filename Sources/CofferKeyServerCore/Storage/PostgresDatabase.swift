@@ -216,6 +216,8 @@ final class PostgresDatabase: Sendable {
         ],
         // Operators made before this never expire (NULL).
         ["ALTER TABLE operators ADD COLUMN expires bigint"],
+        // The KEK ring, shared by every replica (docs/key-server-operating.md).
+        ["CREATE TABLE kek_ring (id integer PRIMARY KEY CHECK (id = 1), ring bytea NOT NULL)"],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server

@@ -13,6 +13,10 @@ import PostgresNIO
 // rotations, shreds, operators) call it inside their own transaction,
 // which holds the lock until it commits.
 extension PostgresKeyRows {
+    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
+        try await database.transaction { db in try await Self.append(db, records, now: now) }
+    }
+
     static let auditLock: Int64 = 7_365_487_310_561_385
 
     /// The audit function of schema version 5. `tails` are the entries'

@@ -6,6 +6,10 @@ import GRDB
 // The audit chain in SQLite: GRDB's one writer appends, so the chain
 // never forks.
 extension SQLiteKeyRows {
+    func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
+        try await pool.write { db in try Self.append(db, records, now: now) }
+    }
+
     /// Appends `records` after the chain's last entry, inside `db`'s transaction.
     static func append(_ db: Database, _ records: [AuditEntry.Record], now: Int64) throws {
         try append(SQLiteStoreConnection(db: db), records, now: now)

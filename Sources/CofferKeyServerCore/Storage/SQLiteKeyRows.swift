@@ -103,6 +103,7 @@ final class SQLiteKeyRows: KeyRows {
         registerAuditScanMigration(&migrator)
         registerStoreAnchorMigration(&migrator)
         registerOperatorExpiryMigration(&migrator)
+        registerKEKRingMigration(&migrator)
         return migrator
     }
 

@@ -1,0 +1,114 @@
+#if Server
+import Coffer
+import Foundation
+import Testing
+
+/// One KEK ring for every replica (issue 59, part 4): kept in the database
+/// (`kek init --ring-in-database`, `kek move-to-database`), so a rotation
+/// on one replica reaches the others with no file to copy, and an older
+/// ring put back in the database (with psql) is refused by a replica that
+/// saw a newer one. Each replica has a state folder of its own.
+@Suite struct KEKRingDatabaseTests {
+    static func server(_ arguments: [String], _ environment: [String: String]) throws -> (Int32, String) {
+        let run = try Spawned.run(
+            ServerProcess.binary.path, arguments, environment: environment, output: .capture, errors: .capture)
+        return (run.status, run.text + run.errorText)
+    }
+
+    static func keys(_ server: ServerProcess, _ issuer: Issuer, _ users: [String]) async throws -> [String: String] {
+        var keys: [String: String] = [:]
+        for user in users {
+            let (status, body) = try await server.address.request("/v1/keys/notes", token: try issuer.token(user))
+            keys[user] = status == 200 ? body["key"] as? String : "status \(status) \(body["code"] ?? "")"
+        }
+        return keys
+    }
+
+    @Test func tworeplicasOnPostgreSQLShareOneRingAndRefuseAnOlderOnePutBack() async throws {
+        let issuer = try Issuer()
+        let url = try TestPostgres.freshURL()
+        let password = try TestPostgres.server().password
+        var replicas: [(data: String, environment: [String: String])] = []
+        for name in ["a", "b"] {
+            let data = issuer.folder + "/" + name
+            try FileManager.default.createDirectory(atPath: data + "-state", withIntermediateDirectories: true)
+            replicas.append((data, ["PGPASSWORD": password, "COFFER_STATE_DIR": data + "-state"]))
+        }
+        let options = { (data: String) in
+            ["--data", data, "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer), "--database", url]
+        }
+        var run = try Self.server(
+            ["kek", "init", "--ring-in-database"] + options(replicas[0].data), replicas[0].environment)
+        #expect(run.0 == 0 && run.1.contains("made the KEK ring in the database"), "\(run.1)")
+        #expect(!FileManager.default.fileExists(atPath: replicas[0].data + "/kek.ckr"))
+        try FileManager.default.createDirectory(atPath: replicas[1].data, withIntermediateDirectories: true)
+
+        let servers = try replicas.enumerated().map { index, replica in
+            try ServerProcess(
+                arguments: try ServerProcess.serveArguments(issuer: issuer, data: replica.data) + ["--database", url],
+                environment: replica.environment, log: issuer.folder + "/server-\(index).log")
+        }
+        defer { for server in servers { server.stop() } }
+        let users = ["ana", "bo", "cy"]
+        let before = try await Self.keys(servers[0], issuer, users)
+        #expect(before.values.allSatisfy { !$0.hasPrefix("status") }, "\(before)")
+        #expect(try await Self.keys(servers[1], issuer, users) == before)
+        let older = try TestPostgres.value(url, "SELECT encode(ring, 'hex') FROM kek_ring")
+
+        // A rotation on replica a: every stored key moves to the new KEK
+        // key and the old one is disabled. Replica b, given no file, reads
+        // the new ring from the database when a row names its new key.
+        run = try Self.server(["kek", "rotate", "--settle", "0"] + options(replicas[0].data), replicas[0].environment)
+        #expect(run.0 == 0 && run.1.contains("left under an older KEK key"), "\(run.1)")
+        #expect(try await Self.keys(servers[1], issuer, users) == before)
+        #expect(try await Self.keys(servers[1], issuer, ["dee"])["dee"]?.hasPrefix("status") == false)
+        run = try Self.server(["kek", "list"] + options(replicas[1].data), replicas[1].environment)
+        #expect(run.0 == 0 && run.1.split(separator: "\n").filter { $0.contains("disabled") }.count == 1, "\(run.1)")
+
+        // The older ring put back with psql: replica b, which saw the newer
+        // one, refuses it ("an older copy was put back"), and nothing opens.
+        _ = try TestPostgres.value(url, "UPDATE kek_ring SET ring = decode('\(older)', 'hex') RETURNING 1")
+        run = try Self.server(["kek", "list"] + options(replicas[1].data), replicas[1].environment)
+        #expect(run.0 != 0 && run.1.contains("an older copy was put back"), "\(run.1)")
+        // A kek.ckr beside the database's ring is refused, not silently used.
+        run = try Self.server(["kek", "accept-restore"] + options(replicas[1].data), replicas[1].environment)
+        #expect(run.0 == 0, "\(run.1)")
+        FileManager.default.createFile(
+            atPath: replicas[1].data + "/kek.ckr", contents: Data("stale".utf8), attributes: [.posixPermissions: 0o600])
+        run = try Self.server(["kek", "list"] + options(replicas[1].data), replicas[1].environment)
+        #expect(run.0 != 0 && run.1.contains("the database keeps the KEK ring, and there is also one at"), "\(run.1)")
+    }
+
+    @Test(arguments: Backend.allCases) func aRingFileMovesIntoTheDatabaseResumably(_ backend: Backend) async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let (database, environment) = try backend.serverOptions()
+        let options = ["--data", data, "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer)] + database
+        var run = try Self.server(["kek", "init"] + options, environment)
+        #expect(run.0 == 0 && run.1.contains("made the KEK ring \(data)/kek.ckr"), "\(run.1)")
+        let server = try ServerProcess(
+            arguments: try ServerProcess.serveArguments(issuer: issuer, data: data) + database,
+            environment: environment, log: issuer.folder + "/before.log")
+        let before = try await Self.keys(server, issuer, ["ana", "bo"])
+        server.stop()
+
+        // As if a first run were killed after its write: the row is there, the file too.
+        let ring = try Data(contentsOf: URL(fileURLWithPath: data + "/kek.ckr"))
+        run = try Self.server(["kek", "move-to-database"] + options, environment)
+        #expect(run.0 == 0 && run.1.contains("moved"), "\(run.1)")
+        #expect(!FileManager.default.fileExists(atPath: data + "/kek.ckr"))
+        FileManager.default.createFile(
+            atPath: data + "/kek.ckr", contents: ring, attributes: [.posixPermissions: 0o600])
+        run = try Self.server(["kek", "move-to-database"] + options, environment)
+        #expect(run.0 == 0 && !FileManager.default.fileExists(atPath: data + "/kek.ckr"), "\(run.1)")
+        run = try Self.server(["kek", "move-to-database"] + options, environment)
+        #expect(run.0 == 0 && run.1.contains("nothing to do"), "\(run.1)")
+
+        let after = try ServerProcess(
+            arguments: try ServerProcess.serveArguments(issuer: issuer, data: data) + database,
+            environment: environment, log: issuer.folder + "/after.log")
+        defer { after.stop() }
+        #expect(try await Self.keys(after, issuer, ["ana", "bo"]) == before)
+    }
+}
+#endif
