@@ -139,6 +139,8 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "Coffer", "CofferCompat", "CofferKeychain", "CofferStore", "CofferStorePostgres", "CofferKeyClient",
+                // --kek-pkcs11-module: a KEK held in an HSM
+                "CofferPKCS11",
                 // --ca-file: a key server whose CA is private (ServerTrust.swift).
                 "CofferKeyClientNIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

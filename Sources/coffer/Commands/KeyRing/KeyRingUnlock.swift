@@ -1,6 +1,7 @@
 import ArgumentParser
 import Coffer
 import CofferKeychain
+import CofferPKCS11
 import Crypto
 import Foundation
 
@@ -74,6 +75,22 @@ struct KEKOptions: ParsableArguments {
             valueName: "FILE"))
     var kekServerCAFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Unlock with an AES key inside an HSM: its PKCS#11 module (with --kek-pkcs11-token, -key, -pin-file).",
+            valueName: "PATH"))
+    var kekPkcs11Module: String?
+
+    @Option(help: ArgumentHelp("The PKCS#11 token's label.", valueName: "LABEL")) var kekPkcs11Token: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The AES key's label in the token (keyring new and store init make it, unextractable).", valueName: "LABEL")
+    )
+    var kekPkcs11Key: String?
+
+    @Option(help: ArgumentHelp("The token's user PIN, from this file.", valueName: "F")) var kekPkcs11PinFile: String?
+
     /// The --kek-server options, as one value.
     var server: ServerKEKOptions {
         ServerKEKOptions(
@@ -83,8 +100,14 @@ struct KEKOptions: ParsableArguments {
 
     func validate() throws {
         try server.validate()
-        if [passphraseFile, kekFile, kekKeychain, kekServer].compactMap({ $0 }).count > 1 {
-            throw ValidationError("give one of --passphrase-file, --kek-file, --kek-keychain and --kek-server")
+        if [passphraseFile, kekFile, kekKeychain, kekServer, kekPkcs11Module].compactMap({ $0 }).count > 1 {
+            throw ValidationError(
+                "give one of --passphrase-file, --kek-file, --kek-keychain, --kek-server and --kek-pkcs11-module")
+        }
+        let hsmOptions = [kekPkcs11Module, kekPkcs11Token, kekPkcs11Key, kekPkcs11PinFile].compactMap { $0 }
+        if !hsmOptions.isEmpty && hsmOptions.count < 4 {
+            throw ValidationError(
+                "--kek-pkcs11-module, --kek-pkcs11-token, --kek-pkcs11-key and --kek-pkcs11-pin-file go together")
         }
         if (kekKeychain == nil) != (kekTag == nil) { throw ValidationError("--kek-keychain and --kek-tag go together") }
     }
@@ -109,8 +132,25 @@ struct KEKOptions: ParsableArguments {
     /// The secret from a KEK file, a passphrase file or the terminal: what
     /// ``secret(confirm:prompt:)`` gives without a key server.
     func localSecret(confirm: Bool, prompt: String) throws -> UnlockSecret {
-        try SecretSource.unlock(
+        if let held = try hsm(creating: false) { return held }
+        return try SecretSource.unlock(
             keyFile: kekFile, passphraseFile: passphraseFile, keyWhat: "the KEK file", prompt: prompt, confirm: confirm)
+    }
+
+    /// The AES key inside a PKCS#11 token (docs/key-slots.md, kind 3), made
+    /// there first when `creating` and missing; nil without --kek-pkcs11-module.
+    func hsm(creating: Bool) throws -> UnlockSecret? {
+        guard let kekPkcs11Module, let kekPkcs11Token, let kekPkcs11Key, let kekPkcs11PinFile else { return nil }
+        var pin = Array(try Input.readAll(path: kekPkcs11PinFile, what: "the PIN file", secret: true))
+        if pin.last == 0x0A { pin.removeLast() }
+        if pin.last == 0x0D { pin.removeLast() }
+        guard !pin.isEmpty else { throw ValidationError("the PIN file \(kekPkcs11PinFile) is empty") }
+        let key = PKCS11Key(
+            module: kekPkcs11Module, token: kekPkcs11Token, label: kekPkcs11Key, pin: SecretBytes(pin))
+        if try key.prepare(creating: creating) {
+            StandardError.write("coffer: made \(key) (sensitive, not extractable)\n")
+        }
+        return .pkcs11(key)
     }
 
     /// The key-encryption key kept in a keychain under `tag`, made first when
@@ -146,6 +186,7 @@ struct KeyRingUnlock: ParsableArguments {
     ///   - confirm: ask for a new passphrase twice (keyring new).
     ///   - creating: make the keychain KEK when it is missing (keyring new).
     func store(_ kek: KEKOptions, confirm: Bool = false, creating: Bool = false) async throws -> KeyRingStore {
+        if let held = try kek.hsm(creating: creating) { return KeyRingStore(path: keyring, secret: held) }
         if let (keychain, secret) = try kek.keychain(creating: creating) {
             return KeyRingStore(path: keyring, secret: secret, rollbackGuard: KeychainRollbackGuard(keychain: keychain))
         }

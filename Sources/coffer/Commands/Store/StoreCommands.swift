@@ -56,6 +56,7 @@ struct StoreOptions: ParsableArguments {
     }
 
     func secret(_ kek: KEKOptions, confirm: Bool, creating: Bool = false) async throws -> UnlockSecret {
+        if let held = try kek.hsm(creating: creating) { return held }
         if let (_, secret) = try kek.keychain(creating: creating) { return secret }
         return try await kek.secret(confirm: confirm, prompt: "Store passphrase")
     }
