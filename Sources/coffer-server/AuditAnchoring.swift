@@ -63,9 +63,13 @@ extension Serve {
     /// Sets the log's format (text, the default, or json) for every logger
     /// made afterwards; once per process.
     func bootstrapLog(_ settings: ServerSettings) throws {
+        // Every logger shares one level, which SIGHUP may change (ReloadService).
         switch settings.value(logFormat, "log-format") ?? "text" {
-        case "text": break
-        case "json": LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        case "text":
+            LoggingSystem.bootstrap { label in
+                SharedLevelLogHandler(inner: StreamLogHandler.standardError(label: label))
+            }
+        case "json": LoggingSystem.bootstrap { label in SharedLevelLogHandler(inner: JSONLogHandler(label: label)) }
         case let other: throw ValidationError("--log-format is text or json, not \(other)")
         }
     }

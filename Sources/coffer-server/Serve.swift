@@ -212,8 +212,11 @@ struct Serve: AsyncParsableCommand {
         let holder = try (dev ? nil : data.kekHSM(settings)).map { hsm in
             KEKHolderService(store: store, logger: logger) { try hsm.prepare(creating: false) }
         }
+        // SIGHUP reloads the log level and the issuer's keys (ReloadService).
+        let reload = ReloadService(
+            verifier: verifier, level: { [self] in try logLevel(try await data.settings()) }, logger: logger)
         var group = ServiceGroupConfiguration(
-            services: [app] + (holder.map { [$0] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],
+            services: [app, reload] + (holder.map { [$0] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = ShutdownDeadline.grace
         try await ServiceGroup(configuration: group).run()

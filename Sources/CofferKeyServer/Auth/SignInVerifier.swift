@@ -93,6 +93,14 @@ public final class SignInVerifier: Sendable {
         var verified: [SHA256Digest: (signedIn: SignedIn, expires: Double)] = [:]
         var hits = 0
         var misses = 0
+
+        /// A new key set; tokens verified already are forgotten when a key
+        /// they could have been signed with is gone (so a key removed from
+        /// the issuer's set stops its tokens at once, not at their expiry).
+        mutating func replaceKeys(with fresh: [String: IssuerKey]) {
+            if !keys.keys.allSatisfy({ fresh[$0] != nil }) { verified.removeAll() }
+            keys = fresh
+        }
     }
 
     /// How often a token was found among those verified already, and how
@@ -197,6 +205,20 @@ public final class SignInVerifier: Sendable {
         return signedIn
     }
 
+    /// Reads the issuer's key set again now (`coffer-server` on SIGHUP), so
+    /// that a key removed from it is refused at once; returns how many keys
+    /// it holds. A set that does not read or parse leaves the old one.
+    @discardableResult
+    public func reloadKeys() async throws -> Int {
+        let fresh = try await Self.parse(try await load())
+        let time = now()
+        state.withLock { state in
+            state.replaceKeys(with: fresh)
+            state.loaded = time
+        }
+        return fresh.count
+    }
+
     /// The key `kid` names, reading the set again (rate-limited) when it is unknown.
     func issuerKey(_ kid: String) async throws -> IssuerKey {
         if let key = state.withLock({ $0.keys[kid] }) { return key }
@@ -207,7 +229,7 @@ public final class SignInVerifier: Sendable {
             return true
         }
         if due, let fresh = try? await Self.parse(await load()) {
-            state.withLock { $0.keys = fresh }
+            state.withLock { $0.replaceKeys(with: fresh) }
             if let key = fresh[kid] { return key }
         }
         throw KeyServerError(.tokenKeyUnknown, "the token's key is not one of the issuer's")

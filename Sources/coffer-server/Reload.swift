@@ -1,0 +1,72 @@
+#if Server
+import Coffer
+import CofferKeyServer
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The log level every logger of the process shares, so that SIGHUP can
+/// change it for loggers already made (a request's logger is a copy).
+final class SharedLogLevel: Sendable {
+    static let process = SharedLogLevel()
+    private let level = Locked(Logger.Level.info)
+    var value: Logger.Level {
+        get { level.withLock { $0 } }
+        set { level.withLock { $0 = newValue } }
+    }
+}
+
+/// A log handler whose level is ``SharedLogLevel/process``'s.
+struct SharedLevelLogHandler<Inner: LogHandler>: LogHandler {
+    var inner: Inner
+    var logLevel: Logger.Level {
+        get { SharedLogLevel.process.value }
+        set { SharedLogLevel.process.value = newValue }
+    }
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+    func log(event: LogEvent) { inner.log(event: event) }
+}
+
+/// On SIGHUP, reloads what can change without a restart and says what it
+/// reloaded: the log level (from the settings file, unless `--log-level`
+/// fixed it) and the issuer's key set (a JWKS file, URL or discovery's
+/// `jwks_uri`). The TLS certificate and everything else need a restart.
+struct ReloadService: Service {
+    let verifier: SignInVerifier
+    let level: @Sendable () async throws -> Logger.Level
+    let logger: Logger
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            var said: [String] = []
+            var newLevel: Logger.Level?
+            do {
+                newLevel = try await level()
+                said.append("log level \(newLevel!)")
+            } catch {
+                logger.error("SIGHUP: the settings did not reload", metadata: ["error": "\(error)"])
+            }
+            do {
+                let count = try await verifier.reloadKeys()
+                said.append("the issuer's key set (\(count) key\(count == 1 ? "" : "s"))")
+            } catch {
+                logger.error(
+                    "SIGHUP: the issuer's key set did not reload; the old one stays", metadata: ["error": "\(error)"])
+            }
+            // Said before the new level applies, so that it is said at any level.
+            logger.notice(
+                "SIGHUP: reloaded \(said.isEmpty ? "nothing" : said.joined(separator: " and ")); the TLS certificate and other settings need a restart"
+            )
+            if let newLevel { SharedLogLevel.process.value = newLevel }
+        }
+    }
+}
+#endif
