@@ -68,7 +68,7 @@ import Testing
         (status, _, err) = try Self.run(
             ["server-key", "retire", "--purpose", "notes", "--minimum-version", "2"] + admin)
         #expect(status == 0, "\(err)")
-        (status, _, err) = try Self.run(["server-key", "get", "--purpose", "notes", "--version", "1"] + user)
+        (status, _, err) = try Self.run(["server-key", "get", "--purpose", "notes", "--key-version", "1"] + user)
         #expect(status == 6 && err.contains("key-retired"), "\(err)")
         (status, out, _) = try Self.run(["server-key", "get", "--purpose", "notes", "--json"] + user)
         #expect(out.contains(#""version":2"#))

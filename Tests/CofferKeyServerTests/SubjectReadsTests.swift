@@ -72,6 +72,8 @@ import Testing
             try expectProblem(try await get("/v1/admin/keys?subject=alice", rotator), .forbidden, "scope-missing")
             try expectProblem(try await get("/v1/admin/keys", reader), .badRequest, "bad-request")
             try expectProblem(
+                try await get("/v1/admin/keys?subject=alice&subjcet=bob", reader), .badRequest, "bad-request")
+            try expectProblem(
                 try await get("/v1/admin/keys?subject=alice", alice), .unauthorized, "operator-token-invalid")
             let unknown = try json(try await get("/v1/admin/keys?subject=nobody%7Cx", reader))
             #expect(unknown["subject"] as? String == "nobody|x" && (unknown["keys"] as? [Any])?.isEmpty == true)
@@ -93,7 +95,7 @@ import Testing
             #expect(page["subjects"] as? [String] == ["alice", "bob"] && page["next"] as? String == "bob", "\(page)")
             page = try json(try await get("/v1/admin/subjects?after=bob&limit=2", reader))
             #expect(page["subjects"] as? [String] == ["carol"] && page["next"] == nil, "\(page)")
-            for bad in ["limit=0", "limit=1001", "limit=x"] {
+            for bad in ["limit=0", "limit=1001", "limit=x", "limt=5", "limit=2&limit=3", "after=a&subject=b"] {
                 try expectProblem(try await get("/v1/admin/subjects?\(bad)", reader), .badRequest, "bad-request")
             }
         }

@@ -63,6 +63,7 @@ struct AdminController: AuthenticatedController {
     /// `GET keys?subject=S`: what the server holds for S (scope keys:read).
     @Sendable func describe(_ request: Request, _ context: KeyServerContext) async throws -> Response {
         _ = try context.operatorActor(.read)
+        try Self.refuseUnknown(request, allowing: ["subject"])
         guard let subject = request.uri.queryParameters["subject"].map(String.init) else {
             throw KeyServerError(.badRequest, "name the subject: GET /v1/admin/keys?subject=S")
         }
@@ -73,6 +74,7 @@ struct AdminController: AuthenticatedController {
     /// `GET subjects?after=S&limit=N`: the realm's subjects, a page at a time (scope keys:read).
     @Sendable func subjects(_ request: Request, _ context: KeyServerContext) async throws -> Response {
         _ = try context.operatorActor(.read)
+        try Self.refuseUnknown(request, allowing: ["after", "limit"])
         let query = request.uri.queryParameters
         let after = query["after"].map(String.init) ?? ""
         guard let limit = query["limit"].map({ Int($0) }) ?? 100 else {
@@ -80,6 +82,23 @@ struct AdminController: AuthenticatedController {
         }
         let page = try await store.subjects(realm: realm, after: after, limit: limit)
         return JSONBody.response(SubjectsResponse(subjects: page, next: page.count == limit ? page.last : nil))
+    }
+
+    /// A query parameter the route does not take (a misspelt `limt=5`)
+    /// is refused, as a body's unknown member is, rather than ignored; so
+    /// is one given twice.
+    static func refuseUnknown(_ request: Request, allowing names: Set<String>) throws {
+        var seen: Set<String> = []
+        for (name, _) in request.uri.queryParameters {
+            let name = String(name)
+            guard names.contains(name) else {
+                throw KeyServerError(
+                    .badRequest,
+                    "\(name) is not a query parameter of this route (it takes \(names.sorted().joined(separator: ", ")))"
+                )
+            }
+            guard seen.insert(name).inserted else { throw KeyServerError(.badRequest, "\(name) is given twice") }
+        }
     }
 
     @Sendable func undoShred(_ request: Request, _ context: KeyServerContext) async throws -> Response {

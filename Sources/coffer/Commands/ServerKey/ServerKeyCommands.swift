@@ -48,7 +48,9 @@ struct ServerKeyGet: AsyncParsableCommand {
     @OptionGroup var address: ServerAddressOptions
     @Option(help: ArgumentHelp("Your sign-in token (a JWT), from this file.", valueName: "F")) var tokenFile: String
     @Option(help: "The key's purpose (notes, photos, …).") var purpose: String
-    @Option(help: "A version (default: the current one).") var version: Int?
+    // Not --version, which every command has for Coffer's own version
+    // (operator trial 4: `get` listed both).
+    @Option(help: ArgumentHelp("The key's version (default: the current one).", valueName: "N")) var keyVersion: Int?
     @Option(help: "A device, for a key per device.") var device: String?
     @Flag(help: "Write the 32-byte key to -o FILE (never to the terminal, never over a file).") var reveal = false
     @Option(name: [.customShort("o"), .customLong("output")], help: "Where --reveal writes the key.") var output:
@@ -85,7 +87,7 @@ struct ServerKeyGet: AsyncParsableCommand {
             token: { [tokenFile] in try ServerKeyAuth.token(tokenFile) },
             transport: try address.transport, dpop: dpop)
         let key = try await KeyServerRefusal.mapped {
-            if let version { return try await client.key(purpose: purpose, version: version, device: device) }
+            if let keyVersion { return try await client.key(purpose: purpose, version: keyVersion, device: device) }
             return try await client.currentKey(purpose: purpose, device: device)
         }
         if reveal, let output {

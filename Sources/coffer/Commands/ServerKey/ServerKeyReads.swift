@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferKeyClient
+import CofferStore
 import Foundation
 
 /// `coffer server-key show`: what the server holds for a subject.
@@ -72,8 +73,6 @@ struct ServerKeySubjects: AsyncParsableCommand {
 
 /// JSON text for the commands that print it by hand.
 enum ServerKeyJSON {
-    static func string(_ value: String) -> String {
-        let data = (try? JSONEncoder().encode(value)) ?? Data("\"\"".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
+    /// `value` as a JSON string, quoted as every JSON Coffer prints is.
+    static func string(_ value: String) -> String { RecordJSON.quoted(value) }
 }

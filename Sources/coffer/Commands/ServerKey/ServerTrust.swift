@@ -24,8 +24,14 @@ enum ServerTrust {
         let pem = try Input.readAll(path: caFile, what: "the CA file (\(option))")
         #if Server
         do {
-            let client = try AsyncHTTPClientTransport.pinnedHTTPClient(trusting: String(decoding: pem, as: UTF8.self))
-            clients.withLock { $0.append(client) }
+            // One client per CA (the same file read twice gives the same bytes).
+            let text = String(decoding: pem, as: UTF8.self)
+            let client = try clients.withLock { clients in
+                if let client = clients[text] { return client }
+                let client = try AsyncHTTPClientTransport.pinnedHTTPClient(trusting: text)
+                clients[text] = client
+                return client
+            }
             return AsyncHTTPClientTransport(client)
         } catch is KeyClientError {
             throw CLIFailure(
@@ -43,6 +49,6 @@ enum ServerTrust {
     #if Server
     /// Clients live as long as the command: AsyncHTTPClient requires a
     /// shutdown before a client is released, and the process's end is that.
-    private static let clients = Locked<[HTTPClient]>([])
+    private static let clients = Locked<[String: HTTPClient]>([:])
     #endif
 }
