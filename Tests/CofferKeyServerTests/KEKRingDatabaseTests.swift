@@ -9,19 +9,13 @@ import Testing
 /// ring put back in the database (with psql) is refused by a replica that
 /// saw a newer one. Each replica has a state folder of its own.
 @Suite struct KEKRingDatabaseTests {
+    // The same helpers as the HSM's tests: a command run to its end, and users' keys.
     static func server(_ arguments: [String], _ environment: [String: String]) throws -> (Int32, String) {
-        let run = try Spawned.run(
-            ServerProcess.binary.path, arguments, environment: environment, output: .capture, errors: .capture)
-        return (run.status, run.text + run.errorText)
+        try HSMTests.server(arguments, environment)
     }
 
     static func keys(_ server: ServerProcess, _ issuer: Issuer, _ users: [String]) async throws -> [String: String] {
-        var keys: [String: String] = [:]
-        for user in users {
-            let (status, body) = try await server.address.request("/v1/keys/notes", token: try issuer.token(user))
-            keys[user] = status == 200 ? body["key"] as? String : "status \(status) \(body["code"] ?? "")"
-        }
-        return keys
+        try await HSMTests.keys(server, issuer, users)
     }
 
     @Test func tworeplicasOnPostgreSQLShareOneRingAndRefuseAnOlderOnePutBack() async throws {
