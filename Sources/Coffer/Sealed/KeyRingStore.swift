@@ -44,7 +44,7 @@ public struct KeyRingStore: Sendable {
         self.rollbackGuard = rollbackGuard
     }
 
-    static func guardKey(_ ringID: [UInt8]) -> String { "keyring:" + Hex.encode(ringID) }
+    package static func guardKey(_ ringID: [UInt8]) -> String { "keyring:" + Hex.encode(ringID) }
 
     /// Creates the file with `keyRing` (a new ring by default); never
     /// overwrites an existing file (`refused`).

@@ -97,7 +97,7 @@ public struct KEKRingRow: Sendable {
     }
 
     /// The rollback mark's name: the one a `kek.ckr` file of the same ring
-    /// has, so that a ring moved into the database keeps its mark.
-    static func guardKey(_ ringID: [UInt8]) -> String { "keyring:" + Hex.encode(ringID) }
+    /// has (``KeyRingStore``'s), so that a ring moved into the database keeps its mark.
+    static func guardKey(_ ringID: [UInt8]) -> String { KeyRingStore.guardKey(ringID) }
 }
 #endif
