@@ -60,6 +60,11 @@ let package = Package(
         // The key server's /metrics.
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // Traces: the key server's spans and the client's `traceparent`
+        // (Instrumentation, small, also for apps), exported over OTLP/HTTP
+        // only (no gRPC in the graph).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // prctl and setrlimit, which Swift cannot call directly (variadic).
@@ -166,6 +171,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Spans for the release batch and its transaction.
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The HTTP API over the core: configuration, authenticators,
@@ -190,12 +197,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The app's side: the signed-in user's keys, cached in a keychain.
         .target(
             name: "CofferKeyClient",
-            dependencies: ["Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "Coffer", "CofferKeychain", .product(name: "Crypto", package: "swift-crypto"),
+                // The app's trace context as a `traceparent` header.
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+            ]
         ),
         // The key client over AsyncHTTPClient, for servers (apps use URLSession).
         .target(
@@ -227,6 +239,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // --otel-endpoint: spans over OTLP/HTTP.
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .executableTarget(
@@ -296,6 +311,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             exclude: ["Peers"]
         ),
@@ -315,7 +331,7 @@ let package = Package(
 let serverPackages: Set<String> = [
     "postgres-nio", "swift-nio", "swift-nio-extras", "swift-nio-ssl", "swift-log", "swift-service-lifecycle",
     "hummingbird", "hummingbird-auth", "jwt-kit", "swift-http-types", "async-http-client", "swift-configuration",
-    "swift-system", "swift-prometheus", "swift-metrics",
+    "swift-system", "swift-prometheus", "swift-metrics", "swift-otel",
 ]
 for target in package.targets {
     target.dependencies = target.dependencies.map { dependency in

@@ -1,6 +1,7 @@
 import Coffer
 import Crypto
 import Foundation
+import Instrumentation
 
 /// One request to a key server: a bearer token, an optional JSON body; a
 /// 2xx answer's JSON object, or the problem document's code as the error.
@@ -67,6 +68,12 @@ struct KeyServerCall {
         }
         headers.append(("Accept", "application/json"))
         if body != nil { headers.append(("Content-Type", "application/json")) }
+        // The app's trace context, as its instrument writes it (a W3C
+        // `traceparent` with OpenTelemetry), so that the server's spans
+        // join the app's trace; nothing when the app has none.
+        if let context = ServiceContext.current {
+            InstrumentationSystem.instrument.inject(context, into: &headers, using: TraceFields())
+        }
         let response: TransportResponse
         do {
             response = try await transport.send(
@@ -120,4 +127,11 @@ extension KeyServerClient {
 
 extension String {
     func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
+}
+
+/// Writes a trace context's fields as request headers.
+struct TraceFields: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout [(name: String, value: String)]) {
+        carrier.append((key, value))
+    }
 }

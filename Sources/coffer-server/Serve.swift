@@ -116,6 +116,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("text (default) or json: one JSON object per line.", valueName: "FORMAT"))
     var logFormat: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Send spans over OTLP/HTTP to this receiver (http://127.0.0.1:4318: to /v1/traces). Off by default.",
+            valueName: "URL"))
+    var otelEndpoint: String?
+
     @Option(help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "F"))
     var tlsCert: String?
 
@@ -189,6 +195,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "coffer-server")
         logger.logLevel = try logLevel(settings)
         store.logDatabaseAvailability(to: logger)
+        let traces = try tracing(settings, logger: logger)
         logStart(logger, settings, store: store, tls: tls != nil)
         let anchoring = try auditAnchoring(settings)
         if let last = anchoring.last { store.trustAuditAnchor(last) }
@@ -216,7 +223,10 @@ struct Serve: AsyncParsableCommand {
         let reload = ReloadService(
             verifier: verifier, level: { [self] in try logLevel(try await data.settings()) }, logger: logger)
         var group = ServiceGroupConfiguration(
-            services: [app, reload] + (holder.map { [$0] } ?? []), gracefulShutdownSignals: [.sigterm, .sigint],
+            // The span exporter first, so that it stops last and sends the
+            // spans of the requests the server finished while stopping.
+            services: (traces.map { [$0] } ?? []) + [app, reload] + (holder.map { [$0] } ?? []),
+            gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         group.maximumGracefulShutdownDuration = ShutdownDeadline.grace
         try await ServiceGroup(configuration: group).run()

@@ -49,7 +49,8 @@ struct ServerSettings: Sendable {
         "database", "issuer", "issuer-discovery", "jwks.file", "jwks.refresh-floor", "jwks.url", "kek.keychain",
         "kek.keychain.passphrase.file", "kek.passphrase.file", "kek.pkcs11.key", "kek.pkcs11.module",
         "kek.pkcs11.pin.file", "kek.pkcs11.token", "kek.tag", "leeway", "listen", "log-format", "log-level",
-        "max-connections", "max-connections-per-address", "postgres.password.file", "public-url", "rate-limit", "realm",
+        "max-connections", "max-connections-per-address", "otel.endpoint", "postgres.password.file", "public-url",
+        "rate-limit", "realm",
         "refusal-delay",
         "require-dpop", "subject.claim", "tls.cert", "tls.key", "trusted-proxies",
     ]

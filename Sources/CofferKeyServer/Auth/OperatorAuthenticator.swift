@@ -2,6 +2,7 @@
 import CofferKeyServerCore
 import Hummingbird
 import HummingbirdAuth
+import Tracing
 import Logging
 
 /// The admin and metrics routes' authenticator: a known operator token of
@@ -13,7 +14,15 @@ struct OperatorAuthenticator: AuthenticatorMiddleware {
     let operators: ServerKeyStore
     let realm: String
 
+    /// The span `authenticate` (``ServerSpan``), with no token in it.
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
+        try await ServerSpan.run("authenticate") { span in
+            span.attributes["coffer.caller"] = "operator"
+            return try await operatorIdentity(request)
+        }
+    }
+
+    private func operatorIdentity(_ request: Request) async throws -> KeyServerIdentity {
         let authorization = try Authorization(request, accepting: [.bearer])
         // Another realm's operator is as unknown here as a made-up token.
         guard let info = try await operators.operatorFor(token: String(authorization.token)),

@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
+import Tracing
 
 /// Who is asking: the token's subject and, with a DPoP proof, the
 /// thumbprint of the key that signed it.
@@ -43,8 +44,13 @@ struct UserAuthenticator: AuthenticatorMiddleware {
     let verifier: SignInVerifier
     let proofs: DPoPCheck
 
+    /// The span `authenticate` (``ServerSpan``): the token and the proof
+    /// checked, and nothing of either recorded.
     func authenticate(request: Request, context: KeyServerContext) async throws -> KeyServerIdentity? {
-        KeyServerIdentity(kind: .user(try await caller(request)))
+        try await ServerSpan.run("authenticate") { span in
+            span.attributes["coffer.caller"] = "user"
+            return KeyServerIdentity(kind: .user(try await caller(request)))
+        }
     }
 
     func caller(_ request: Request) async throws -> Caller {

@@ -1,6 +1,7 @@
 #if Server
 import Coffer
 import Foundation
+import Tracing
 
 /// One key release asked for: `version` nil for the latest; `proof` the
 /// request's DPoP proof, refused if seen before.
@@ -43,6 +44,14 @@ struct SharedCountFull: Error {
     let count: LimitedCount
 }
 
+/// When one batch ran (from its taking to its answers) and how many
+/// requests it carried: each request's `database commit` span.
+struct BatchRun: Sendable {
+    let start: DefaultTracerClock.Instant
+    let end: DefaultTracerClock.Instant
+    let items: Int
+}
+
 /// Requests that share one transaction: each waits for the transaction
 /// that holds its answer, and requests arriving while one runs share the
 /// next. Key releases run so (``KeyRows/release(_:now:)``: a release waits
@@ -71,7 +80,7 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendab
             _ next: @escaping @Sendable (_ wait: Duration) -> [Item]?,
             _ answer: @escaping @Sendable ([Result<Answer, any Error>]) -> Void
         ) async throws -> Void
-    typealias Waiter = CheckedContinuation<Answer, any Error>
+    typealias Waiter = CheckedContinuation<(Answer, BatchRun), any Error>
     private struct State: Sendable {
         var pending: [(Item, Waiter)] = []
         /// A runner is draining `pending`; the next request must not start another.
@@ -113,7 +122,21 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendab
     /// writer: ``SQLiteKeyRows/releaseBatches(next:answer:now:)``).
     init(loop: @escaping Loop) { self.loop = loop }
 
+    /// `item`'s answer, once a batch that carried it has run. The wait is
+    /// the span `release batch` (``ServerSpan``) and the batch's run — its
+    /// transaction, ending with its commit — the span `database commit`
+    /// inside it, with the number of requests the batch carried.
     func submit(_ item: Item) async throws -> Answer {
+        try await ServerSpan.run("release batch") { _ in
+            let (answer, run) = try await enqueue(item)
+            ServerSpan.record(
+                "database commit", from: run.start, to: run.end,
+                attributes: ["coffer.batch.items": .int64(Int64(run.items))])
+            return answer
+        }
+    }
+
+    private func enqueue(_ item: Item) async throws -> (Answer, BatchRun) {
         try await withCheckedThrowingContinuation { continuation in
             let start = withState { state -> Bool in
                 state.pending.append((item, continuation))
@@ -130,27 +153,33 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendab
     /// queue and the end of `running` are one step under the lock, so a
     /// request that joins as the runner stops starts the next runner.
     private func drain() async {
-        let taken = Locked<(waiting: [Waiter], idle: Bool)>(([], false))
+        let taken = Locked<(waiting: [Waiter], idle: Bool, start: DefaultTracerClock.Instant)>(
+            ([], false, DefaultTracerClock.now))
         let next: @Sendable (Duration) -> [Item]? = { wait in
             guard let batch = self.nextBatch(wait: wait) else {
                 taken.withLock { $0.idle = true }
                 return nil
             }
-            taken.withLock { $0.waiting = batch.map(\.1) }
+            let start = DefaultTracerClock.now
+            taken.withLock {
+                $0.waiting = batch.map(\.1)
+                $0.start = start
+            }
             return batch.map(\.0)
         }
         let answer: @Sendable ([Result<Answer, any Error>]) -> Void = { answers in
-            let waiting = taken.withLock { taken in
+            let (waiting, start) = taken.withLock { taken in
                 defer { taken.waiting = [] }
-                return taken.waiting
+                return (taken.waiting, taken.start)
             }
+            let run = BatchRun(start: start, end: DefaultTracerClock.now, items: waiting.count)
             // One answer per request, or none waits for ever.
             guard answers.count == waiting.count else {
                 let error = KeyServerError(.databaseError, "a batch was answered in part")
                 for waiter in waiting { waiter.resume(throwing: error) }
                 return
             }
-            for (waiter, answer) in zip(waiting, answers) { waiter.resume(with: answer) }
+            for (waiter, answer) in zip(waiting, answers) { waiter.resume(with: answer.map { ($0, run) }) }
         }
         while true {
             do {
@@ -158,7 +187,7 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: @unchecked Sendab
             } catch {
                 var (waiting, idle) = taken.withLock { taken in
                     defer { taken.waiting = [] }
-                    return taken
+                    return (taken.waiting, taken.idle)
                 }
                 // A loop that fails before it takes a batch fails the next
                 // one, so that no request waits on a writer that keeps failing.
