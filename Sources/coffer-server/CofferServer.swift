@@ -22,7 +22,8 @@ struct CofferServer: AsyncParsableCommand {
         subcommands: [Serve.self, Operator.self, KEK.self, Audit.self],
         defaultSubcommand: Serve.self)
 
-    /// As ArgumentParser's, with a hint for an older KEK ring put back.
+    /// As ArgumentParser's, with a hint for an older KEK ring put back and
+    /// an exit status for each class of failure (``ExitClass``).
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -32,36 +33,64 @@ struct CofferServer: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as CofferError where error.code == .rolledBack {
-            exit(
-                withError: CofferError(
-                    .rolledBack,
-                    "\(error); restore the newest kek.ckr, or, if this older copy was restored on purpose, run 'coffer-server kek accept-restore' with the same --data and KEK options"
-                ))
+            fail(
+                "\(error); restore the newest kek.ckr, or, if this older copy was restored on purpose, run 'coffer-server kek accept-restore' with the same --data and KEK options",
+                .badData)
         } catch let failure as ServerFileFailure {
             // A file's problem, not the command line's: no usage text after it.
-            FileHandle.standardError.write(Data("Error: \(failure.message)\n".utf8))
-            Foundation.exit(failure.status.rawValue)
+            fail(failure.message, failure.status)
         } catch {
-            exit(withError: error)
+            guard let status = ExitClass(error) else { exit(withError: error) }
+            fail("\(error)", status)
+        }
+    }
+
+    static func fail(_ message: String, _ status: ExitClass) -> Never {
+        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        Foundation.exit(status.rawValue)
+    }
+}
+
+/// coffer-server's exit statuses, one per class of failure (sysexits.h;
+/// docs/key-server.md, "Exit statuses"): 64 for the command line (with
+/// its usage text, from ArgumentParser) and 1 for anything not below.
+enum ExitClass: Int32 {
+    /// Stored data refused as changed or rolled back: a KEK ring that does
+    /// not open under the right root, an older ring put back; and a secret
+    /// file that is empty, too large, or not a regular file or a pipe
+    /// (EX_DATAERR).
+    case badData = 65
+    /// A secret file missing or unreadable (EX_NOINPUT).
+    case unreadable = 66
+    /// What the server needs does not answer: the database, the HSM's
+    /// token (EX_UNAVAILABLE); trying again later may work.
+    case unavailable = 69
+    /// A secret refused: a KEK passphrase, keychain passphrase or PIN that
+    /// opens nothing, and a secret file open to other users (EX_NOPERM).
+    case refused = 77
+
+    init?(_ error: any Error) {
+        if let error = error as? KeyServerError, error.code.kind == .unavailable {
+            self = .unavailable
+            return
+        }
+        guard let error = error as? CofferError else { return nil }
+        switch error.code {
+        case .keyHolderUnavailable: self = .unavailable
+        case .wrongPassword: self = .refused
+        case .rolledBack, .stateAuthenticationFailed, .headerAuthenticationFailed, .payloadAuthenticationFailed:
+            self = .badData
+        default: return nil
         }
     }
 }
 
-/// A secret file the server cannot use, with an exit status of its class
-/// (sysexits.h; docs/key-server.md, "Exit statuses").
+/// A secret file the server cannot use, with the exit status of its class.
 struct ServerFileFailure: Error {
-    enum Status: Int32 {
-        /// Missing or unreadable (EX_NOINPUT).
-        case unreadable = 66
-        /// Open to other users (EX_NOPERM).
-        case permission = 77
-        /// Empty, too large, or not a regular file or a pipe (EX_DATAERR).
-        case malformed = 65
-    }
     let message: String
-    let status: Status
+    let status: ExitClass
 
-    init(_ message: String, _ status: Status) {
+    init(_ message: String, _ status: ExitClass) {
         self.message = message
         self.status = status
     }
@@ -162,7 +191,14 @@ struct DataOptions: ParsableArguments {
         }
         let password = PostgresURL.password(
             file: try passwordFile.map { Array(try ServerFiles.secretFile($0, what: "the database password file")) })
-        return try await ServerKeyStore.open(postgres: database, password: password, kek: KeyRing(), creating: creating)
+        do {
+            return try await ServerKeyStore.open(
+                postgres: database, password: password, kek: KeyRing(), creating: creating)
+        } catch let error as CofferError where error.code == .io {
+            // Its probe did not connect (unreachable, or its certificate
+            // refused): the database cannot be used now, exit status 69.
+            throw KeyServerError(.databaseUnavailable, error.description)
+        }
     }
 
     /// Whether the database has the key server's tables (for `kek init`):

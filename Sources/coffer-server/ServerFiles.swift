@@ -26,13 +26,13 @@ enum ServerFiles {
         switch info.st_mode & S_IFMT {
         case S_IFREG:
             guard info.st_uid == getuid() || info.st_uid == 0, info.st_mode & 0o077 == 0 else {
-                throw ServerFileFailure("\(what) \(path) is open to other users; chmod 600 it", .permission)
+                throw ServerFileFailure("\(what) \(path) is open to other users; chmod 600 it", .refused)
             }
         case S_IFIFO:
             // A pipe gives its bytes once; a command that needs them twice
             // (its settings, then the key ring) is given them again.
             if let earlier = pipesRead.withLock({ $0[path] }) { return earlier }
-        default: throw ServerFileFailure("\(what) \(path) is neither a regular file nor a pipe", .malformed)
+        default: throw ServerFileFailure("\(what) \(path) is neither a regular file nor a pipe", .badData)
         }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65537)
@@ -43,7 +43,7 @@ enum ServerFiles {
             if count == 0 { break }
             bytes += buffer[..<count]
         }
-        guard bytes.count <= 65536 else { throw ServerFileFailure("\(what) \(path) is over 64 KiB", .malformed) }
+        guard bytes.count <= 65536 else { throw ServerFileFailure("\(what) \(path) is over 64 KiB", .badData) }
         if info.st_mode & S_IFMT == S_IFIFO { pipesRead.withLock { $0[path] = bytes } }
         return bytes
     }
@@ -57,11 +57,11 @@ enum ServerFiles {
     static func passphrase(_ path: String, what: String = "the passphrase file") throws -> SecretBytes {
         var bytes = try secretFile(path, what: what)
         guard bytes.count <= 4096 else {
-            throw ServerFileFailure("\(what) \(path) is over 4 KiB", .malformed)
+            throw ServerFileFailure("\(what) \(path) is over 4 KiB", .badData)
         }
         if bytes.last == 0x0A { bytes.removeLast() }
         if bytes.last == 0x0D { bytes.removeLast() }
-        guard !bytes.isEmpty else { throw ServerFileFailure("\(what) \(path) is empty", .malformed) }
+        guard !bytes.isEmpty else { throw ServerFileFailure("\(what) \(path) is empty", .badData) }
         return SecretBytes(bytes)
     }
 }

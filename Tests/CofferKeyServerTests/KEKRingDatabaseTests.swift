@@ -104,5 +104,64 @@ import Testing
         defer { after.stop() }
         #expect(try await Self.keys(after, issuer, ["ana", "bo"]) == before)
     }
+
+    /// `sqlite3` on the database file, the way a writer without the KEK would.
+    static func sqlite(_ database: String, _ sql: String) throws -> String {
+        let run = try Spawned.run("/usr/bin/sqlite3", [database, sql], errors: .capture)
+        guard run.status == 0 else { throw CofferError(.io, "sqlite3: \(run.errorText)") }
+        return run.text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The ring in a SQLite file, edited with sqlite3: an older ring put
+    /// back after a rotation is refused by the server that saw the newer
+    /// one, and a ring with one byte changed opens for no one.
+    @Test func aRingInSQLiteEditedWithSqlite3IsRefused() async throws {
+        let issuer = try Issuer()
+        let data = issuer.folder + "/data"
+        let database = data + "/keys.sqlite"
+        let options = ["--data", data, "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer)]
+        var run = try Self.server(["kek", "init", "--ring-in-database"] + options, [:])
+        #expect(run.0 == 0 && run.1.contains("made the KEK ring in the database"), "\(run.1)")
+        let server = try ServerProcess(
+            arguments: try ServerProcess.serveArguments(issuer: issuer, data: data), log: issuer.folder + "/a.log")
+        let before = try await Self.keys(server, issuer, ["ana", "bo"])
+        server.stop()
+        let older = try Self.sqlite(database, "SELECT hex(ring) FROM kek_ring")
+        run = try Self.server(["kek", "rotate", "--settle", "0"] + options, [:])
+        #expect(run.0 == 0, "\(run.1)")
+        let newer = try Self.sqlite(database, "SELECT hex(ring) FROM kek_ring")
+        #expect(newer != older && !older.isEmpty)
+
+        _ = try Self.sqlite(database, "UPDATE kek_ring SET ring = X'\(older)'")
+        run = try Self.server(["kek", "list"] + options, [:])
+        // Exit statuses by class (docs/key-server.md): 65 for stored data refused.
+        #expect(run.0 == 65 && run.1.contains("an older copy was put back"), "\(run.0) \(run.1)")
+
+        // One byte of the newer ring changed, near its end (its sealed keys).
+        var flipped = Array(newer)
+        let at = flipped.count - 10
+        flipped[at] = flipped[at] == "0" ? "1" : "0"
+        _ = try Self.sqlite(database, "UPDATE kek_ring SET ring = X'\(String(flipped))'")
+        run = try Self.server(["kek", "list"] + options, [:])
+        #expect(run.0 == 65 && run.1.contains("its sealed body does not open"), "\(run.0) \(run.1)")
+        // 77 for a secret that opens nothing; 69 for a database that does not answer.
+        let wrong = issuer.folder + "/wrong-passphrase"
+        FileManager.default.createFile(
+            atPath: wrong, contents: Data("not the passphrase\n".utf8), attributes: [.posixPermissions: 0o600])
+        run = try Self.server(["kek", "list", "--data", data, "--kek-passphrase-file", wrong], [:])
+        #expect(run.0 == 77 && run.1.contains("wrong password"), "\(run.0) \(run.1)")
+        run = try Self.server(
+            ["kek", "list", "--database", "postgres://nobody@127.0.0.1:1/none"] + options, ["PGPASSWORD": "x"])
+        #expect(run.0 == 69 && run.1.contains("cannot connect to the key server's database"), "\(run.0) \(run.1)")
+        let refusal = run.1
+        // The newer ring as it was: everything opens again, keys as before.
+        _ = try Self.sqlite(database, "UPDATE kek_ring SET ring = X'\(newer)'")
+        run = try Self.server(["kek", "list"] + options, [:])
+        #expect(run.0 == 0, "after \(refusal): \(run.1)")
+        let after = try ServerProcess(
+            arguments: try ServerProcess.serveArguments(issuer: issuer, data: data), log: issuer.folder + "/b.log")
+        defer { after.stop() }
+        #expect(try await Self.keys(after, issuer, ["ana", "bo"]) == before)
+    }
 }
 #endif

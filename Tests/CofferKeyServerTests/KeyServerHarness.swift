@@ -138,6 +138,8 @@ struct TestServer {
     }
 
     func run(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        TestTracing.bootstrapped
+        defer { TestTracing.check() }
         // As coffer-server builds it, on a port of its own.
         let app = try buildApplication(server, KeyServerConfiguration(port: 0))
         try await app.test(.live) { client in try await test(client) }

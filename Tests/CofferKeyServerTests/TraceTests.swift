@@ -28,10 +28,8 @@ import Testing
             if let value = context[Traceparent.self] { injector.inject(value, forKey: "traceparent", into: &carrier) }
         }
     }
-    /// Once per process (a second bootstrap is a crash); the instrument
-    /// writes nothing where no context carries the key, so other suites'
-    /// clients send what they did.
-    static let instrumented: Void = InstrumentationSystem.bootstrap(AppInstrument())
+    /// The instrument writes nothing where no context carries the key,
+    /// so other suites' clients send what they did (TestTracing installs it).
 
     static func hex(_ count: Int) -> String { Hex.encode((0..<count).map { _ in UInt8.random(in: 0...255) }) }
 
@@ -83,7 +81,7 @@ import Testing
         let (status, body) = try await server.address.request("/v1/keys/\(purpose)", token: token)
         #expect(status == 200, "\(body)")
         // The app's fetch inside its trace: CofferKeyClient sends the context.
-        Self.instrumented
+        TestTracing.bootstrapped
         let (traceID, parentID) = (Self.hex(16), Self.hex(8))
         var context = ServiceContext.topLevel
         context[Traceparent.self] = "00-\(traceID)-\(parentID)-01"
