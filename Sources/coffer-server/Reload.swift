@@ -41,6 +41,8 @@ struct SharedLevelLogHandler<Inner: LogHandler>: LogHandler {
 /// `jwks_uri`). The TLS certificate and everything else need a restart.
 struct ReloadService: Service {
     let verifier: SignInVerifier
+    /// The TLS certificate and key, when the server serves HTTPS.
+    let certificate: ServerCertificate?
     let level: @Sendable () async throws -> Logger.Level
     let logger: Logger
 
@@ -61,9 +63,19 @@ struct ReloadService: Service {
                 logger.error(
                     "SIGHUP: the issuer's key set did not reload; the old one stays", metadata: ["error": "\(error)"])
             }
+            if let certificate {
+                do {
+                    try certificate.reload()
+                    said.append("the TLS certificate")
+                } catch {
+                    logger.error(
+                        "SIGHUP: the TLS certificate did not reload; the old one stays", metadata: ["error": "\(error)"]
+                    )
+                }
+            }
             // Said before the new level applies, so that it is said at any level.
             logger.notice(
-                "SIGHUP: reloaded \(said.isEmpty ? "nothing" : said.joined(separator: " and ")); the TLS certificate and other settings need a restart"
+                "SIGHUP: reloaded \(said.isEmpty ? "nothing" : said.joined(separator: " and ")); other settings need a restart"
             )
             if let newLevel { SharedLogLevel.process.value = newLevel }
         }

@@ -38,20 +38,15 @@ extension Serve {
         do { return try RateLimit(text) } catch { throw ValidationError("\(flag): \(error)") }
     }
 
-    /// TLS 1.2 or later with the certificate and key files, or nil for plain HTTP.
-    func tlsConfiguration(_ settings: ServerSettings) throws -> TLSConfiguration? {
+    /// The certificate and key files, read again at SIGHUP, or nil for plain HTTP.
+    func serverCertificate(_ settings: ServerSettings) throws -> ServerCertificate? {
         let tlsCert = settings.value(self.tlsCert, "tls.cert")
         let tlsKey = settings.value(self.tlsKey, "tls.key")
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
         guard let tlsCert, let tlsKey else { return nil }
-        let key = try ServerFiles.secretFile(tlsKey, what: "the TLS key file")
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(tlsCert).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: key, format: .pem)))
-        configuration.minimumTLSVersion = .tlsv12
-        return configuration
+        return try ServerCertificate(certificate: tlsCert, key: tlsKey)
     }
 
     /// For --dev: the given folder, or a new one, and a random KEK

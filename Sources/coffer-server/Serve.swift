@@ -132,7 +132,8 @@ struct Serve: AsyncParsableCommand {
         let settings = try await data.settings()
         try bootstrapLog(settings)
         let (host, port) = try Self.address(settings.value(listen, "listen") ?? "127.0.0.1:8080")
-        let tls = try tlsConfiguration(settings)
+        let certificate = try serverCertificate(settings)
+        let tls = certificate?.configuration()
         var limits = RateLimits(
             subject: try Self.limit(settings.value(rateLimit, "rate-limit"), flag: "--rate-limit"),
             address: try Self.limit(
@@ -221,7 +222,8 @@ struct Serve: AsyncParsableCommand {
         }
         // SIGHUP reloads the log level and the issuer's keys (ReloadService).
         let reload = ReloadService(
-            verifier: verifier, level: { [self] in try logLevel(try await data.settings()) }, logger: logger)
+            verifier: verifier, certificate: certificate, level: { [self] in try logLevel(try await data.settings()) },
+            logger: logger)
         var group = ServiceGroupConfiguration(
             // The span exporter first, so that it stops last and sends the
             // spans of the requests the server finished while stopping.
