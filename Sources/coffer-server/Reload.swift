@@ -4,16 +4,19 @@ import CofferKeyServer
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// The log level every logger of the process shares, so that SIGHUP can
 /// change it for loggers already made (a request's logger is a copy).
+/// Read at every log call, so an atomic load, not a lock.
 final class SharedLogLevel: Sendable {
     static let process = SharedLogLevel()
-    private let level = Locked(Logger.Level.info)
+    private static let levels = Logger.Level.allCases
+    private let index = Atomic<Int>(Logger.Level.allCases.firstIndex(of: .info)!)
     var value: Logger.Level {
-        get { level.withLock { $0 } }
-        set { level.withLock { $0 = newValue } }
+        get { Self.levels[index.load(ordering: .relaxed)] }
+        set { index.store(Self.levels.firstIndex(of: newValue)!, ordering: .relaxed) }
     }
 }
 
@@ -37,8 +40,8 @@ struct SharedLevelLogHandler<Inner: LogHandler>: LogHandler {
 
 /// On SIGHUP, reloads what can change without a restart and says what it
 /// reloaded: the log level (from the settings file, unless `--log-level`
-/// fixed it) and the issuer's key set (a JWKS file, URL or discovery's
-/// `jwks_uri`). The TLS certificate and everything else need a restart.
+/// fixed it), the issuer's key set (a JWKS file, URL or discovery's
+/// `jwks_uri`) and the TLS certificate; everything else needs a restart.
 struct ReloadService: Service {
     let verifier: SignInVerifier
     /// The TLS certificate and key, when the server serves HTTPS.
