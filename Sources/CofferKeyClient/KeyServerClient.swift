@@ -32,6 +32,11 @@ public struct ServerKey: Sendable, CustomStringConvertible {
 /// let notes = try await client.currentKey(purpose: "notes")
 /// let ring = KeyRingStore(path: "notes.ckr", secret: try await client.unlockSecret(purpose: "notes"))
 /// ```
+///
+/// A fetch made inside the app's trace (a span of its OpenTelemetry
+/// tracer, or any `ServiceContext` its instrument reads) carries that
+/// context — a W3C `traceparent` — so the key server's spans join the
+/// app's trace (docs/key-server-operating.md, "Traces").
 public struct KeyServerClient: Sendable {
     public let server: URL
     /// Who is signed in, as the app knows them: it keeps one user's cached
