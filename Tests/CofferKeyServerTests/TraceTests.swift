@@ -1,10 +1,13 @@
 #if Server
+import AsyncHTTPClient
 import Coffer
 import CofferKeyClient
 import CofferKeyClientNIO
 import Crypto
 import Foundation
 import Instrumentation
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Traces (issue 59, part 2): `coffer-server serve --otel-endpoint` sends
@@ -143,6 +146,49 @@ import Testing
             + token.split(separator: ".").map(String.init)
         let exported = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)), as: UTF8.self)
         for secret in secrets { #expect(!exported.contains(secret), "a span carries \(secret.prefix(12))…") }
+    }
+
+    /// Hostile trace headers: each request is answered as without one, in
+    /// a trace of its own, and the server keeps tracing.
+    @Test func aMalformedTraceparentStartsATraceOfItsOwn() async throws {
+        let issuer = try Issuer()
+        let file = issuer.folder + "/spans.jsonl"
+        let (receiver, port) = try Self.receiver(writingTo: file)
+        defer {
+            kill(receiver.processIdentifier, SIGKILL)
+            receiver.waitUntilExit()
+        }
+        let server = try ServerProcess(
+            arguments: try ServerProcess.serveArguments(issuer: issuer, data: issuer.folder + "/data") + [
+                "--otel-endpoint", "http://127.0.0.1:\(port)",
+            ], log: issuer.folder + "/server.log")
+        defer { server.stop() }
+        let token = try issuer.token("hostile-trace")
+        let (zeros, valid) = (String(repeating: "0", count: 32), Self.hex(16))
+        let hostile: [[String]] = [
+            ["garbage"], ["00-\(zeros)-0000000000000000-01"], ["ff-\(valid)-\(Self.hex(8))-01"],
+            ["00-\(String(repeating: "z", count: 32))-\(Self.hex(8))-01"], ["00-\(valid)-\(Self.hex(8))-01-extra"],
+            [String(repeating: "a", count: 6000)],
+            ["00-\(valid)-\(Self.hex(8))-01", "00-\(Self.hex(16))-\(Self.hex(8))-01"],
+        ]
+        for values in hostile {
+            var request = HTTPClientRequest(url: server.url + "/v1/keys/notes")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            for value in values { request.headers.add(name: "traceparent", value: value) }
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            _ = try await response.body.collect(upTo: 1 << 16)
+            #expect(response.status.code == 200, "\(values.map { $0.prefix(40) })")
+        }
+        server.stop()
+        let spans = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        let requests = spans.filter { $0["name"] as? String == "POST /v1/keys/{purpose}" }
+        #expect(requests.count == hostile.count, "\(requests.count) request spans")
+        // None joined a trace it was not validly given.
+        #expect(requests.allSatisfy { ($0["trace_id"] as? String).map { $0 != zeros && $0.count == 32 } == true })
+        #expect(requests.filter { ($0["parent_span_id"] as? String ?? "").isEmpty }.count >= hostile.count - 1)
     }
 }
 #endif
