@@ -19,7 +19,7 @@ struct CofferServer: AsyncParsableCommand {
             `coffer-server operator add`.
             """,
         version: CofferVersion.string,
-        subcommands: [Serve.self, Operator.self, KEK.self, Audit.self],
+        subcommands: [Serve.self, Operator.self, KEK.self, Audit.self, Backup.self],
         defaultSubcommand: Serve.self)
 
     /// As ArgumentParser's, with a hint for an older KEK ring put back and

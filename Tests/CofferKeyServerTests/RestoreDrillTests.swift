@@ -50,29 +50,24 @@ import Testing
         let before = try await Self.keys(issuer, data, options, environment)
         #expect(before.values.allSatisfy { !$0.hasPrefix("status") }, "\(before)")
 
-        // Back up: the database, and the KEK ring apart from it.
+        // Back up with coffer-server backup: the database and the KEK ring,
+        // checked by opening them.
         let backup = issuer.folder + "/backup"
-        try FileManager.default.createDirectory(atPath: backup, withIntermediateDirectories: true)
         let database = data + "/keys.sqlite"
-        switch backend {
-        case .sqlite:
-            let copy = try Spawned.run("/usr/bin/env", ["sqlite3", database, ".backup '\(backup)/keys.sqlite'"])
-            #expect(copy.status == 0)
-        case .postgres:
-            let url = options[1]
-            try TestPostgres.tool(
-                "pg_dump", url, ["-n", TestPostgres.schema(of: url)!, "-Fc", "-f", backup + "/keys.dump"])
-        }
-        try FileManager.default.copyItem(atPath: data + "/kek.ckr", toPath: backup + "/kek.ckr")
+        var run = try Self.server(["backup", "--to", backup] + kek, environment)
+        #expect(run.0 == 0 && run.1.contains("verified"), "\(run.1)")
 
         // Rotate the KEK: the rows move to the new key, the old one is disabled.
-        var run = try Self.server(["kek", "rotate", "--settle", "0"] + kek, environment)
+        run = try Self.server(["kek", "rotate", "--settle", "0"] + kek, environment)
         #expect(run.0 == 0, "\(run.1)")
         run = try Self.server(["kek", "list"] + kek, environment)
         let disabled = run.1.split(separator: "\n").first { $0.contains("disabled") && $0.contains(" 3 stored keys") }
         #expect(disabled == nil, "the rotation left keys under the old KEK key: \(run.1)")
 
-        // Restore the database from before the rotation; the ring stays the current one.
+        // Restore the database from before the rotation (the backup
+        // verified first); the ring stays the current one.
+        run = try Self.server(["backup", "verify", backup] + kek, environment)
+        #expect(run.0 == 0, "\(run.1)")
         switch backend {
         case .sqlite:
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database + suffix) }
