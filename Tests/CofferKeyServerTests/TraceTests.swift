@@ -63,19 +63,34 @@ import Testing
         return start >= outer["start"] as? Int ?? .max && end <= outer["end"] as? Int ?? 0 && start <= end
     }
 
+    /// A receiver writing to `file`, and a server sending it spans (to the
+    /// endpoint written with or without a trailing slash).
+    static func tracedServer(_ issuer: Issuer, spansTo file: String, trailingSlash: Bool) throws
+        -> (receiver: Process, server: ServerProcess)
+    {
+        let (receiver, port) = try receiver(writingTo: file)
+        do {
+            let server = try ServerProcess(
+                arguments: try ServerProcess.serveArguments(issuer: issuer, data: issuer.folder + "/data") + [
+                    "--otel-endpoint", "http://127.0.0.1:\(port)" + (trailingSlash ? "/" : ""),
+                ], log: issuer.folder + "/server.log")
+            return (receiver, server)
+        } catch {
+            kill(receiver.processIdentifier, SIGKILL)
+            receiver.waitUntilExit()
+            throw error
+        }
+    }
+
     @Test func aKeyFetchIsTracedAndJoinsTheClientsTrace() async throws {
         let issuer = try Issuer()
         let file = issuer.folder + "/spans.jsonl"
-        let (receiver, port) = try Self.receiver(writingTo: file)
+        let (receiver, server) = try Self.tracedServer(issuer, spansTo: file, trailingSlash: true)
         defer {
+            server.stop()
             kill(receiver.processIdentifier, SIGKILL)
             receiver.waitUntilExit()
         }
-        let server = try ServerProcess(
-            arguments: try ServerProcess.serveArguments(issuer: issuer, data: issuer.folder + "/data") + [
-                "--otel-endpoint", "http://127.0.0.1:\(port)/",
-            ], log: issuer.folder + "/server.log")
-        defer { server.stop() }
         let subject = "subject-" + Self.hex(6)
         let purpose = "purpose-" + Self.hex(6)
         let token = try issuer.token(subject)
@@ -153,16 +168,12 @@ import Testing
     @Test func aMalformedTraceparentStartsATraceOfItsOwn() async throws {
         let issuer = try Issuer()
         let file = issuer.folder + "/spans.jsonl"
-        let (receiver, port) = try Self.receiver(writingTo: file)
+        let (receiver, server) = try Self.tracedServer(issuer, spansTo: file, trailingSlash: false)
         defer {
+            server.stop()
             kill(receiver.processIdentifier, SIGKILL)
             receiver.waitUntilExit()
         }
-        let server = try ServerProcess(
-            arguments: try ServerProcess.serveArguments(issuer: issuer, data: issuer.folder + "/data") + [
-                "--otel-endpoint", "http://127.0.0.1:\(port)",
-            ], log: issuer.folder + "/server.log")
-        defer { server.stop() }
         let token = try issuer.token("hostile-trace")
         let (zeros, valid) = (String(repeating: "0", count: 32), Self.hex(16))
         let hostile: [[String]] = [
