@@ -164,6 +164,11 @@ struct DataOptions: ParsableArguments {
         return url.string ?? "a PostgreSQL database"
     }
 
+    /// Whether the database is a `postgres://` URL (else an SQLite path).
+    func isPostgres(_ settings: ServerSettings) -> Bool {
+        settings.value(self.database, "database").map(PostgresURL.names) ?? false
+    }
+
     /// The KEK and the key store. Only `kek init` (and `serve --dev`)
     /// passes `creating`: every other command refuses a missing KEK ring or
     /// database, so that a misspelt setting is an error, not a new KEK

@@ -19,25 +19,35 @@ struct KEK: AsyncParsableCommand {
                 The only command that makes a KEK ring or a database (besides serve --dev): every other one \
                 refuses a missing ring or database, so that a misspelt --data, --database or --config member is \
                 an error rather than a second key server with a KEK of its own. Run it once, for the first \
-                replica; copy DIR/kek.ckr to each other replica's DIR, or give --ring-in-database to keep the \
-                ring in the database every replica reads. Refused when both exist already; when only one does \
-                (a new database for an existing ring, say), it makes the other.
+                replica. With a postgres:// database the ring goes into the database, which every replica reads \
+                (--ring-in-file keeps it in DIR/kek.ckr instead, to be copied to each replica); with SQLite it \
+                goes into DIR/kek.ckr (--ring-in-database puts it in the database file). An existing kek.ckr is \
+                used as it is. Refused when both exist already; when only one does (a new database for an \
+                existing ring, say), it makes the other.
                 """)
         @OptionGroup var data: DataOptions
         @Flag(
             help:
-                "Keep the new KEK ring in the database (read by every replica; no kek.ckr to copy) rather than in DIR/kek.ckr."
+                "Keep the new KEK ring in the database, read by every replica (the default for a postgres:// database)."
         )
         var ringInDatabase = false
+        @Flag(help: "Keep the new KEK ring in DIR/kek.ckr (the default for SQLite), to be copied to each replica.")
+        var ringInFile = false
+
+        func validate() throws {
+            guard !(ringInDatabase && ringInFile) else {
+                throw ValidationError("give one of --ring-in-database and --ring-in-file")
+            }
+        }
 
         func run() async throws {
             let settings = try await data.settings()
             let directory = try settings.required(data.directory, "data", flag: "--data")
             let ringPath = directory + "/kek.ckr"
             let database = data.databaseDescription(settings)
-            let (hadDatabase, ringInDatabase) = await data.databaseExists(settings)
-            let hadRing = FileManager.default.fileExists(atPath: ringPath) || ringInDatabase
-            let place = ringInDatabase ? "in the database" : ringPath
+            let (hadDatabase, databaseKeepsRing) = await data.databaseExists(settings)
+            let hadRing = FileManager.default.fileExists(atPath: ringPath) || databaseKeepsRing
+            let place = databaseKeepsRing ? "in the database" : ringPath
             guard !(hadRing && hadDatabase) else {
                 throw ValidationError(
                     "the KEK ring (\(place)) and the database \(database) exist already: nothing to make")
@@ -47,8 +57,11 @@ struct KEK: AsyncParsableCommand {
                     "the database \(database) exists but there is no KEK ring at \(ringPath) nor in it: restore kek.ckr from a backup or another replica (a new KEK could open none of its keys)"
                 )
             }
-            let (store, ring) = try await data.openWithRing(
-                settings, creating: true, ringInDatabase: self.ringInDatabase)
+            // PostgreSQL is for several replicas: the ring goes where they all read it.
+            let intoDatabase =
+                ringInDatabase
+                || (data.isPostgres(settings) && !ringInFile && !FileManager.default.fileExists(atPath: ringPath))
+            let (store, ring) = try await data.openWithRing(settings, creating: true, ringInDatabase: intoDatabase)
             let primary = String(format: "%08x", store.kekPrimaryID)
             await store.close()
             print(

@@ -62,8 +62,15 @@ import Testing
             #expect(tables == "0")
         }
 
-        // A database whose KEK ring is gone: init will not make a new KEK for it.
-        try FileManager.default.removeItem(atPath: data + "/kek.ckr")
+        // A database whose KEK ring is gone (on PostgreSQL, init's default
+        // put it in the database: its row deleted with psql): init will
+        // not make a new KEK for it.
+        if backend == .sqlite {
+            try FileManager.default.removeItem(atPath: data + "/kek.ckr")
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: data + "/kek.ckr"))
+            _ = try TestPostgres.value(database[1], "DELETE FROM kek_ring RETURNING 1")
+        }
         (status, said) = try Self.run(["kek", "init"] + options, environment: environment)
         #expect(status != 0 && said.contains("restore kek.ckr"), "\(said)")
         #expect(!FileManager.default.fileExists(atPath: data + "/kek.ckr"))

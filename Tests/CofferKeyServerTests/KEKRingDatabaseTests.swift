@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// One KEK ring for every replica (issue 59, part 4): kept in the database
-/// (`kek init --ring-in-database`, `kek move-to-database`), so a rotation
+/// (`kek init` on PostgreSQL, `--ring-in-database` on SQLite, `kek
+/// move-to-database`), so a rotation
 /// on one replica reaches the others with no file to copy, and an older
 /// ring put back in the database (with psql) is refused by a replica that
 /// saw a newer one. Each replica has a state folder of its own.
@@ -31,8 +32,12 @@ import Testing
         let options = { (data: String) in
             ["--data", data, "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer), "--database", url]
         }
+        // Both places named at once is an error; PostgreSQL's default is the database.
         var run = try Self.server(
-            ["kek", "init", "--ring-in-database"] + options(replicas[0].data), replicas[0].environment)
+            ["kek", "init", "--ring-in-database", "--ring-in-file"] + options(replicas[0].data),
+            replicas[0].environment)
+        #expect(run.0 == 64 && run.1.contains("give one of --ring-in-database and --ring-in-file"), "\(run.1)")
+        run = try Self.server(["kek", "init"] + options(replicas[0].data), replicas[0].environment)
         #expect(run.0 == 0 && run.1.contains("made the KEK ring in the database"), "\(run.1)")
         #expect(!FileManager.default.fileExists(atPath: replicas[0].data + "/kek.ckr"))
         try FileManager.default.createDirectory(atPath: replicas[1].data, withIntermediateDirectories: true)
@@ -78,7 +83,8 @@ import Testing
         let data = issuer.folder + "/data"
         let (database, environment) = try backend.serverOptions()
         let options = ["--data", data, "--kek-passphrase-file", try ServerProcess.passphraseFile(issuer)] + database
-        var run = try Self.server(["kek", "init"] + options, environment)
+        // PostgreSQL's default is the database: the file is asked for.
+        var run = try Self.server(["kek", "init", "--ring-in-file"] + options, environment)
         #expect(run.0 == 0 && run.1.contains("made the KEK ring \(data)/kek.ckr"), "\(run.1)")
         let server = try ServerProcess(
             arguments: try ServerProcess.serveArguments(issuer: issuer, data: data) + database,

@@ -100,8 +100,17 @@ import Testing
 
         // Each completed rotation disabled the keys before it: of the
         // ring's three keys, only the primary opens anything.
+        // On PostgreSQL the ring is in the database (kek init's default
+        // there): the row holds a kek.ckr's bytes, copied out with psql.
+        var ringPath = data + "/kek.ckr"
+        if backend == .postgres {
+            ringPath = issuer.folder + "/from-database.ckr"
+            let hex = try sql("SELECT encode(ring, 'hex') FROM kek_ring")
+            FileManager.default.createFile(
+                atPath: ringPath, contents: Data(try #require(Hex.decode(hex))), attributes: [.posixPermissions: 0o600])
+        }
         let ring = try await KeyRingStore(
-            path: data + "/kek.ckr",
+            path: ringPath,
             secret: .password(SecretBytes(Array("a passphrase for the tests' KEK".utf8))), rollbackGuard: nil
         ).read().keyRing
         #expect(ring.keys.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.primary, .disabled, .disabled])
