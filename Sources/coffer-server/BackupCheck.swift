@@ -30,7 +30,10 @@ struct BackupCheck {
         let sqlite = manifest["database"] as? String == "sqlite"
         let ringInFile = manifest["ring"] as? String == "file"
         guard files[sqlite ? BackupFolder.sqlite : BackupFolder.dump] != nil, !ringInFile || files["kek.ckr"] != nil
-        else { throw CofferError(.malformed, "\(folder)/\(BackupFolder.manifest) does not name the backup's files") }
+        else {
+            throw CofferError(
+                .stateAuthenticationFailed, "\(folder)/\(BackupFolder.manifest) does not name the backup's files")
+        }
         if sqlite { return try await checkSQLite(ringInFile: ringInFile) }
         let dump = folder + "/" + BackupFolder.dump
         let tables = try PostgresTools.tables(in: dump)
@@ -44,15 +47,32 @@ struct BackupCheck {
         return "verified: \(describe(ring)); \(BackupFolder.dump) is read by pg_restore, with every table"
     }
 
+    /// `backup.json`, read strictly: the members `writeManifest` writes
+    /// and no others, a database and a ring place it knows, and files
+    /// among the backup's own names, each with a SHA-256 in hex.
     private func readManifest() throws -> [String: Any] {
         let path = folder + "/" + BackupFolder.manifest
         guard let bytes = FileManager.default.contents(atPath: path) else {
             throw ValidationError("\(folder) is not a backup: it has no \(BackupFolder.manifest)")
         }
+        let names: Set = [BackupFolder.sqlite, BackupFolder.dump, "kek.ckr"]
         guard let manifest = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any],
-            manifest["format"] as? Int == 1
-        else { throw CofferError(.malformed, "\(path) is not a backup manifest this version reads") }
+            Set(manifest.keys) == ["format", "made", "version", "database", "ring", "files"],
+            manifest["format"] as? Int == 1, manifest["made"] is String, manifest["version"] is String,
+            ["sqlite", "postgresql"].contains(manifest["database"] as? String ?? ""),
+            ["file", "database"].contains(manifest["ring"] as? String ?? ""),
+            let files = manifest["files"] as? [String: Any],
+            files.allSatisfy({ names.contains($0.key) && Self.isDigest($0.value) })
+        else {
+            // Part of the backup, changed (exit 65 as for its files), or another version's.
+            throw CofferError(.stateAuthenticationFailed, "\(path) is not a backup manifest this version reads")
+        }
         return manifest
+    }
+
+    static func isDigest(_ value: Any) -> Bool {
+        guard let text = value as? String, text.utf8.count == 64 else { return false }
+        return Hex.decode(text) != nil && text == text.lowercased()
     }
 
     private func openRing(_ bytes: Data) throws -> KeyRingFile {

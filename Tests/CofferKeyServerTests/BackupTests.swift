@@ -57,6 +57,22 @@ import Testing
         run = try Self.server(["backup", "verify", backup] + kek, environment)
         #expect(run.0 == 65 && run.1.contains("was changed after the backup was made"), "\(run.0) \(run.1)")
         try pristine.write(to: URL(fileURLWithPath: copy))
+
+        // backup.json edited with Python: a member it never writes, a file
+        // outside the backup's names, a digest that is not one.
+        let manifest = backup + "/backup.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        for edit in [
+            "m['extra'] = 1", "m['files']['../keys.sqlite'] = m['files'].popitem()[1]",
+            "m['files']['kek.ckr'] = 'x' * 64", "m['ring'] = 'elsewhere'",
+        ] {
+            let script =
+                "import json, sys; p = sys.argv[1]; m = json.load(open(p)); \(edit); json.dump(m, open(p, 'w'))"
+            #expect(try Spawned.run("/usr/bin/env", ["python3", "-c", script, manifest]).status == 0)
+            run = try Self.server(["backup", "verify", backup] + kek, environment)
+            #expect(run.0 == 65 && run.1.contains("is not a backup manifest this version reads"), "\(edit): \(run.1)")
+            try original.write(to: URL(fileURLWithPath: manifest))
+        }
         try FileManager.default.removeItem(atPath: backup + "/kek.ckr")
         run = try Self.server(["backup", "verify", backup] + kek, environment)
         #expect(run.0 == 65 && run.1.contains("lost kek.ckr"), "\(run.0) \(run.1)")

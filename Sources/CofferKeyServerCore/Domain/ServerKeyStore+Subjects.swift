@@ -18,6 +18,12 @@ extension ServerKeyStore {
         return try await rows.subjects(realm: realm, after: after, limit: limit)
     }
 
+    /// Refuses a subject the server holds nothing for (an operator's
+    /// typo). Read before, not inside, the change it guards: being known
+    /// only grows (a key's rows stay, and a shred leaves its mark for
+    /// ever), so the answer cannot turn false in between, but for the
+    /// undo of a shred of a subject never seen, racing a change without
+    /// `create`, which then makes that subject a key, as `create` would.
     func requireKnown(realm: String, subject: String) async throws {
         guard try await describe(realm: realm, subject: subject).known else { throw Self.unknown(subject) }
     }
