@@ -16,12 +16,8 @@ import FoundationNetworking
 final class ServerProcess {
     static let binary: URL = {
         if let path = ProcessInfo.processInfo.environment["COFFER_SERVER_BIN"] { return URL(fileURLWithPath: path) }
-        // The build's own: beside the test runner (so ThreadSanitizer's
-        // build runs its sanitized server, not the plain build's).
-        if let runner = Bundle.main.executableURL {
-            let beside = runner.deletingLastPathComponent().appendingPathComponent("coffer-server")
-            if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
-        }
+        let beside = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("coffer-server")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
         return URL(fileURLWithPath: Issuer.root + "/.build/debug/coffer-server")
     }()
 
