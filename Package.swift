@@ -362,7 +362,7 @@ for target in package.targets where target.type != .system {
 // reports "sending 'logger' risks causing data races" in its batch
 // processors only under -sanitize=thread). That build refuses
 // --otel-endpoint (COFFER_WITHOUT_OTEL), and the trace suite starts the
-// plain build's server (COFFER_TRACING_SERVER_BIN, set by scripts/test-tsan).
+// plain build's server (COFFER_SERVER_OTEL_BIN, set by scripts/test-tsan).
 if Context.environment["COFFER_WITHOUT_CLI_SUITES"] != nil {
     package.targets.removeAll { ["CofferCLITests", "coffer-fuzz"].contains($0.name) }
     for target in package.targets where target.name == "coffer-server" {

@@ -23,9 +23,9 @@ final class ServerProcess {
 
     /// A `coffer-server` with its OpenTelemetry exporter: ``binary``, but
     /// for ThreadSanitizer's build, which leaves swift-otel out
-    /// (Package.swift) and names the plain build's in COFFER_TRACING_SERVER_BIN.
+    /// (Package.swift) and names the plain build's in COFFER_SERVER_OTEL_BIN.
     static let tracingBinary: URL = {
-        if let path = ProcessInfo.processInfo.environment["COFFER_TRACING_SERVER_BIN"] {
+        if let path = ProcessInfo.processInfo.environment["COFFER_SERVER_OTEL_BIN"] {
             return URL(fileURLWithPath: path)
         }
         return binary
