@@ -357,21 +357,13 @@ for target in package.targets where target.type != .system {
 // but the CLI's, which spawn the tool once per case and run in the plain
 // build. With COFFER_WITHOUT_CLI_SUITES set, those suites and the fuzzer are
 // left out of the package, so that build does not compile them.
-// coffer-server is built there without its OpenTelemetry exporter:
-// swift-otel 1.6.0 does not compile with ThreadSanitizer on (Swift 6.3.1
-// reports "sending 'logger' risks causing data races" in its batch
-// processors only under -sanitize=thread). That build refuses
-// --otel-endpoint (COFFER_WITHOUT_OTEL), and the trace suite starts the
-// plain build's server (COFFER_SERVER_OTEL_BIN, set by scripts/test-tsan).
+// coffer-server is left out too: swift-otel 1.6.0 does not compile with
+// ThreadSanitizer on (Swift 6.3.1 reports "sending 'logger' risks causing
+// data races" in its batch processors only under -sanitize=thread), so
+// the suites' spawned servers are the plain build's (ServerProcess.binary)
+// while every library they run in-process is checked.
 if Context.environment["COFFER_WITHOUT_CLI_SUITES"] != nil {
-    package.targets.removeAll { ["CofferCLITests", "coffer-fuzz"].contains($0.name) }
-    for target in package.targets where target.name == "coffer-server" {
-        target.dependencies.removeAll {
-            if case .productItem(name: "OTel", package: "swift-otel", _, _) = $0 { return true }
-            return false
-        }
-        target.swiftSettings = (target.swiftSettings ?? []) + [.define("COFFER_WITHOUT_OTEL")]
-    }
+    package.targets.removeAll { ["CofferCLITests", "coffer-fuzz", "coffer-server"].contains($0.name) }
 }
 // In CI each suite runs once: the CLI's in the plain build, every other
 // under ThreadSanitizer. With COFFER_ONLY_CLI_SUITES set (scripts/test, in

@@ -3,12 +3,9 @@ import ArgumentParser
 import Coffer
 import Foundation
 import Logging
+import OTel
 import ServiceLifecycle
 import Tracing
-
-#if !COFFER_WITHOUT_OTEL
-import OTel
-#endif
 
 extension Serve {
     /// With `--otel-endpoint URL` (`otel.endpoint`): the process's tracer
@@ -19,11 +16,6 @@ extension Serve {
     /// `tracestate` of a request are read; baggage is not.
     func tracing(_ settings: ServerSettings, logger: Logger) throws -> (any Service)? {
         guard let text = settings.value(otelEndpoint, "otel.endpoint") else { return nil }
-        #if COFFER_WITHOUT_OTEL
-        // ThreadSanitizer's build (Package.swift): swift-otel is left out.
-        _ = try Self.otelEndpoint(text)
-        throw ValidationError("this coffer-server was built without the OpenTelemetry exporter: no --otel-endpoint")
-        #else
         var configuration = OTel.Configuration.default
         configuration.serviceName = "coffer-server"
         configuration.resourceAttributes = ["service.version": CofferVersion.string]
@@ -41,7 +33,6 @@ extension Serve {
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(tracer)
         return service
-        #endif
     }
 
     /// An OTLP/HTTP receiver's base URL: http or https, a host, perhaps a

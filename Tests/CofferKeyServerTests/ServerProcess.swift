@@ -21,16 +21,6 @@ final class ServerProcess {
         return URL(fileURLWithPath: Issuer.root + "/.build/debug/coffer-server")
     }()
 
-    /// A `coffer-server` with its OpenTelemetry exporter: ``binary``, but
-    /// for ThreadSanitizer's build, which leaves swift-otel out
-    /// (Package.swift) and names the plain build's in COFFER_SERVER_OTEL_BIN.
-    static let tracingBinary: URL = {
-        if let path = ProcessInfo.processInfo.environment["COFFER_SERVER_OTEL_BIN"] {
-            return URL(fileURLWithPath: path)
-        }
-        return binary
-    }()
-
     let process = Process()
     let port: Int
     let scheme: String
@@ -131,10 +121,10 @@ final class ServerProcess {
     /// Starts `coffer-server` with `arguments` and `environment` (added to this process's).
     /// A `serve` over a folder with no KEK ring yet is preceded by `kek
     /// init` with the same data options, as an operator makes a new server.
-    init(arguments: [String], environment: [String: String] = [:], log: String? = nil, binary: URL = binary) throws {
+    init(arguments: [String], environment: [String: String] = [:], log: String? = nil) throws {
         if arguments.first == "serve" { Self.initialize(arguments, environment: environment) }
         scheme = arguments.contains("--tls-cert") ? "https" : "http"
-        process.executableURL = binary
+        process.executableURL = Self.binary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()

@@ -73,7 +73,7 @@ import Testing
             let server = try ServerProcess(
                 arguments: try ServerProcess.serveArguments(issuer: issuer, data: issuer.folder + "/data") + [
                     "--otel-endpoint", "http://127.0.0.1:\(port)" + (trailingSlash ? "/" : ""),
-                ], log: issuer.folder + "/server.log", binary: ServerProcess.tracingBinary)
+                ], log: issuer.folder + "/server.log")
             return (receiver, server)
         } catch {
             kill(receiver.processIdentifier, SIGKILL)
