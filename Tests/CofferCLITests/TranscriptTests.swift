@@ -20,6 +20,7 @@ import Testing
         "store", "store init", "store put", "store get", "store find", "store update", "store delete", "store verify",
         "store plan", "store rotate", "store reindex", "store migrate", "store accept-rollback", "store alter",
         "store import", "store passwd", "store slots", "store add-slot", "store remove-slot", "store watch",
+        "store shred-tenant",
         "server-key",
         "server-key get",
         "server-key rotate", "server-key retire", "server-key shred", "server-key undo-shred", "server-key show",

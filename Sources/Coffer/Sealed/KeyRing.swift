@@ -58,6 +58,16 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
 
     init(entries: [Entry]) { self.entries = entries }
 
+    /// A key ring of one primary key, given with its id (not zero) and
+    /// creation time: a key kept elsewhere (a tenant's key in a store),
+    /// sealing and opening as any ring does.
+    package init(primary key: SymmetricKey, id: UInt32, created: UInt64) throws {
+        guard id != 0, key.bitCount == 256 else {
+            throw CofferError(.invalidArgument, "a key ring's key is 32 bytes with an id other than 0")
+        }
+        entries = [Entry(id: id, state: .primary, created: created, key: key)]
+    }
+
     static func newEntry(state: State, avoiding ids: Set<UInt32>) -> Entry {
         var id = UInt32.random(in: 1 ... .max)
         while ids.contains(id) { id = UInt32.random(in: 1 ... .max) }

@@ -45,7 +45,9 @@ extension RecordStore {
                 let chunk = Array(keys[start..<min(keys.count, start + 500)])
                 let rows = try db.rows(
                     "\(select(table)) WHERE \(column) IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))", chunk)
-                for row in rows { records[row[table.primaryKey] ?? .null] = try state.record(from: row, table: table) }
+                for row in rows {
+                    records[row[table.primaryKey] ?? .null] = try state.record(from: row, table: table, db)
+                }
             }
             return keys.compactMap { records[$0] }
         }

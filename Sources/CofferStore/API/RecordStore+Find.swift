@@ -41,6 +41,11 @@ extension RecordStore {
         let (db, state) = (work.db, work.state)
         let (table, order) = try query.checked(state, db.dialect)
         let conditions = query.conditions
+        // A tenant's index values are under its own keys; a tenant with
+        // none has no records.
+        guard let indexKeys = try state.keys(for: table, tenant: table.tenant.map { conditions[$0]! }, db) else {
+            return ([], 0)
+        }
         var clear: [(StoreSchema.Field, StoreValue)] = []
         var sealed: [String] = []
         for (name, value) in conditions.sorted(by: { $0.key < $1.key }) {
@@ -57,7 +62,7 @@ extension RecordStore {
             arguments += values
         }
         let tokens = try query.tokens.sorted(by: { $0.key < $1.key }).map { name, token in
-            try tokenCondition(table, field: name, token: token, state)
+            try tokenCondition(table, field: name, token: token, under: indexKeys)
         }
         for token in tokens {
             filters.append(token.sql)
@@ -73,7 +78,7 @@ extension RecordStore {
                 return ([], Int(count))
             }
             let records = try db.rows("\(select(table))\(filter)\(order)\(query.limitSQL(db.dialect))", arguments).map {
-                try state.record(from: $0, table: table)
+                try state.record(from: $0, table: table, db)
             }
             return (records, records.count)
         }
@@ -82,7 +87,7 @@ extension RecordStore {
             // are opened and checked, then skipped and limited here.
             let filter = " WHERE " + filters.joined(separator: " AND ")
             var records = try db.rows("\(select(table))\(filter)\(order)", arguments).map {
-                try state.record(from: $0, table: table)
+                try state.record(from: $0, table: table, db)
             }.filter { record in tokens.allSatisfy { $0.matches(record) } }
             records = Array(records.dropFirst(query.offset).prefix(query.limit ?? Int.max))
             return (counting ? [] : records, records.count)
@@ -107,9 +112,9 @@ extension RecordStore {
         var candidates = filters
         var candidateArguments = arguments
         if let wanted {
-            let entries = try state.keys.indexVersions.map {
+            let entries = try indexKeys.indexVersions.map {
                 Data(
-                    try state.keys.indexValue(
+                    try indexKeys.indexValue(
                         wanted, table: table.name, index: chosen.index.name, bits: chosen.index.bits, version: $0)
                 ).databaseValue
             }
@@ -143,7 +148,7 @@ extension RecordStore {
         }
         var seen = Set<DatabaseValue>()
         rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
-        var records = try rows.map { try state.record(from: $0, table: table) }.filter { candidate in
+        var records = try rows.map { try state.record(from: $0, table: table, db) }.filter { candidate in
             tokens.allSatisfy { $0.matches(candidate) }
                 && sealed.allSatisfy { name in
                     let stored = candidate[name] ?? .null

@@ -33,6 +33,9 @@ extension RecordStore {
             let (keys, started) = try write { work -> ([StoreValue], SealedBatch?) in
                 let (db, state) = (work.db, work.state)
                 let table = try state.schema.table(tableName)
+                // A table kept per tenant seals each tenant's records under
+                // its keys, found or made in this transaction: no sealing ahead.
+                if table.tenant != nil { return (try put(contentsOf: records, into: tableName, work), nil) }
                 work.changes?.reserve(table.name, db)
                 let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
                 let clear = table.fields.filter { !$0.sealed }

@@ -31,92 +31,33 @@ extension RecordStore {
         let table = try state.schema.table(tableName)
         work.changes?.reserve(table.name, db)
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
-        let sealer = try RowSealer(
-            keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
-            version: state.keys.currentIndexVersion, state: state)
-        try put(
-            contentsOf: records, keys: keys, clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table,
-            work)
+        // One sealer per tenant (the store's keys for a table without),
+        // each tenant's records in their order.
+        var groups: [(keys: StoreKeys, positions: [Int])] = []
+        var group: [[UInt8]: Int] = [:]
+        for (position, record) in records.enumerated() {
+            let tenant = table.tenant.map { record[$0] ?? .null }
+            let name = tenant?.encoded ?? []
+            if let known = group[name] {
+                groups[known].positions.append(position)
+                continue
+            }
+            group[name] = groups.count
+            groups.append((try state.keys(for: table, tenant: tenant, db, creating: true)!, [position]))
+        }
+        for (cellKeys, positions) in groups {
+            let sealer = try RowSealer(
+                keys: cellKeys, table: table, fields: table.fields.filter(\.sealed),
+                version: cellKeys.currentIndexVersion, state: state)
+            try put(
+                contentsOf: positions.map { records[$0] }, keys: positions.map { keys[$0] },
+                clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table, work)
+        }
         return keys
     }
 }
 
 extension StoreState {
-    /// The records' primary keys: given, or for an integer key left out,
-    /// one past the largest in the table and the batch (what SQLite would
-    /// pick), so that every cell can be sealed before its row is written.
-    func primaryKeys(for records: [StoreRecord], table: StoreSchema.Table, _ db: any StoreConnection) throws
-        -> [StoreValue]
-    {
-        let (keys, last) = try Self.assignKeys(to: records, table: table) {
-            try db.lockKeys(of: table.name)
-            return try Self.highestKey(table, db)
-        }
-        if let last, db.dialect == .postgres {
-            // PostgreSQL's identity does not move for keys given in the
-            // INSERT: it is set to the last one here (SQLite's
-            // AUTOINCREMENT follows every insert by itself).
-            _ = try db.rows(
-                "SELECT setval(seq, ?) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
-                [last.databaseValue, StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
-        }
-        return keys
-    }
-
-    /// The keys of `records`: each one's own, or for an integer key left
-    /// out, the next past `highest()` (asked once, only if needed) and
-    /// every key the records give; also the last key assigned.
-    static func assignKeys(
-        to records: [StoreRecord], table: StoreSchema.Table, highest: () throws -> Int64
-    ) throws -> (keys: [StoreValue], last: Int64?) {
-        let keyField = table.field(table.primaryKey)!
-        var next: Int64?
-        var keys: [StoreValue] = []
-        keys.reserveCapacity(records.count)
-        for record in records {
-            if let key = record[table.primaryKey], key != .null {
-                keys.append(key)
-                continue
-            }
-            guard keyField.type == .integer else {
-                throw CofferError(.invalidArgument, "\(table.name) needs its primary key \(table.primaryKey)")
-            }
-            if next == nil {
-                let given =
-                    records.compactMap { $0[table.primaryKey]?.integerValue }.max() ?? 0
-                let floor = max(try highest(), given)
-                guard floor < Int64.max else {
-                    throw CofferError(.refused, "\(table.name) has used every integer primary key")
-                }
-                next = floor + 1
-            }
-            keys.append(.integer(next!))
-            next! += 1
-        }
-        return (keys, next.map { $0 - 1 })
-    }
-
-    /// The highest integer key the table holds or ever held (0 when none).
-    static func highestKey(_ table: StoreSchema.Table, _ db: any StoreConnection) throws -> Int64 {
-        let stored =
-            try db.integer("SELECT max(\(StoreSQL.quoted(table.primaryKey))) FROM \(StoreSQL.quoted(table.name))") ?? 0
-        return max(stored, try highestKeyEverUsed(table, db) ?? 0)
-    }
-
-    /// The highest integer key the table ever held, deleted rows' too, when
-    /// it keeps one (a table the store made; an adopted one may not).
-    static func highestKeyEverUsed(_ table: StoreSchema.Table, _ db: any StoreConnection) throws -> Int64? {
-        switch db.dialect {
-        case .sqlite:
-            guard try db.tableExists("sqlite_sequence") else { return nil }
-            return try db.integer("SELECT seq FROM sqlite_sequence WHERE name = ?", [table.name.databaseValue])
-        case .postgres:
-            return try db.integer(
-                "SELECT pg_sequence_last_value(seq::regclass) FROM (SELECT pg_get_serial_sequence(?, ?) AS seq) s WHERE seq IS NOT NULL",
-                [StoreSQL.quoted(table.name).databaseValue, table.primaryKey.databaseValue])
-        }
-    }
-
     /// Seals the sealed fields and computes the index values of the row
     /// `key`, stored as `row` (whose life they keep; a new one when it is
     /// null); the record set's change goes to `changes`.
@@ -127,7 +68,7 @@ extension StoreState {
         guard StoreSQL.hasLife(table) else { return }
         let life = try StoreKeys.life(of: row, table: table.name, orNew: true)
         let sealed = try sealedRow(
-            record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed))
+            record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed), db)
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
         guard !sealed.columns.isEmpty else { return }
         changes?.replace(
@@ -143,15 +84,20 @@ extension StoreState {
     /// A row as a record: clear columns read, sealed cells opened with the
     /// row's own primary key and bound fields. A field being migrated may
     /// still hold its clear value.
-    func record(from columns: [String: DatabaseValue], table: StoreSchema.Table, opening only: Set<String>? = nil)
-        throws -> StoreRecord
-    {
+    ///
+    /// A table kept per tenant opens its cells under the row's tenant's
+    /// keys, read through `db` (a job working without one refuses it).
+    func record(
+        from columns: [String: DatabaseValue], table: StoreSchema.Table, opening only: Set<String>? = nil,
+        _ db: (any StoreConnection)?, resolved: ResolvedTenantKeys? = nil
+    ) throws -> StoreRecord {
         var record: StoreRecord = [:]
         for field in table.fields where !field.sealed {
             record[field.name] = try StoreSQL.storeValue(columns[field.name] ?? .null, for: field, table: table.name)
         }
         let key = record[table.primaryKey] ?? .null
         var life: [UInt8]?  // read once, when a cell is opened
+        var cellKeys: StoreKeys?  // the tenant's, when a cell is opened
         for field in table.fields where field.sealed && only?.contains(field.name) != false {
             let stored = columns[field.name] ?? .null
             if let clear = try unsealed(stored, field: field, table: table) {
@@ -161,7 +107,16 @@ extension StoreState {
             guard case .blob(let sealed) = stored.storage else {
                 throw CofferError(.malformed, "\(table.name).\(field.name) of this row holds no sealed cell")
             }
-            let context = try CellContext(storeID: keys.storeID, table: table.name, field: field).bytes(
+            if cellKeys == nil {
+                let tenant = table.tenant.map { record[$0] ?? .null }
+                if let resolved, let tenant {
+                    cellKeys = try resolved[tenant.encoded]?.get()
+                } else {
+                    cellKeys = try keys(for: table, tenant: tenant, db)
+                }
+                guard cellKeys != nil else { throw TenantKeys.missing(tenant ?? .null, table: table.name) }
+            }
+            let context = try CellContext(storeID: keys.storeID, table: table, field: field).bytes(
                 key: key,
                 life: try life
                     ?? {
@@ -169,7 +124,7 @@ extension StoreState {
                         return life!
                     }(),
                 record: record)
-            let value = try keys.openCell(
+            let value = try cellKeys!.openCell(
                 Array(sealed), contextBytes: context, table: table.name, column: field.name)
             guard value.isNull || value.type == field.type else {
                 throw CofferError(
@@ -197,7 +152,7 @@ extension RecordStore {
             "\(select(table)) WHERE \(StoreSQL.quoted(table.primaryKey)) = ?",
             [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
         ).first
-        return try row.map { try state.record(from: $0, table: table) }
+        return try row.map { try state.record(from: $0, table: table, db) }
     }
 
     /// Changes fields of the record `key` (a field set to `.null` becomes
@@ -233,7 +188,13 @@ extension RecordStore {
                 [try StoreSQL.databaseValue(key, for: keyField, table: table.name)]
             ).first
         else { return nil }
-        var record = try state.record(from: row, table: table)
+        var record = try state.record(from: row, table: table, db)
+        if let tenant = table.tenant, let changed = changes[tenant], changed != record[tenant] {
+            throw CofferError(
+                .invalidArgument,
+                "a record's tenant (\(table.name).\(tenant)) does not change: its cells are under its tenant's keys; put a new record for the other tenant and delete this one"
+            )
+        }
         record.merge(changes) { $1 }
         let clear = table.fields.filter { !$0.sealed && $0.name != table.primaryKey }
         if !clear.isEmpty {

@@ -118,7 +118,8 @@ extension RecordStore {
         }
         let current = state.withLock { $0 }
         guard epoch != current.epoch else { return current }
-        let fresh = try StoreState.load(try StoreState.meta(db), where: path) { try current.ringFile.reopened($0) }
+        var fresh = try StoreState.load(try StoreState.meta(db), where: path) { try current.ringFile.reopened($0) }
+        fresh.tenantCache = current.tenantCache
         if writing {
             if let mark = try rollbackGuard?.highWaterMark(for: Self.guardKey(fresh.keys.storeID)), fresh.epoch < mark {
                 throw Self.rolledBack(path, epoch: fresh.epoch, mark: mark)

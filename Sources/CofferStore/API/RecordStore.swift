@@ -138,6 +138,7 @@ public final class RecordStore: Sendable {
         let keys = try StoreKeys(
             storeID: storeID, keyRing: ringFile.keyRing, indexRoots: [1: SymmetricKey(size: .bits256)], current: 1)
         try db.execute(StoreSQL.createMeta(db.dialect))
+        try db.execute(TenantKeys.createTable(db.dialect))
         for (name, value) in [("format", Array(format.utf8)), ("store_id", storeID)] {
             try db.execute(
                 "INSERT INTO \(StoreSQL.metaTable) (name, value) VALUES (?, ?)",

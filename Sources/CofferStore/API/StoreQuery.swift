@@ -144,6 +144,12 @@ extension StoreQuery {
         where table.field(name) == nil {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(name)")
         }
+        if let tenant = table.tenant, (conditions[tenant] ?? .null).isNull {
+            throw CofferError(
+                .invalidArgument,
+                "\(table.name) is kept per tenant: a query names its tenant, a condition that \(tenant) equals one"
+            )
+        }
         guard limit.map({ $0 >= 0 }) ?? true, offset >= 0 else {
             throw CofferError(.invalidArgument, "a query's limit and offset are not negative")
         }

@@ -27,9 +27,13 @@ extension StoreState {
     /// The sealed cells of `fields` for `record` (row `key`, whose life is
     /// `life`), their index values and token entries under the current
     /// version; the life is among the columns, to write it when it is new.
+    /// A table kept per tenant seals under the record's tenant's keys,
+    /// made through `db` at the tenant's first write.
     func sealedRow(
-        _ record: StoreRecord, key: StoreValue, life: [UInt8], table: StoreSchema.Table, fields: [StoreSchema.Field]
+        _ record: StoreRecord, key: StoreValue, life: [UInt8], table: StoreSchema.Table, fields: [StoreSchema.Field],
+        _ db: (any StoreConnection)?
     ) throws -> SealedRow {
+        let keys = try keys(for: table, tenant: table.tenant.map { record[$0] ?? .null }, db, creating: true)!
         let sealer = try RowSealer(keys: keys, table: table, fields: fields, version: keys.currentIndexVersion)
         let (values, tokens) = try sealer.seal(record, key: key, life: life)
         return SealedRow(columns: Dictionary(uniqueKeysWithValues: zip(sealer.columns, values)), tokens: tokens)
@@ -37,9 +41,9 @@ extension StoreState {
 
     func tokenEntries(
         _ index: StoreSchema.Index, of field: StoreSchema.Field, in record: StoreRecord, table: StoreSchema.Table,
-        version: UInt16
+        version: UInt16, under keys: StoreKeys? = nil
     ) throws -> [Data] {
-        try keys.tokenEntries(
+        try (keys ?? self.keys).tokenEntries(
             record[field.name] ?? .null, tokens: index.tokens!, transforms: index.transforms, table: table.name,
             index: index.name, bits: index.bits, version: version
         ).map { Data($0) }
@@ -84,8 +88,8 @@ extension RecordStore {
     /// The condition that `fieldName` of `table` has `token`: SQL that picks
     /// the candidates through the token index (the token's entry for every
     /// active version), and the check of an opened candidate.
-    func tokenCondition(_ table: StoreSchema.Table, field fieldName: String, token: String, _ state: StoreState) throws
-        -> TokenCondition
+    func tokenCondition(_ table: StoreSchema.Table, field fieldName: String, token: String, under keys: StoreKeys)
+        throws -> TokenCondition
     {
         guard let field = table.field(fieldName) else {
             throw CofferError(.invalidArgument, "\(table.name) has no field \(fieldName)")
@@ -99,8 +103,8 @@ extension RecordStore {
                 .invalidArgument, "the search value makes \(wanted.count) tokens of \(index.name); give exactly one"
             )
         }
-        let entries = try state.keys.indexVersions.map {
-            Data(try state.keys.indexValue(wanted, table: table.name, index: index.name, bits: index.bits, version: $0))
+        let entries = try keys.indexVersions.map {
+            Data(try keys.indexValue(wanted, table: table.name, index: index.name, bits: index.bits, version: $0))
                 .databaseValue
         }
         let side = StoreSQL.quoted(StoreSQL.tokenTableName(table.name, index.name))

@@ -27,7 +27,11 @@ extension RecordStore {
             let id = try state.ringFile.update { try $0.rotate() }
             state.ringFile.generation += 1
             state.keys = try state.keys.with(keyRing: state.ringFile.keyRing)
-            return StoreJob(kind: .rotate, tables: state.schema.tables.map(\.name), target: id)
+            // Tables kept per tenant have their cells under the tenants'
+            // keys, not the ring: the tenants' key rows are what the ring
+            // seals there, and they are sealed again at the end.
+            return StoreJob(
+                kind: .rotate, tables: state.schema.tables.filter { $0.tenant == nil }.map(\.name), target: id)
         }
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
             var changes = SealedRow()
@@ -39,7 +43,8 @@ extension RecordStore {
                 changes.columns[field.name] = try state.keys.keyRing.rewrap(sealed, context: context).databaseValue
             }
             return changes
-        } finish: { state in
+        } finish: { db, state in
+            try TenantKeys.rewrapAll(db, keys: state.keys)
             for key in state.ringFile.keyRing.keys where key.state == .active {
                 try state.ringFile.update { try $0.disable(key.id) }
             }
@@ -63,8 +68,10 @@ extension RecordStore {
             var roots = Dictionary(uniqueKeysWithValues: try old.map { ($0, try state.keys.root($0)) })
             roots[next] = SymmetricKey(size: .bits256)
             state.keys = try state.keys.with(indexRoots: roots, current: next)
+            // A tenant's index values are under its own root, not the store's.
             return StoreJob(
-                kind: .reindex, tables: state.schema.tables.map(\.name), target: UInt32(next), retiring: old)
+                kind: .reindex, tables: state.schema.tables.filter { $0.tenant == nil }.map(\.name),
+                target: UInt32(next), retiring: old)
         }
         let target = UInt16(job.target)
         return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
@@ -80,7 +87,7 @@ extension RecordStore {
                     field.indexes.contains { index in stale.contains { $0.name == index.name } }
                 }
                 .flatMap { field in [field.name] + field.indexes.flatMap(\.with) })
-            let record = try state.record(from: row, table: table, opening: needed)
+            let record = try state.record(from: row, table: table, opening: needed, nil)
             var changes = SealedRow()
             for field in table.fields {
                 for index in field.indexes where stale.contains(where: { $0.name == index.name }) {
@@ -94,7 +101,7 @@ extension RecordStore {
                 }
             }
             return changes
-        } finish: { state in
+        } finish: { _, state in
             var roots: [UInt16: SymmetricKey] = [:]
             for version in state.keys.indexVersions where !job.retiring.contains(version) {
                 roots[version] = try state.keys.root(version)
@@ -135,7 +142,7 @@ extension RecordStore {
     func run(
         _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
         rewrite: @escaping @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
-        finish: (inout StoreState) throws -> Void
+        finish: (any StoreConnection, inout StoreState) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
         let total = try read { work in
@@ -182,7 +189,7 @@ extension RecordStore {
             if job.tables.isEmpty {
                 try change { db, state in
                     guard try StoreJob.fetch(db, keys: state.keys, where: path) == job else { return }
-                    try finish(&state)
+                    try finish(db, &state)
                     state.job = nil
                 }
                 break
@@ -265,34 +272,5 @@ extension RecordStore {
     /// images written before a job (clear values, old cells) leave the WAL.
     func checkpoint() throws {
         try backend.checkpoint()
-    }
-}
-
-extension StoreState {
-    /// The context of `field`'s cell in a row read as columns.
-    func cellContext(_ field: StoreSchema.Field, table: StoreSchema.Table, row: [String: DatabaseValue]) throws
-        -> SealingContext
-    {
-        func clear(_ name: String) throws -> StoreValue {
-            try StoreSQL.storeValue(row[name] ?? .null, for: table.field(name)!, table: table.name)
-        }
-        var bound: StoreRecord = [:]
-        for name in field.bind { bound[name] = try clear(name) }
-        let bytes = try CellContext(storeID: keys.storeID, table: table.name, field: field).bytes(
-            key: try clear(table.primaryKey), life: try StoreKeys.life(of: row, table: table.name), record: bound)
-        return SealingContext(encoded: bytes, count: 6 + 2 * field.bind.count)
-    }
-
-    /// The stored value of `index` on `field` for `record` at `version`, null when the row has none.
-    func indexValue(
-        _ index: StoreSchema.Index, of field: StoreSchema.Field, in record: StoreRecord, table: StoreSchema.Table,
-        version: UInt16
-    ) throws -> DatabaseValue {
-        let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
-        guard let texts = StoreKeys.indexInput(inputs, transforms: index.transforms) else { return .null }
-        return Data(
-            try keys.indexValue(texts, table: table.name, index: index.name, bits: index.bits, version: version)
-        )
-        .databaseValue
     }
 }

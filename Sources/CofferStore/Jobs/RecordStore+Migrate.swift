@@ -105,6 +105,12 @@ extension RecordStore {
             }
             let field = schema.tables[t].fields[f]
             guard !field.sealed else { throw CofferError(.refused, "\(tableName).\(fieldName) is sealed already") }
+            guard schema.tables[t].tenant == nil else {
+                throw CofferError(
+                    .refused,
+                    "\(tableName) is kept per tenant: sealing a field in place does not run over it yet; add a new sealed field with a migration (StoreMigrator) and copy into it"
+                )
+            }
             guard field.type != .bytes else {
                 throw CofferError(
                     .invalidArgument,
@@ -122,11 +128,11 @@ extension RecordStore {
             guard let field = table.field(fieldName),
                 try state.unsealed(row[field.name] ?? .null, field: field, table: table) != nil
             else { return SealedRow() }
-            let record = try state.record(from: row, table: table)
+            let record = try state.record(from: row, table: table, nil)
             return try state.sealedRow(
                 record, key: record[table.primaryKey] ?? .null,
-                life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field])
-        } finish: { _ in
+                life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field], nil)
+        } finish: { _, _ in
         }
     }
 

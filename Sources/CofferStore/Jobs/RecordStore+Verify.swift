@@ -36,7 +36,8 @@ extension RecordStore {
         for table in schema.tables {
             var after: DatabaseValue = .null
             while true {
-                let (rows, state): ([[String: DatabaseValue]], StoreState) = try read { work in
+                let (rows, state, tenants): ([[String: DatabaseValue]], StoreState, ResolvedTenantKeys) = try read {
+                    work in
                     let (db, state) = (work.db, work.state)
                     let order = StoreSQL.quoted(table.primaryKey)
                     let columns = StoreSQL.rowColumns(table, indexes: true)
@@ -63,13 +64,13 @@ extension RecordStore {
                                 (entries[rows[position][table.primaryKey] ?? .null] ?? Data()).databaseValue
                         }
                     }
-                    return (rows, state)
+                    return (rows, state, try state.tenantKeys(of: rows, table: table, db))
                 }
                 guard let last = rows.last else { break }
                 after = last[table.primaryKey] ?? .null
                 let outcomes = Locked([StoreVerification](repeating: StoreVerification(), count: rows.count))
                 DispatchQueue.concurrentPerform(iterations: rows.count) { index in
-                    let outcome = state.check(rows[index], table: table)
+                    let outcome = state.check(rows[index], table: table, tenants: tenants)
                     outcomes.withLock { $0[index] = outcome }
                 }
                 for outcome in outcomes.withLock({ $0 }) {
@@ -136,14 +137,18 @@ extension RecordStore {
 
 extension StoreState {
     /// One row: its cells open, its index entries are what its values give.
-    func check(_ row: [String: DatabaseValue], table: StoreSchema.Table) -> StoreVerification {
+    func check(_ row: [String: DatabaseValue], table: StoreSchema.Table, tenants: ResolvedTenantKeys)
+        -> StoreVerification
+    {
         var outcome = StoreVerification(rows: 1)
         let key = (row[table.primaryKey] ?? .null).description
         let record: StoreRecord
-        do { record = try self.record(from: row, table: table) } catch {
+        do { record = try self.record(from: row, table: table, nil, resolved: tenants) } catch {
             outcome.note("\(table.name) \(table.primaryKey)=\(key): a sealed cell does not open (\(error))")
             return outcome
         }
+        // A tenant's index values are under its own keys (it opened above, so it has them).
+        let keys = table.tenant.flatMap { try? tenants[(record[$0] ?? .null).encoded]?.get() } ?? self.keys
         for field in table.fields where field.sealed {
             if (try? unsealed(row[field.name] ?? .null, field: field, table: table)) != nil { continue }
             outcome.cells += 1
@@ -153,7 +158,8 @@ extension StoreState {
                     joined.count >= 2
                     ? UInt16(joined[joined.startIndex]) << 8 | UInt16(joined[joined.startIndex + 1])
                     : keys.currentIndexVersion
-                let expected = try? tokenEntries(index, of: field, in: record, table: table, version: version)
+                let expected = try? tokenEntries(
+                    index, of: field, in: record, table: table, version: version, under: keys)
                 if let expected, Data(expected.joined()) == joined {
                     outcome.indexEntries += expected.count
                 } else {

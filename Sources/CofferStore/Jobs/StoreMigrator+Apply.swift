@@ -15,7 +15,9 @@ extension StoreState {
             switch step {
             case .table(let name):
                 newTables.insert(name)
-                for statement in StoreSQL.create(try change.schema.table(name), dialect) { try db.execute(statement) }
+                let table = try change.schema.table(name)
+                for statement in StoreSQL.create(table, dialect) { try db.execute(statement) }
+                if table.tenant != nil { try db.execute(TenantKeys.createTable(dialect)) }
                 if recordSet != nil { try RecordSetDigest.start([name], db, keys: keys) }
             case .field(let tableName, let fieldName) where !newTables.contains(tableName):
                 newFields.insert([tableName, fieldName])
@@ -107,11 +109,11 @@ extension StoreState {
             guard let last = rows.last else { return }
             after = last[table.primaryKey] ?? .null
             for row in rows {
-                let record = try self.record(from: row, table: table, opening: opening)
+                let record = try self.record(from: row, table: table, opening: opening, db)
                 let key = record[table.primaryKey] ?? .null
                 let sealed = try sealedRow(
                     record, key: key, life: try StoreKeys.life(of: row, table: table.name, orNew: true),
-                    table: table, fields: [field])
+                    table: table, fields: [field], db)
                 let names = sealed.columns.keys.sorted()
                 try db.execute(
                     "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(order) = ?",

@@ -36,6 +36,9 @@ package enum StoreSQL {
     /// fields and index values as bytes, an SQL index on each blind index.
     static func create(_ table: StoreSchema.Table, _ dialect: StoreDialect) -> [String] {
         ["CREATE TABLE \(quoted(table.name)) (\(columns(table, dialect)))\(dialect.strict)"] + indexes(table)
+            + (table.tenant.map {
+                ["CREATE INDEX \(quoted(sideName("tenant", table.name, $0))) ON \(quoted(table.name)) (\(quoted($0)))"]
+            } ?? [])
             + table.fields.flatMap(\.indexes).filter { $0.tokens != nil }.flatMap { tokenTable(table, $0, dialect) }
     }
 

@@ -44,10 +44,21 @@ public struct RecordSchema: Sendable {
     }
 
     let primaryKey: String
+    let tenant: String?
     let rules: [Rule]
 
     public init(primaryKey: some CodingKey, _ rules: Rule...) {
         self.primaryKey = primaryKey.stringValue
+        tenant = nil
+        self.rules = rules
+    }
+
+    /// A table kept per tenant: `tenant` names the clear property holding
+    /// each record's tenant, whose records are sealed and indexed under
+    /// keys of its own (docs/store.md, "Tenants").
+    public init(primaryKey: some CodingKey, tenant: some CodingKey, _ rules: Rule...) {
+        self.primaryKey = primaryKey.stringValue
+        self.tenant = tenant.stringValue
         self.rules = rules
     }
 }
@@ -73,7 +84,7 @@ extension StoreSchema.Table {
             throw CofferError(
                 .invalidArgument, "\(R.self)'s primary key \(schema.primaryKey) is not a property it decodes")
         }
-        self.init(name: R.storeTable, primaryKey: schema.primaryKey, fields: fields)
+        self.init(name: R.storeTable, primaryKey: schema.primaryKey, fields: fields, tenant: schema.tenant)
     }
 
     /// Refuses a table that does not keep `R` as `R` declares it, naming
@@ -88,6 +99,11 @@ extension StoreSchema.Table {
         }
         guard declared.primaryKey == primaryKey else {
             throw refuse(declared.primaryKey, "the store's primary key is \(primaryKey)")
+        }
+        guard declared.tenant == tenant else {
+            throw refuse(
+                declared.tenant ?? tenant ?? "",
+                "its tenant is \(declared.tenant ?? "none") in the type, \(tenant ?? "none") in the store")
         }
         for wanted in declared.fields {
             guard let stored = field(wanted.name) else { throw refuse(wanted.name, "the table has no such field") }

@@ -144,7 +144,7 @@ extension RecordStore {
         _ tableName: String, field fieldName: String, transforms: [IndexTransform]? = nil, sampleSize: Int = 100_000
     ) throws -> StorePlan {
         guard sampleSize > 0 else { throw CofferError(.invalidArgument, "a sample holds at least one row") }
-        let (rows, state, sample) = try read { work in
+        let (rows, state, sample, tenants) = try read { work in
             let (db, state) = (work.db, work.state)
             let table = try state.schema.table(tableName)
             guard table.field(fieldName) != nil else {
@@ -153,13 +153,13 @@ extension RecordStore {
             let rows = Int(try db.integer("SELECT count(*) FROM \(StoreSQL.quoted(table.name))") ?? 0)
             let order = rows > sampleSize ? " ORDER BY random()" : ""
             let sample = try db.rows("\(select(table))\(order) LIMIT \(sampleSize)")
-            return (rows, state, sample)
+            return (rows, state, sample, try state.tenantKeys(of: sample, table: table, db))
         }
         let table = try state.schema.table(tableName)
         let field = table.field(fieldName)!
         let steps = transforms ?? field.indexes.first?.transforms ?? []
         let texts = try Self.parallelMap(sample) { row -> [String]? in
-            let record = try state.record(from: row, table: table)
+            let record = try state.record(from: row, table: table, nil, resolved: tenants)
             return StoreKeys.indexInput([record[fieldName] ?? .null], transforms: steps)
         }
         var counts: [[String]: Int] = [:]

@@ -24,10 +24,17 @@ public struct StoreSchema: Codable, Sendable {
         public var name: String
         public var primaryKey: String
         public var fields: [Field]
-        public init(name: String, primaryKey: String, fields: [Field]) {
+        /// The clear field naming each record's tenant, or nil for a table
+        /// kept under the store's own keys. A tenant's records are sealed
+        /// and indexed under keys of its own, made at its first write, and
+        /// erased with ``RecordStore/shredTenant(_:tenant:keepRecords:)``
+        /// (docs/store.md, "Tenants").
+        public var tenant: String?
+        public init(name: String, primaryKey: String, fields: [Field], tenant: String? = nil) {
             self.name = name
             self.primaryKey = primaryKey
             self.fields = fields
+            self.tenant = tenant
         }
         public func field(_ name: String) -> Field? { fields.first { $0.name == name } }
     }
@@ -172,6 +179,15 @@ public struct StoreSchema: Codable, Sendable {
             }
             guard let key = table.field(table.primaryKey), !key.sealed else {
                 throw bad("\(table.name)'s primary key \(table.primaryKey) must be one of its clear fields")
+            }
+            if let tenant = table.tenant {
+                guard let field = table.field(tenant), !field.sealed, tenant != table.primaryKey,
+                    [.text, .integer].contains(field.type)
+                else {
+                    throw bad(
+                        "\(table.name)'s tenant \(tenant) must be one of its clear text or integer fields, other than its primary key"
+                    )
+                }
             }
             for field in table.fields {
                 for name in field.bind {

@@ -4,7 +4,8 @@ import Foundation
 /// The one builder of a sealed cell's context (docs/store.md, "Sealed
 /// cells"): `SC1`, then, each length-prefixed, "coffer store v1", the store
 /// id, table, column, the row's primary key (encoded), its life, and each
-/// bound field's name and value (encoded). What does not change from row
+/// bound field's name and value (encoded) — the tenant field first in a
+/// table kept per tenant. What does not change from row
 /// to row (everything before the primary key, the bound names) is worked
 /// out once; a row's part goes straight into a byte buffer. Sealing
 /// (``RowSealer``), opening (``StoreState/record(from:table:opening:)``),
@@ -18,8 +19,19 @@ struct CellContext: Sendable {
     /// Bound fields: the name's length-prefixed bytes, and the field.
     let bound: [(name: [UInt8], field: String)]
 
-    init(storeID: [UInt8], table: String, field: StoreSchema.Field) throws {
-        try self.init(storeID: storeID, table: table, column: field.name, type: field.type, bound: field.bind)
+    /// The context of `field`'s cells in `table`. A table kept per tenant
+    /// binds its tenant field first, before the fields `field` binds, so a
+    /// cell moved to another tenant's row does not open there.
+    init(storeID: [UInt8], table: StoreSchema.Table, field: StoreSchema.Field) throws {
+        try self.init(
+            storeID: storeID, table: table.name, column: field.name, type: field.type,
+            bound: Self.bound(field, table: table))
+    }
+
+    /// The fields a cell of `field` binds: the table's tenant, then `bind`.
+    static func bound(_ field: StoreSchema.Field, table: StoreSchema.Table) -> [String] {
+        guard let tenant = table.tenant else { return field.bind }
+        return [tenant] + field.bind.filter { $0 != tenant }
     }
 
     init(storeID: [UInt8], table: String, column: String, type: StoreSchema.FieldType, bound names: [String]) throws {

@@ -47,7 +47,7 @@ struct RowSealer: Sendable {
         // A row with no sealed field has no cell to bind, and maybe no life column (an adopted table).
         var columns = fields.isEmpty ? [] : [StoreSQL.lifeColumn]
         for field in fields {
-            let context = try CellContext(storeID: keys.storeID, table: table.name, field: field)
+            let context = try CellContext(storeID: keys.storeID, table: table, field: field)
             let indexes = try field.indexes.map {
                 Index(
                     index: $0, inputs: [field.name] + $0.with,

@@ -20,6 +20,9 @@ struct StoreState: Sendable {
     /// The key of the record-set digest (``RecordSetDigest``); nil in a
     /// store made before it, until its first open by this version.
     var recordSet: RecordSetKey?
+    /// Tenants' keys opened lately (``TenantKeyCache``), shared by every
+    /// state this store handle loads.
+    var tenantCache = TenantKeyCache()
 
     static let epochName = "epoch"
     /// The row that authenticates all the others (docs/store.md, "The store's state").

@@ -18,7 +18,7 @@ struct StoreCommand: ParsableCommand {
             StoreInit.self, StorePut.self, StoreGet.self, StoreFind.self, StoreUpdate.self, StoreDelete.self,
             StoreVerify.self, StorePlanCommand.self, Rotate.self, Reindex.self, StoreMigrate.self,
             StoreAcceptRollback.self, StoreAlter.self, StoreImport.self, StorePasswd.self, StoreSlots.self,
-            StoreAddSlot.self, StoreRemoveSlot.self, StoreWatch.self, StoreAnchorCommand.self,
+            StoreAddSlot.self, StoreRemoveSlot.self, StoreWatch.self, StoreAnchorCommand.self, StoreShredTenant.self,
         ]
     )
 }

@@ -17,7 +17,9 @@ struct StoreFind: AsyncParsableCommand {
     @Option(help: "The table.") var table: String
     @Option(
         name: .customLong("where"),
-        help: "FIELD=VALUE, repeated for several (all must hold); sealed fields need a blind index covering them.")
+        help:
+            "FIELD=VALUE, repeated for several (all must hold); sealed fields need a blind index covering them, and a table kept per tenant its tenant's."
+    )
     var conditions: [String] = []
     @Option(
         name: .customLong("where-file"),
@@ -25,7 +27,7 @@ struct StoreFind: AsyncParsableCommand {
     var conditionFiles: [String] = []
     @Option(
         name: .customLong("has-token"),
-        help: "FIELD=TOKEN: the records with TOKEN among FIELD's tokens, through its token index.")
+        help: "FIELD=TOKEN: the records with TOKEN among FIELD's tokens, through its token index (with --where too).")
     var token: String?
     @Option(name: .customLong("has-token-file"), help: "FIELD=PATH: --has-token with the token read from a file.")
     var tokenFile: String?
@@ -37,14 +39,8 @@ struct StoreFind: AsyncParsableCommand {
     @Flag(help: "Print only how many records match.") var count = false
 
     func validate() throws {
-        let tokens = [token, tokenFile].compactMap { $0 }.count
-        guard tokens == 0 || (conditions.isEmpty && conditionFiles.isEmpty && tokens == 1) else {
-            throw ValidationError(
-                "give --where/--where-file FIELD=… (none, once or more), or one of --has-token/--has-token-file FIELD=…"
-            )
-        }
-        guard tokens == 0 || (ordering.isEmpty && limit == nil && offset == 0 && !count) else {
-            throw ValidationError("--order-by, --limit, --offset and --count go with --where, not --has-token")
+        guard [token, tokenFile].compactMap({ $0 }).count <= 1 else {
+            throw ValidationError("give one of --has-token/--has-token-file FIELD=…, not both")
         }
         guard (limit ?? 0) >= 0, offset >= 0 else { throw ValidationError("--limit and --offset are not negative") }
     }
@@ -62,15 +58,6 @@ struct StoreFind: AsyncParsableCommand {
     func run() async throws {
         let opened = try await store.open(kek)
         let table = try opened.schema.table(table)
-        if let given = token ?? tokenFile {
-            let (name, value) = try Self.split(
-                given, option: token == nil ? "--has-token-file" : "--has-token", file: token == nil)
-            if token != nil { Self.warnIfSealed(table.field(name), option: "--has-token") }
-            for record in try await opened.find(table.name, where: name, hasToken: value) {
-                print(RecordJSON.line(record, table: table))
-            }
-            return
-        }
         var wanted: StoreRecord = [:]
         let given =
             try conditions.map { (try Self.split($0, option: "--where", file: false), false) }
@@ -84,6 +71,12 @@ struct StoreFind: AsyncParsableCommand {
             wanted[name] = try RecordJSON.value(argument: value, field: field, table: table.name)
         }
         var query = Self.ordered(StoreQuery(table.name).filter(wanted), ordering)
+        if let given = token ?? tokenFile {
+            let (name, value) = try Self.split(
+                given, option: token == nil ? "--has-token-file" : "--has-token", file: token == nil)
+            if token != nil { Self.warnIfSealed(table.field(name), option: "--has-token") }
+            query = query.filter(name, hasToken: value)
+        }
         if let limit { query = query.limit(limit, offset: offset) } else { query.offset = offset }
         if count {
             print(try await opened.fetchCount(query))

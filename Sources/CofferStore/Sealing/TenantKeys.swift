@@ -1,0 +1,273 @@
+import Coffer
+import Crypto
+import Foundation
+import GRDB
+
+/// Each tenant's keys (docs/store.md, "Tenants"): one row of
+/// `coffer_tenant_keys` per table and tenant, made at the tenant's first
+/// write. Its `keys` are sealed under the store's key ring with the store
+/// id, the table and the tenant's encoded value bound in, so a row copied
+/// over another tenant's, another table's or another store's does not
+/// open. Opened, they hold
+///
+///     0x01 ‖ key id (4) ‖ created (8, seconds) ‖ data key (32) ‖ index root (32)
+///
+/// — random, never derived from anything shared — or, once the tenant is
+/// shredded, a tombstone `0x00 ‖ shredded (8, seconds)`, so a tenant's
+/// erasure is a sealed fact of the state and not the absence of a row.
+enum TenantKeys {
+    static let table = "coffer_tenant_keys"
+
+    static func createTable(_ dialect: StoreDialect) -> String {
+        "CREATE TABLE IF NOT EXISTS \(table) (tbl TEXT NOT NULL, tenant \(dialect.bytes) NOT NULL, keys \(dialect.bytes) NOT NULL, PRIMARY KEY (tbl, tenant))\(dialect.strict)"
+    }
+
+    /// What a tenant's row holds.
+    enum Opened: Sendable {
+        case live(StoreKeys)
+        case shredded
+    }
+
+    static func context(storeID: [UInt8], table: String, tenant: [UInt8]) throws -> SealingContext {
+        try SealingContext(parts: [Array("coffer store v1 tenant keys".utf8), storeID, Array(table.utf8), tenant])
+    }
+
+    static func now() -> [UInt8] { withUnsafeBytes(of: UInt64(Date().timeIntervalSince1970).bigEndian, Array.init) }
+
+    /// A new tenant's keys, sealed: a data key and an index root of its own.
+    static func sealNew(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
+        var plain: [UInt8] = [1]
+        plain += withUnsafeBytes(of: UInt32.random(in: 1 ... .max).bigEndian, Array.init)
+        plain += now()
+        for _ in 0..<2 { plain += SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+        defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        return try store.keyRing.seal(
+            plain, context: try context(storeID: store.storeID, table: table, tenant: tenant))
+    }
+
+    /// The tombstone a shred leaves, sealed.
+    static func sealTombstone(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
+        try store.keyRing.seal([0] + now(), context: try context(storeID: store.storeID, table: table, tenant: tenant))
+    }
+
+    /// A tenant's row opened under the store's keys; one that does not
+    /// open, or holds neither shape, was written without the store's keys.
+    static func open(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys) throws
+        -> Opened
+    {
+        let refused = CofferError(
+            .stateAuthenticationFailed,
+            "the keys of tenant \(name) of \(table) were changed without the store's keys (coffer_tenant_keys)")
+        guard
+            var plain = try? Array(
+                store.keyRing.open(sealed, context: try context(storeID: store.storeID, table: table, tenant: tenant)))
+        else { throw refused }
+        defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        if plain.count == 9 && plain[0] == 0 { return .shredded }
+        guard plain.count == 77, plain[0] == 1 else { throw refused }
+        let id = plain[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let created = plain[5..<13].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let ring = try KeyRing(primary: SymmetricKey(data: plain[13..<45]), id: id, created: created)
+        return .live(
+            try StoreKeys(
+                storeID: store.storeID, keyRing: ring, indexRoots: [1: SymmetricKey(data: plain[45..<77])], current: 1))
+    }
+
+    /// A tenant as errors name it: a clear value, so shown as it is.
+    /// Seals every tenant's row again under the ring's primary key (the
+    /// end of a rotation, before the older keys are disabled), 500 rows a
+    /// statement.
+    static func rewrapAll(_ db: any StoreConnection, keys: StoreKeys) throws {
+        guard try db.tableExists(table) else { return }
+        var after: [DatabaseValue]?
+        while true {
+            let rows = try db.rows(
+                "SELECT tbl, tenant, keys FROM \(table)"
+                    + (after == nil ? "" : " WHERE (tbl, tenant) > (?, ?)") + " ORDER BY tbl, tenant LIMIT 500",
+                after ?? [])
+            guard let last = rows.last else { return }
+            after = [last["tbl"] ?? .null, last["tenant"] ?? .null]
+            for row in rows {
+                guard case .string(let name) = row["tbl"]?.storage, case .blob(let tenant) = row["tenant"]?.storage,
+                    case .blob(let sealed) = row["keys"]?.storage
+                else {
+                    throw CofferError(.stateAuthenticationFailed, "a row of \(table) was not written by the store")
+                }
+                let rewrapped = try keys.keyRing.rewrap(
+                    sealed, context: try context(storeID: keys.storeID, table: name, tenant: Array(tenant)))
+                try db.execute(
+                    "UPDATE \(table) SET keys = ? WHERE tbl = ? AND tenant = ?",
+                    [rewrapped.databaseValue, name.databaseValue, Data(tenant).databaseValue])
+            }
+        }
+    }
+
+    static func display(_ tenant: StoreValue) -> String {
+        if case .text(let text) = tenant.storage { return "\"\(text)\"" }
+        return tenant.indexText ?? tenant.kindName
+    }
+
+    static func missing(_ tenant: StoreValue, table: String) -> CofferError {
+        CofferError(
+            .stateAuthenticationFailed,
+            "the keys of tenant \(display(tenant)) of \(table) are missing: they were removed without the store's keys")
+    }
+
+    static func shredded(_ name: String, table: String) -> CofferError {
+        CofferError(
+            .keyNotFound, "tenant \(name) of \(table) was shredded: its keys are gone, and its cells never open again")
+    }
+}
+
+/// The tenants' keys this process opened lately, by table and tenant, each
+/// with the sealed bytes it was opened from: a lookup reads the tenant's
+/// row (so a shred or a rotation by another process is seen at once) and
+/// skips only the unsealing. At most ``limit`` are kept, the least
+/// recently used dropped first.
+final class TenantKeyCache: Sendable {
+    struct Name: Hashable, Sendable {
+        var table: String
+        var tenant: [UInt8]
+    }
+
+    struct Entry: Sendable {
+        var sealed: [UInt8]
+        var keys: StoreKeys
+        var used: UInt64
+    }
+
+    struct Contents: Sendable {
+        var entries: [Name: Entry] = [:]
+        var tick: UInt64 = 0
+        var limit: Int
+    }
+
+    let contents: Locked<Contents>
+
+    /// How many tenants' keys a store keeps open by default.
+    static let defaultLimit = 4096
+
+    init(limit: Int = TenantKeyCache.defaultLimit) { contents = Locked(Contents(limit: limit)) }
+
+    var limit: Int {
+        get { contents.withLock { $0.limit } }
+        set {
+            contents.withLock {
+                $0.limit = max(0, newValue)
+                Self.trim(&$0)
+            }
+        }
+    }
+
+    var count: Int { contents.withLock { $0.entries.count } }
+
+    func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {
+        contents.withLock { contents in
+            guard var entry = contents.entries[name], entry.sealed == sealed else { return nil }
+            contents.tick &+= 1
+            entry.used = contents.tick
+            contents.entries[name] = entry
+            return entry.keys
+        }
+    }
+
+    func keep(_ keys: StoreKeys, _ name: Name, sealed: [UInt8]) {
+        contents.withLock { contents in
+            guard contents.limit > 0 else { return }
+            contents.tick &+= 1
+            contents.entries[name] = Entry(sealed: sealed, keys: keys, used: contents.tick)
+            Self.trim(&contents)
+        }
+    }
+
+    func forget(_ name: Name) { contents.withLock { _ = $0.entries.removeValue(forKey: name) } }
+
+    /// Drops the least recently used entries past the limit: down to seven
+    /// eighths of it at once, so that a full cache sorts once per
+    /// limit/8 insertions, not at each.
+    static func trim(_ contents: inout Contents) {
+        guard contents.entries.count > contents.limit else { return }
+        let keep = contents.limit - contents.limit / 8
+        let oldest = contents.entries.sorted { $0.value.used < $1.value.used }.prefix(contents.entries.count - keep)
+        for (name, _) in oldest { contents.entries.removeValue(forKey: name) }
+    }
+}
+
+extension StoreState {
+    /// The keys the cells and index values of `table`'s records of tenant
+    /// `tenant` are under: the store's own for a table without tenants;
+    /// for one with, the tenant's, read from `db` (made there first when
+    /// `creating` and it has none; nil when it has none and not
+    /// `creating`). A shredded tenant's are `keyNotFound`.
+    func keys(for table: StoreSchema.Table, tenant: StoreValue?, _ db: (any StoreConnection)?, creating: Bool = false)
+        throws -> StoreKeys?
+    {
+        guard let field = table.tenant else { return keys }
+        guard let tenant, !tenant.isNull else {
+            throw CofferError(.invalidArgument, "\(table.name) is kept per tenant: every record names its \(field)")
+        }
+        guard let db else {
+            throw CofferError(
+                .refused, "this job does not run over \(table.name), whose records are sealed under each tenant's keys")
+        }
+        let name = TenantKeyCache.Name(table: table.name, tenant: tenant.encoded)
+        // A write holds the row while it writes (PostgreSQL: FOR SHARE), so
+        // a shred waits for it, and a write after a shred sees the tombstone.
+        let select =
+            "SELECT keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant = ?"
+            + (creating && db.dialect == .postgres ? " FOR SHARE" : "")
+        let arguments = [table.name.databaseValue, Data(name.tenant).databaseValue]
+        var sealed = try db.data(select, arguments)
+        if sealed == nil, creating {
+            // Many first writes at once make one set: the first insert wins,
+            // the others read what it wrote.
+            try db.execute(
+                "INSERT INTO \(TenantKeys.table) (tbl, tenant, keys) VALUES (?, ?, ?) ON CONFLICT (tbl, tenant) DO NOTHING",
+                arguments + [try TenantKeys.sealNew(table: table.name, tenant: name.tenant, under: keys).databaseValue])
+            sealed = try db.data(select, arguments)
+        }
+        guard let sealed else { return nil }
+        let bytes = Array(sealed)
+        if let known = tenantCache.keys(name, sealed: bytes) { return known }
+        switch try TenantKeys.open(
+            bytes, table: table.name, tenant: name.tenant, name: TenantKeys.display(tenant), under: keys)
+        {
+        case .shredded:
+            tenantCache.forget(name)
+            throw TenantKeys.shredded(TenantKeys.display(tenant), table: table.name)
+        case .live(let opened):
+            tenantCache.keep(opened, name, sealed: bytes)
+            return opened
+        }
+    }
+}
+
+/// Tenants' keys looked up ahead (``StoreState/tenantKeys(of:table:_:)``)
+/// for rows opened off the connection, on several cores: by the tenant's
+/// encoded value, its keys or why it has none.
+typealias ResolvedTenantKeys = [[UInt8]: Result<StoreKeys, CofferError>]
+
+extension StoreState {
+    /// The keys of every tenant among `rows` of `table` (none for a table
+    /// without tenants), looked up through `db`.
+    func tenantKeys(of rows: [[String: DatabaseValue]], table: StoreSchema.Table, _ db: any StoreConnection) throws
+        -> ResolvedTenantKeys
+    {
+        guard let name = table.tenant, let field = table.field(name) else { return [:] }
+        var resolved: ResolvedTenantKeys = [:]
+        for row in rows {
+            let tenant = try StoreSQL.storeValue(row[name] ?? .null, for: field, table: table.name)
+            guard resolved[tenant.encoded] == nil else { continue }
+            do {
+                guard let found = try keys(for: table, tenant: tenant, db) else {
+                    resolved[tenant.encoded] = .failure(TenantKeys.missing(tenant, table: table.name))
+                    continue
+                }
+                resolved[tenant.encoded] = .success(found)
+            } catch let error as CofferError {
+                resolved[tenant.encoded] = .failure(error)
+            }
+        }
+        return resolved
+    }
+}
