@@ -30,8 +30,9 @@ import Testing
         let sql: (String) throws -> String
         /// A tenant's encoded value (`t` ‖ UTF-8) as an SQL literal.
         let tenant: (String) -> String
-        /// SQL for an expression's bytes in upper-case hex.
+        /// SQL for an expression's bytes in upper-case hex, and for bytes given so.
         let hexOf: (String) -> String
+        let bytes: (String) -> String
         /// A copy of the whole database, and putting it back.
         let backup: () throws -> Void
         let restore: () throws -> Void
@@ -50,6 +51,7 @@ import Testing
             sql: { try StoreTamperCLITests.sqlite($0, directory) },
             tenant: { "X'\(hex($0))'" },
             hexOf: { "hex(\($0))" },
+            bytes: { "X'\($0)'" },
             backup: { try FileManager.default.copyItem(at: file, to: copy) },
             restore: {
                 for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
@@ -122,6 +124,26 @@ import Testing
             ["find", "--table", "people", "--where", "org=globex", "--where", "email=ann@example.com"], [])
         #expect(other.stdoutText.contains("333-33-3333"), "\(other.stderr)")
         ok(try place.coffer(["verify"], []), "verify after the shred")
+        // The keys the shred replaced put back over its tombstone: the key
+        // rows no longer match their digest.
+        let tombstone = try place.sql("SELECT \(place.hexOf("keys")) FROM coffer_tenant_keys WHERE tenant = \(acme)")
+        func setAcmeKeys(_ hex: String) throws {
+            let value = place.bytes(hex.trimmingCharacters(in: .whitespacesAndNewlines))
+            try place.sql("UPDATE coffer_tenant_keys SET keys = \(value) WHERE tenant = \(acme)")
+        }
+        try setAcmeKeys(acmeKeys)
+        let unshredded = try place.coffer(["verify"], [])
+        #expect(
+            unshredded.status == 3 && unshredded.stdoutText.contains("coffer_tenant_keys: its rows do not match"),
+            "\(unshredded.stdoutText)")
+        try setAcmeKeys(tombstone)
+        try place.sql("DELETE FROM coffer_tenant_keys WHERE tenant = \(acme)")
+        let deleted = try place.coffer(["verify"], [])
+        #expect(deleted.status == 3 && deleted.stdoutText.contains("coffer_tenant_keys: 1 record fewer"))
+        try place.sql(
+            "INSERT INTO coffer_tenant_keys (tbl, tenant, keys) VALUES ('people', \(acme), \(place.bytes(tombstone.trimmingCharacters(in: .whitespacesAndNewlines))))"
+        )
+        ok(try place.coffer(["verify"], []), "verify, the tombstone put back")
 
         // The backup put back: with the keys wrapped inside the database,
         // the shred did not reach it (docs/store.md, "Tenants"). It is an
@@ -188,6 +210,7 @@ import Testing
             },
             tenant: { "'\\x\(Self.hex($0))'::bytea" },
             hexOf: { "upper(encode(\($0), 'hex'))" },
+            bytes: { "'\\x\($0)'::bytea" },
             backup: { try tool("pg_dump", connection + ["-n", schemaName, "-Fc", "-f", dump, database]) },
             restore: { try tool("pg_restore", connection + ["--clean", "-n", schemaName, "-d", database, dump]) })
         try Self.check(place, backupsReach: false)

@@ -43,7 +43,8 @@ extension RecordStore {
                 continue
             }
             group[name] = groups.count
-            groups.append((try state.keys(for: table, tenant: tenant, db, creating: true)!, [position]))
+            groups.append(
+                (try state.keys(for: table, tenant: tenant, db, creating: true, changes: work.changes)!, [position]))
         }
         for (cellKeys, positions) in groups {
             let sealer = try RowSealer(
@@ -68,7 +69,7 @@ extension StoreState {
         guard StoreSQL.hasLife(table) else { return }
         let life = try StoreKeys.life(of: row, table: table.name, orNew: true)
         let sealed = try sealedRow(
-            record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed), db)
+            record, key: key, life: life, table: table, fields: table.fields.filter(\.sealed), db, changes: changes)
         try writeTokens(sealed.tokens, key: key, table: table, db, replacing: true)
         guard !sealed.columns.isEmpty else { return }
         changes?.replace(

@@ -52,12 +52,15 @@ extension RecordStore {
                 else { return false }
                 return true
             }
+            let tombstone = try TenantKeys.sealTombstone(table: table.name, tenant: tenant.encoded, under: state.keys)
             try db.execute(
                 "INSERT INTO \(TenantKeys.table) (tbl, tenant, keys) VALUES (?, ?, ?) ON CONFLICT (tbl, tenant) DO UPDATE SET keys = excluded.keys",
-                arguments + [
-                    try TenantKeys.sealTombstone(table: table.name, tenant: tenant.encoded, under: state.keys)
-                        .databaseValue
-                ])
+                arguments + [tombstone.databaseValue])
+            // The key rows' record set: the row as it was out, the tombstone in.
+            func element(_ keys: Data) throws -> RecordSetSum? {
+                try TenantKeys.element(table: table.name, tenant: tenant.encoded, keys: keys, state: state)
+            }
+            work.changes?.replace(try existing.flatMap(element), with: try element(tombstone), in: TenantKeys.table)
             state.tenantCache.forget(TenantKeyCache.Name(table: table.name, tenant: tenant.encoded))
             guard !keepRecords else { return (0, wasLive ?? false) }
             work.changes?.reserve(table.name, db)

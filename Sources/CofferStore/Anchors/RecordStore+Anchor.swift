@@ -30,8 +30,8 @@ extension RecordStore {
             let (db, state) = (work.db, work.state)
             var shards: [String: [RecordSetDigest.Shard]] = [:]
             if state.recordSet != nil {
-                for table in state.schema.tables {
-                    shards[table.name] = try RecordSetDigest.shards(of: table.name, db, keys: state.keys)
+                for name in state.schema.digestNames {
+                    shards[name] = try RecordSetDigest.shards(of: name, db, keys: state.keys)
                 }
             }
             return StoreAnchorState.of(storeID: state.keys.storeID, epoch: state.epoch, shards: shards)

@@ -43,8 +43,8 @@ extension RecordStore {
                 changes.columns[field.name] = try state.keys.keyRing.rewrap(sealed, context: context).databaseValue
             }
             return changes
-        } finish: { db, state in
-            try TenantKeys.rewrapAll(db, keys: state.keys)
+        } finish: { db, state, changes in
+            try TenantKeys.rewrapAll(db, state: state, changes: changes)
             for key in state.ringFile.keyRing.keys where key.state == .active {
                 try state.ringFile.update { try $0.disable(key.id) }
             }
@@ -101,7 +101,7 @@ extension RecordStore {
                 }
             }
             return changes
-        } finish: { _, state in
+        } finish: { _, state, _ in
             var roots: [UInt16: SymmetricKey] = [:]
             for version in state.keys.indexVersions where !job.retiring.contains(version) {
                 roots[version] = try state.keys.root(version)
@@ -142,7 +142,7 @@ extension RecordStore {
     func run(
         _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
         rewrite: @escaping @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
-        finish: (any StoreConnection, inout StoreState) throws -> Void
+        finish: (any StoreConnection, inout StoreState, RecordSetChanges) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
         let total = try read { work in
@@ -187,9 +187,9 @@ extension RecordStore {
             let (job, state, rows) = (batch.job, batch.state, batch.rows)
             last = job
             if job.tables.isEmpty {
-                try change { db, state in
+                try changeWritingRows { db, state, changes in
                     guard try StoreJob.fetch(db, keys: state.keys, where: path) == job else { return }
-                    try finish(db, &state)
+                    try finish(db, &state, changes)
                     state.job = nil
                 }
                 break

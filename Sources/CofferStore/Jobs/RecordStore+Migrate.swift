@@ -132,7 +132,7 @@ extension RecordStore {
             return try state.sealedRow(
                 record, key: record[table.primaryKey] ?? .null,
                 life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field], nil)
-        } finish: { _, _ in
+        } finish: { _, _, _ in
         }
     }
 

@@ -83,6 +83,11 @@ extension RecordStore {
             }
             if let problem = try checkRecordSet(table) { result.note(problem) }
         }
+        if schema.hasTenants,
+            let problem = try checkRecordSet(named: TenantKeys.table, count: { try TenantKeys.tally($0, state: $1) })
+        {
+            result.note(problem)
+        }
         if let problem = try strayDigestRows() { result.note(problem) }
         return result
     }
@@ -92,30 +97,37 @@ extension RecordStore {
     /// deleted or put back is named by its table; a cell that does not
     /// open, or a row copied in, is also named by its key above).
     func checkRecordSet(_ table: StoreSchema.Table) throws -> String? {
+        try checkRecordSet(named: table.name) { db, state in try RecordSetDigest.tally(of: table, db, state: state) }
+    }
+
+    /// The record set `name` as `count` finds it against its digest.
+    func checkRecordSet(
+        named name: String, count: (any StoreConnection, StoreState) throws -> RecordSetTally
+    ) throws -> String? {
         try read { work -> String? in
             let (db, state) = (work.db, work.state)
             guard state.recordSet != nil else { return nil }
             let stored: RecordSetTally
             do {
-                stored = try RecordSetDigest.shards(of: table.name, db, keys: state.keys).reduce(RecordSetTally()) {
+                stored = try RecordSetDigest.shards(of: name, db, keys: state.keys).reduce(RecordSetTally()) {
                     $0 + $1.tally
                 }
             } catch let error as CofferError where error.code == .stateAuthenticationFailed {
-                return "\(table.name): \(error)"
+                return "\(name): \(error)"
             }
-            let found = try RecordSetDigest.tally(of: table, db, state: state)
+            let found = try count(db, state)
             guard found != stored else { return nil }
             let missing = Int64(bitPattern: stored.count &- found.count)
             if missing > 0 {
                 return
-                    "\(table.name): \(missing) record\(missing == 1 ? "" : "s") fewer than its record-set digest counts: deleted without the store's keys"
+                    "\(name): \(missing) record\(missing == 1 ? "" : "s") fewer than its record-set digest counts: deleted without the store's keys"
             }
             if missing < 0 {
                 return
-                    "\(table.name): \(-missing) row\(missing == -1 ? "" : "s") more than its record-set digest counts: inserted without the store's keys"
+                    "\(name): \(-missing) row\(missing == -1 ? "" : "s") more than its record-set digest counts: inserted without the store's keys"
             }
             return
-                "\(table.name): its rows do not match its record-set digest: a row was replaced (an older copy put back, or a cell changed) without the store's keys"
+                "\(name): its rows do not match its record-set digest: a row was replaced (an older copy put back, or a cell changed) without the store's keys"
         }
     }
 
@@ -123,7 +135,7 @@ extension RecordStore {
     func strayDigestRows() throws -> String? {
         try read { work -> String? in
             guard work.state.recordSet != nil else { return nil }
-            let names = Set(work.state.schema.tables.map(\.name))
+            let names = Set(work.state.schema.digestNames)
             let stray = try work.db.rows("SELECT DISTINCT tbl FROM \(RecordSetDigest.table)").compactMap {
                 $0["tbl"].flatMap(String.fromDatabaseValue)
             }.filter { !names.contains($0) }

@@ -19,6 +19,11 @@ extension StoreState {
                 for statement in StoreSQL.create(table, dialect) { try db.execute(statement) }
                 if table.tenant != nil { try db.execute(TenantKeys.createTable(dialect)) }
                 if recordSet != nil { try RecordSetDigest.start([name], db, keys: keys) }
+                if recordSet != nil, table.tenant != nil, !schema.hasTenants, !newTables.contains(TenantKeys.table) {
+                    // The first table kept per tenant: its key rows are counted from now on.
+                    newTables.insert(TenantKeys.table)
+                    try RecordSetDigest.start([TenantKeys.table], db, keys: keys)
+                }
             case .field(let tableName, let fieldName) where !newTables.contains(tableName):
                 newFields.insert([tableName, fieldName])
                 let table = try change.schema.table(tableName)
@@ -113,7 +118,7 @@ extension StoreState {
                 let key = record[table.primaryKey] ?? .null
                 let sealed = try sealedRow(
                     record, key: key, life: try StoreKeys.life(of: row, table: table.name, orNew: true),
-                    table: table, fields: [field], db)
+                    table: table, fields: [field], db, changes: changes)
                 let names = sealed.columns.keys.sorted()
                 try db.execute(
                     "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(order) = ?",

@@ -214,7 +214,8 @@ extension StoreState {
         recordSet = RecordSetKey(root: SymmetricKey(size: .bits256), storeID: keys.storeID)
         var tallies: [String: RecordSetTally] = [:]
         for table in schema.tables { tallies[table.name] = try RecordSetDigest.tally(of: table, db, state: self) }
-        try RecordSetDigest.start(schema.tables.map(\.name), tallies: tallies, sequence: sequence, db, keys: keys)
+        if schema.hasTenants { tallies[TenantKeys.table] = try TenantKeys.tally(db, state: self) }
+        try RecordSetDigest.start(schema.digestNames, tallies: tallies, sequence: sequence, db, keys: keys)
     }
 }
 
@@ -240,8 +241,8 @@ extension RecordStore {
         try change { db, state in
             var sequence = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
             if state.recordSet != nil {
-                for table in state.schema.tables {
-                    guard let shards = try? RecordSetDigest.shards(of: table.name, db, keys: state.keys) else {
+                for name in state.schema.digestNames {
+                    guard let shards = try? RecordSetDigest.shards(of: name, db, keys: state.keys) else {
                         continue
                     }
                     sequence = max(sequence, (shards.map(\.sequence).max() ?? 0) &+ 1)

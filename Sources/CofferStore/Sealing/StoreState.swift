@@ -148,7 +148,7 @@ struct StoreState: Sendable {
         if let recordSet, ringChanged || old?.recordSet?.root != recordSet.root {
             try put(RecordSetDigest.keyName, try Self.sealRecordSetKey(recordSet.root, keys: keys))
             if let old, old.recordSet?.root == recordSet.root {
-                try RecordSetDigest.reseal(db, tables: old.schema.tables.map(\.name), old: old.keys, keys: keys)
+                try RecordSetDigest.reseal(db, tables: old.schema.digestNames, old: old.keys, keys: keys)
             }
         }
         if keys.currentIndexVersion != old?.keys.currentIndexVersion {

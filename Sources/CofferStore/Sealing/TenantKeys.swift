@@ -77,7 +77,8 @@ enum TenantKeys {
     /// Seals every tenant's row again under the ring's primary key (the
     /// end of a rotation, before the older keys are disabled), 500 rows a
     /// statement.
-    static func rewrapAll(_ db: any StoreConnection, keys: StoreKeys) throws {
+    static func rewrapAll(_ db: any StoreConnection, state: StoreState, changes: RecordSetChanges) throws {
+        let keys = state.keys
         guard try db.tableExists(table) else { return }
         var after: [DatabaseValue]?
         while true {
@@ -98,6 +99,9 @@ enum TenantKeys {
                 try db.execute(
                     "UPDATE \(table) SET keys = ? WHERE tbl = ? AND tenant = ?",
                     [rewrapped.databaseValue, name.databaseValue, Data(tenant).databaseValue])
+                changes.replace(
+                    try element(table: name, tenant: Array(tenant), keys: sealed, state: state),
+                    with: try element(table: name, tenant: Array(tenant), keys: rewrapped, state: state), in: table)
             }
         }
     }
@@ -199,9 +203,11 @@ extension StoreState {
     /// for one with, the tenant's, read from `db` (made there first when
     /// `creating` and it has none; nil when it has none and not
     /// `creating`). A shredded tenant's are `keyNotFound`.
-    func keys(for table: StoreSchema.Table, tenant: StoreValue?, _ db: (any StoreConnection)?, creating: Bool = false)
-        throws -> StoreKeys?
-    {
+    /// A key row made here is counted in `changes` (the key rows' record set).
+    func keys(
+        for table: StoreSchema.Table, tenant: StoreValue?, _ db: (any StoreConnection)?, creating: Bool = false,
+        changes: RecordSetChanges? = nil
+    ) throws -> StoreKeys? {
         guard let field = table.tenant else { return keys }
         guard let tenant, !tenant.isNull else {
             throw CofferError(.invalidArgument, "\(table.name) is kept per tenant: every record names its \(field)")
@@ -221,9 +227,15 @@ extension StoreState {
         if sealed == nil, creating {
             // Many first writes at once make one set: the first insert wins,
             // the others read what it wrote.
-            try db.execute(
+            let made = try TenantKeys.sealNew(table: table.name, tenant: name.tenant, under: keys)
+            let inserted = try db.execute(
                 "INSERT INTO \(TenantKeys.table) (tbl, tenant, keys) VALUES (?, ?, ?) ON CONFLICT (tbl, tenant) DO NOTHING",
-                arguments + [try TenantKeys.sealNew(table: table.name, tenant: name.tenant, under: keys).databaseValue])
+                arguments + [made.databaseValue])
+            if inserted > 0 {
+                changes?.add(
+                    try TenantKeys.element(table: table.name, tenant: name.tenant, keys: made, state: self),
+                    to: TenantKeys.table)
+            }
             sealed = try db.data(select, arguments)
         }
         guard let sealed else { return nil }
