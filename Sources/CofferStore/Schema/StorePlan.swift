@@ -47,6 +47,8 @@ public struct StorePlan: Sendable, CustomStringConvertible {
     /// Why a standalone index is refused, if it is.
     public var refusal: String?
     public var warnings: [String]
+    /// What the figures mean for this table (a table kept per tenant).
+    public var notes: [String] = []
 
     public var description: String {
         var lines = [
@@ -68,7 +70,7 @@ public struct StorePlan: Sendable, CustomStringConvertible {
                 "a multiplier of 1.5× or less needs \(bitsForMultiplier1_5) bits (above the band: buckets then hold under two values)"
             )
         }
-        return (lines + warnings.map { "warning: " + $0 }).joined(separator: "\n")
+        return (lines + warnings.map { "warning: " + $0 } + notes.map { "note: " + $0 }).joined(separator: "\n")
     }
 
     /// The plan for values whose counts are `counts`, `sampled` rows read of `rows`.
@@ -168,6 +170,11 @@ extension RecordStore {
         if !field.indexes.isEmpty {
             plan.warnings.append(
                 "\(tableName).\(fieldName) has an index already (\(field.indexes.map(\.name).joined(separator: ", "))): a second one would leak jointly with it, and init and migrate refuse one unless the schema says why in \"acceptLeakage\""
+            )
+        }
+        if let tenant = table.tenant {
+            plan.notes.append(
+                "\(tableName) is kept per tenant (\(tenant)): each tenant's index values are under keys of its own, so a value stored to probe the index (chosen insertion) matches only rows of the same tenant; the figures are over every tenant's rows together, and one tenant's buckets hold fewer values"
             )
         }
         return plan
