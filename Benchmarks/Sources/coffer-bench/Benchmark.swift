@@ -51,6 +51,22 @@ struct Benchmark {
             try StoreSetBenchmark.run(verifyRows: verifyRows, directory: directory)
             return
         }
+        if CommandLine.arguments.dropFirst().first == "store-tenants" {
+            var (tenants, perTenant) = (10_000, 30)
+            var directory = NSTemporaryDirectory()
+            var arguments = CommandLine.arguments.dropFirst(2).makeIterator()
+            while let argument = arguments.next() {
+                switch argument {
+                case "--tenants": tenants = Int(arguments.next() ?? "") ?? tenants
+                case "--per-tenant": perTenant = Int(arguments.next() ?? "") ?? perTenant
+                case "--dir": directory = arguments.next() ?? directory
+                default: fail("usage: coffer-bench store-tenants [--tenants N] [--per-tenant M] [--dir DIR]")
+                }
+            }
+            guard tenants > 1, perTenant > 0 else { fail("--tenants takes 2 or more, --per-tenant 1 or more") }
+            try StoreTenantBenchmark.run(tenants: tenants, perTenant: perTenant, directory: directory)
+            return
+        }
         if CommandLine.arguments.dropFirst().first == "store-import" {
             var rows = [50_000, 1_000_000]
             var directory = NSTemporaryDirectory()
@@ -100,7 +116,7 @@ struct Benchmark {
             case "--coffer": coffer = arguments.next() ?? coffer
             default:
                 print(
-                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH] | coffer-bench store-set [--verify-rows N] [--dir DIR] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
+                    "usage: coffer-bench [--size-mib 512,4096] [--dir DIR] [--runs 3] [--coffer PATH] | coffer-bench keys|sealed [--seconds N] | coffer-bench keychain [--dir DIR | --secret-service] | coffer-bench store [--rows N] [--dir DIR] | coffer-bench store-import [--rows 50000,1000000] [--dir DIR] [--coffer PATH] | coffer-bench store-set [--verify-rows N] [--dir DIR] | coffer-bench store-tenants [--tenants N] [--per-tenant M] [--dir DIR] | coffer-bench store-postgres [--rows N] (under scripts/with-postgres)"
                 )
                 exit(64)
             }

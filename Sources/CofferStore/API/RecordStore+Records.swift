@@ -31,29 +31,41 @@ extension RecordStore {
         let table = try state.schema.table(tableName)
         work.changes?.reserve(table.name, db)
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
-        // One sealer per tenant (the store's keys for a table without),
-        // each tenant's records in their order.
-        var groups: [(keys: StoreKeys, positions: [Int])] = []
-        var group: [[UInt8]: Int] = [:]
-        for (position, record) in records.enumerated() {
+        // One sealer per tenant (the store's keys for a table without); the
+        // records are sealed on every core in one pipeline, each by its own.
+        var sealers: [RowSealer] = []
+        var sealerOf: [Int] = []
+        var known: [[UInt8]: Int] = [:]
+        let tenantKeys = try table.tenant.map { name in
+            try state.keys(for: table, writing: records.map { $0[name] ?? .null }, db, changes: work.changes)
+        }
+        for record in records {
             let tenant = table.tenant.map { record[$0] ?? .null }
             let name = tenant?.encoded ?? []
-            if let known = group[name] {
-                groups[known].positions.append(position)
+            if let index = known[name] {
+                sealerOf.append(index)
                 continue
             }
-            group[name] = groups.count
-            groups.append(
-                (try state.keys(for: table, tenant: tenant, db, creating: true, changes: work.changes)!, [position]))
+            let cellKeys =
+                try tenantKeys?[name] ?? state.keys(
+                    for: table, tenant: tenant, db, creating: true, changes: work.changes)!
+            known[name] = sealers.count
+            sealerOf.append(sealers.count)
+            // The first sealer's contexts and plan serve every tenant whose
+            // index version is the same.
+            let template = sealers.first { $0.version == cellKeys.currentIndexVersion }
+            sealers.append(
+                try template?.rekeyed(cellKeys)
+                    ?? RowSealer(
+                        keys: cellKeys, table: table, fields: table.fields.filter(\.sealed),
+                        version: cellKeys.currentIndexVersion, state: state))
         }
-        for (cellKeys, positions) in groups {
-            let sealer = try RowSealer(
-                keys: cellKeys, table: table, fields: table.fields.filter(\.sealed),
-                version: cellKeys.currentIndexVersion, state: state)
-            try put(
-                contentsOf: positions.map { records[$0] }, keys: positions.map { keys[$0] },
-                clear: table.fields.filter { !$0.sealed }, sealer: sealer, table: table, work)
-        }
+        guard let first = sealers.first else { return keys }
+        let clear = table.fields.filter { !$0.sealed }
+        try Self.pipeline(
+            records.indices.map { (records[$0], keys[$0], sealerOf[$0]) }, chunk: 256,
+            map: { [sealers] in try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealers[$0.2]) },
+            consume: { _, rows in try insert(rows, clear: clear, sealer: first, table: table, work) })
         return keys
     }
 }

@@ -22,10 +22,10 @@ struct RowSealer: Sendable {
         let mac: HMAC<SHA256>
     }
 
-    let keys: StoreKeys
+    private(set) var keys: StoreKeys
     let table: StoreSchema.Table
     let version: UInt16
-    let cells: [Cell]
+    private(set) var cells: [Cell]
     /// The names of ``seal(_:key:life:)``'s values, in order: the row's
     /// life, then each sealed field and its indexes that are columns (not
     /// token indexes).
@@ -64,6 +64,24 @@ struct RowSealer: Sendable {
         elementPositions = (
             columns.firstIndex(of: StoreSQL.lifeColumn), plan?.fields.map { columns.firstIndex(of: $0) ?? -1 } ?? []
         )
+    }
+
+    /// The same sealer under another tenant's keys: only the index HMACs
+    /// change (the contexts, columns and record-set plan do not), so a
+    /// batch of many tenants makes each one's sealer cheaply.
+    func rekeyed(_ keys: StoreKeys) throws -> RowSealer {
+        var copy = self
+        copy.keys = keys
+        copy.cells = try cells.map { cell in
+            Cell(
+                context: cell.context,
+                indexes: try cell.indexes.map {
+                    Index(
+                        index: $0.index, inputs: $0.inputs,
+                        mac: try keys.indexMAC(table: table.name, index: $0.index.name, version: version))
+                })
+        }
+        return copy
     }
 
     /// The row's life, sealed cells and index values in ``columns``'

@@ -123,80 +123,6 @@ enum TenantKeys {
     }
 }
 
-/// The tenants' keys this process opened lately, by table and tenant, each
-/// with the sealed bytes it was opened from: a lookup reads the tenant's
-/// row (so a shred or a rotation by another process is seen at once) and
-/// skips only the unsealing. At most ``limit`` are kept, the least
-/// recently used dropped first.
-final class TenantKeyCache: Sendable {
-    struct Name: Hashable, Sendable {
-        var table: String
-        var tenant: [UInt8]
-    }
-
-    struct Entry: Sendable {
-        var sealed: [UInt8]
-        var keys: StoreKeys
-        var used: UInt64
-    }
-
-    struct Contents: Sendable {
-        var entries: [Name: Entry] = [:]
-        var tick: UInt64 = 0
-        var limit: Int
-    }
-
-    let contents: Locked<Contents>
-
-    /// How many tenants' keys a store keeps open by default.
-    static let defaultLimit = 4096
-
-    init(limit: Int = TenantKeyCache.defaultLimit) { contents = Locked(Contents(limit: limit)) }
-
-    var limit: Int {
-        get { contents.withLock { $0.limit } }
-        set {
-            contents.withLock {
-                $0.limit = max(0, newValue)
-                Self.trim(&$0)
-            }
-        }
-    }
-
-    var count: Int { contents.withLock { $0.entries.count } }
-
-    func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {
-        contents.withLock { contents in
-            guard var entry = contents.entries[name], entry.sealed == sealed else { return nil }
-            contents.tick &+= 1
-            entry.used = contents.tick
-            contents.entries[name] = entry
-            return entry.keys
-        }
-    }
-
-    func keep(_ keys: StoreKeys, _ name: Name, sealed: [UInt8]) {
-        contents.withLock { contents in
-            guard contents.limit > 0 else { return }
-            contents.tick &+= 1
-            contents.entries[name] = Entry(sealed: sealed, keys: keys, used: contents.tick)
-            Self.trim(&contents)
-        }
-    }
-
-    func forget(_ name: Name) { contents.withLock { _ = $0.entries.removeValue(forKey: name) } }
-
-    /// Drops the least recently used entries past the limit: down to seven
-    /// eighths of it at once, so that a full cache sorts once per
-    /// limit/8 insertions, not at each.
-    static func trim(_ contents: inout Contents) {
-        guard contents.entries.count > contents.limit else { return }
-        let keep = contents.limit - contents.limit / 8
-        let oldest = contents.entries.sorted { $0.value.used < $1.value.used }.prefix(contents.entries.count - keep)
-        for (name, _) in oldest { contents.entries.removeValue(forKey: name) }
-    }
-}
-
 extension StoreState {
     /// The keys the cells and index values of `table`'s records of tenant
     /// `tenant` are under: the store's own for a table without tenants;
@@ -239,18 +165,54 @@ extension StoreState {
             sealed = try db.data(select, arguments)
         }
         guard let sealed else { return nil }
-        let bytes = Array(sealed)
-        if let known = tenantCache.keys(name, sealed: bytes) { return known }
+        return try opened(Array(sealed), name, tenant: tenant)
+    }
+
+    /// A tenant's stored keys opened (or found in the cache, opened from the
+    /// same bytes); a shredded tenant's are `keyNotFound`.
+    func opened(_ sealed: [UInt8], _ name: TenantKeyCache.Name, tenant: StoreValue) throws -> StoreKeys {
+        if let known = tenantCache.keys(name, sealed: sealed) { return known }
         switch try TenantKeys.open(
-            bytes, table: table.name, tenant: name.tenant, name: TenantKeys.display(tenant), under: keys)
+            sealed, table: name.table, tenant: name.tenant, name: TenantKeys.display(tenant), under: keys)
         {
         case .shredded:
             tenantCache.forget(name)
-            throw TenantKeys.shredded(TenantKeys.display(tenant), table: table.name)
+            throw TenantKeys.shredded(TenantKeys.display(tenant), table: name.table)
         case .live(let opened):
-            tenantCache.keep(opened, name, sealed: bytes)
+            tenantCache.keep(opened, name, sealed: sealed)
             return opened
         }
+    }
+
+    /// The keys of every one of `tenants` of `table` (a table kept per
+    /// tenant) for a write, by encoded tenant: their rows read 500 a
+    /// statement (held as a write holds them), those missing made one by one.
+    func keys(
+        for table: StoreSchema.Table, writing tenants: [StoreValue], _ db: any StoreConnection,
+        changes: RecordSetChanges?
+    ) throws -> [[UInt8]: StoreKeys] {
+        var wanted: [[UInt8]: StoreValue] = [:]
+        for tenant in tenants where !tenant.isNull { wanted[tenant.encoded] = tenant }
+        var found: [[UInt8]: StoreKeys] = [:]
+        let names = Array(wanted.keys)
+        for start in stride(from: 0, to: names.count, by: 500) {
+            let chunk = names[start..<min(names.count, start + 500)]
+            let rows = try db.rows(
+                "SELECT tenant, keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))"
+                    + (db.dialect == .postgres ? " FOR SHARE" : ""),
+                [table.name.databaseValue] + chunk.map { Data($0).databaseValue })
+            for row in rows {
+                guard case .blob(let tenant) = row["tenant"]?.storage, case .blob(let sealed) = row["keys"]?.storage,
+                    let value = wanted[Array(tenant)]
+                else { continue }
+                let name = TenantKeyCache.Name(table: table.name, tenant: Array(tenant))
+                found[name.tenant] = try opened(Array(sealed), name, tenant: value)
+            }
+        }
+        for (name, tenant) in wanted where found[name] == nil {
+            found[name] = try keys(for: table, tenant: tenant, db, creating: true, changes: changes)
+        }
+        return found
     }
 }
 

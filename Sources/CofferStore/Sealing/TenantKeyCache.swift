@@ -1,0 +1,76 @@
+import Coffer
+import Foundation
+
+/// The tenants' keys this process opened lately, by table and tenant, each
+/// with the sealed bytes it was opened from: a lookup reads the tenant's
+/// row (so a shred or a rotation by another process is seen at once) and
+/// skips only the unsealing. At most ``limit`` are kept, the least
+/// recently used dropped first.
+final class TenantKeyCache: Sendable {
+    struct Name: Hashable, Sendable {
+        var table: String
+        var tenant: [UInt8]
+    }
+
+    struct Entry: Sendable {
+        var sealed: [UInt8]
+        var keys: StoreKeys
+        var used: UInt64
+    }
+
+    struct Contents: Sendable {
+        var entries: [Name: Entry] = [:]
+        var tick: UInt64 = 0
+        var limit: Int
+    }
+
+    let contents: Locked<Contents>
+
+    /// How many tenants' keys a store keeps open by default.
+    static let defaultLimit = 4096
+
+    init(limit: Int = TenantKeyCache.defaultLimit) { contents = Locked(Contents(limit: limit)) }
+
+    var limit: Int {
+        get { contents.withLock { $0.limit } }
+        set {
+            contents.withLock {
+                $0.limit = max(0, newValue)
+                Self.trim(&$0)
+            }
+        }
+    }
+
+    var count: Int { contents.withLock { $0.entries.count } }
+
+    func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {
+        contents.withLock { contents in
+            guard var entry = contents.entries[name], entry.sealed == sealed else { return nil }
+            contents.tick &+= 1
+            entry.used = contents.tick
+            contents.entries[name] = entry
+            return entry.keys
+        }
+    }
+
+    func keep(_ keys: StoreKeys, _ name: Name, sealed: [UInt8]) {
+        contents.withLock { contents in
+            guard contents.limit > 0 else { return }
+            contents.tick &+= 1
+            contents.entries[name] = Entry(sealed: sealed, keys: keys, used: contents.tick)
+            Self.trim(&contents)
+        }
+    }
+
+    func forget(_ name: Name) { contents.withLock { _ = $0.entries.removeValue(forKey: name) } }
+
+    /// Drops the least recently used entries past the limit: down to seven
+    /// eighths of it at once, so that a full cache sorts once per
+    /// limit/8 insertions, not at each.
+    static func trim(_ contents: inout Contents) {
+        guard contents.entries.count > contents.limit else { return }
+        let keep = contents.limit - contents.limit / 8
+        let oldest = contents.entries.sorted { $0.value.used < $1.value.used }.prefix(contents.entries.count - keep)
+        for (name, _) in oldest { contents.entries.removeValue(forKey: name) }
+    }
+}
