@@ -186,6 +186,24 @@ import Testing
         }
     }
 
+    /// One tenant's key rotated from the command line: its cells name a new
+    /// key (read with sqlite3), the other tenant's do not change.
+    @Test func oneTenantsKeyRotatesFromTheCommandLine() throws {
+        let (place, _) = try Self.sqlitePlace()
+        Self.ok(try place.coffer(["put", "--table", "people"], Array(Self.people.utf8)), "put")
+        func keyIDs() throws -> String { try place.sql("SELECT org, hex(substr(ssn, 2, 4)) FROM people ORDER BY id") }
+        let before = try keyIDs()
+        let rotate = try place.coffer(["rotate", "--table", "people", "--tenant", "acme"], [])
+        Self.ok(rotate, "rotate --tenant")
+        #expect(rotate.stdoutText.contains("rotated 1 tenants' keys: 2 rows, 4 cells sealed again"))
+        let after = try keyIDs().split(separator: "\n")
+        let earlier = before.split(separator: "\n")
+        #expect(after[0] != earlier[0] && after[1] != earlier[1] && after[2] == earlier[2], "\(earlier) \(after)")
+        let both = try place.coffer(["rotate", "--table", "people", "--tenant", "acme", "--every-tenant"], [])
+        #expect(both.status == 64)
+        Self.ok(try place.coffer(["verify"], []), "verify")
+    }
+
     #if Server
     @Test(.enabled(if: StorePostgresCLITests.available)) func tenantsOnPostgres() throws {
         let schemaName = "cli_tenants"

@@ -58,14 +58,19 @@ public struct KeyRing: Sendable, CustomStringConvertible, CustomDebugStringConve
 
     init(entries: [Entry]) { self.entries = entries }
 
-    /// A key ring of one primary key, given with its id (not zero) and
-    /// creation time: a key kept elsewhere (a tenant's key in a store),
-    /// sealing and opening as any ring does.
-    package init(primary key: SymmetricKey, id: UInt32, created: UInt64) throws {
-        guard id != 0, key.bitCount == 256 else {
-            throw CofferError(.invalidArgument, "a key ring's key is 32 bytes with an id other than 0")
+    /// A key ring of the keys given, the first primary and the others
+    /// active (a tenant's keys in the middle of its rotation).
+    package init(keys: [(key: SymmetricKey, id: UInt32, created: UInt64)]) throws {
+        guard !keys.isEmpty, keys.count <= Self.maximumKeys, Set(keys.map(\.id)).count == keys.count,
+            keys.allSatisfy({ $0.id != 0 && $0.key.bitCount == 256 })
+        else {
+            throw CofferError(.invalidArgument, "a key ring's keys are 32 bytes with distinct ids other than 0")
         }
-        entries = [Entry(id: id, state: .primary, created: created, key: key)]
+        entries = keys.enumerated().map {
+            Entry(
+                id: $0.element.id, state: $0.offset == 0 ? .primary : .active, created: $0.element.created,
+                key: $0.element.key)
+        }
     }
 
     static func newEntry(state: State, avoiding ids: Set<UInt32>) -> Entry {

@@ -36,10 +36,12 @@ enum TenantKeys {
 
     /// A new tenant's keys, sealed: a data key and an index root of its own.
     static func sealNew(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
-        var plain: [UInt8] = [1]
-        plain += withUnsafeBytes(of: UInt32.random(in: 1 ... .max).bigEndian, Array.init)
-        plain += now()
-        for _ in 0..<2 { plain += SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+        try seal(.random(), table: table, tenant: tenant, under: store)
+    }
+
+    /// A tenant's keys, sealed for its row.
+    static func seal(_ set: TenantKeySet, table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
+        var plain = set.encoded()
         defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         return try store.keyRing.seal(
             plain, context: try context(storeID: store.storeID, table: table, tenant: tenant))
@@ -55,6 +57,16 @@ enum TenantKeys {
     static func open(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys) throws
         -> Opened
     {
+        guard let set = try openSet(sealed, table: table, tenant: tenant, name: name, under: store) else {
+            return .shredded
+        }
+        return .live(try set.storeKeys(storeID: store.storeID))
+    }
+
+    /// A tenant's row's keys, or nil for a tombstone.
+    static func openSet(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys)
+        throws -> TenantKeySet?
+    {
         let refused = CofferError(
             .stateAuthenticationFailed,
             "the keys of tenant \(name) of \(table) were changed without the store's keys (coffer_tenant_keys)")
@@ -63,17 +75,11 @@ enum TenantKeys {
                 store.keyRing.open(sealed, context: try context(storeID: store.storeID, table: table, tenant: tenant)))
         else { throw refused }
         defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        if plain.count == 9 && plain[0] == 0 { return .shredded }
-        guard plain.count == 77, plain[0] == 1 else { throw refused }
-        let id = plain[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let created = plain[5..<13].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let ring = try KeyRing(primary: SymmetricKey(data: plain[13..<45]), id: id, created: created)
-        return .live(
-            try StoreKeys(
-                storeID: store.storeID, keyRing: ring, indexRoots: [1: SymmetricKey(data: plain[45..<77])], current: 1))
+        if plain.count == 9 && plain[0] == 0 { return nil }
+        guard let set = TenantKeySet(decoding: plain) else { throw refused }
+        return set
     }
 
-    /// A tenant as errors name it: a clear value, so shown as it is.
     /// Seals every tenant's row again under the ring's primary key (the
     /// end of a rotation, before the older keys are disabled), 500 rows a
     /// statement.
@@ -106,6 +112,7 @@ enum TenantKeys {
         }
     }
 
+    /// A tenant as errors name it: a clear value, so shown as it is.
     static func display(_ tenant: StoreValue) -> String {
         if case .text(let text) = tenant.storage { return "\"\(text)\"" }
         return tenant.indexText ?? tenant.kindName

@@ -53,13 +53,40 @@ extension StoreOptions {
 extension StoreCommand {
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).")
+            abstract: "Re-seal every cell under a new key, then disable the old keys (resumable; writers keep going).",
+            discussion: """
+                With --table T of a table kept per tenant, and --tenant ID or --every-tenant, rotates that \
+                tenant's own data key (or each tenant's) instead: its cells sealed again under a new key, then \
+                the old key destroyed (resumable).
+                """)
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
         @OptionGroup var rows: StoreJobBatch
+        @Option(help: "A table kept per tenant, whose tenants' keys to rotate.") var table: String?
+        @Option(help: "The tenant whose key to rotate (with --table).") var tenant: String?
+        @Flag(help: "Rotate every tenant's key (with --table).") var everyTenant = false
+
+        func validate() throws {
+            guard (table == nil) == (tenant == nil && !everyTenant), tenant == nil || !everyTenant else {
+                throw ValidationError("--table goes with one of --tenant ID or --every-tenant")
+            }
+        }
 
         func run() async throws {
-            try await store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
+            guard let table else {
+                try await store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
+                return
+            }
+            let opened = try await store.open(kek)
+            let kept = try opened.schema.table(table)
+            guard let name = kept.tenant, let field = kept.field(name) else {
+                throw CLIFailure("\(kept.name) is not kept per tenant: its schema names no tenant field", status: 64)
+            }
+            let value = try tenant.map { try RecordJSON.value(argument: $0, field: field, table: kept.name) }
+            let progress = StoreJobOutput.progress("re-sealed")
+            let report = try opened.rotateTenantKeys(kept.name, tenant: value, batchSize: rows.batch) { progress($0) }
+            if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
+            print("rotated \(report.tenants) tenants' keys: \(report.rows) rows, \(report.cells) cells sealed again")
         }
     }
 
