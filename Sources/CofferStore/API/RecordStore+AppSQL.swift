@@ -45,8 +45,11 @@ extension RecordStore {
                 let chunk = Array(keys[start..<min(keys.count, start + 500)])
                 let rows = try db.rows(
                     "\(select(table)) WHERE \(column) IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))", chunk)
+                // Each tenant's keys read once for the chunk, not once per row.
+                let tenants = try state.tenantKeys(of: rows, table: table, db)
                 for row in rows {
-                    records[row[table.primaryKey] ?? .null] = try state.record(from: row, table: table, db)
+                    records[row[table.primaryKey] ?? .null] = try state.record(
+                        from: row, table: table, db, resolved: tenants)
                 }
             }
             return keys.compactMap { records[$0] }

@@ -46,6 +46,8 @@ extension RecordStore {
         guard let indexKeys = try state.keys(for: table, tenant: table.tenant.map { conditions[$0]! }, db) else {
             return ([], 0)
         }
+        // Every row found is of that tenant: its keys are read once, not per row.
+        let resolved: ResolvedTenantKeys? = table.tenant.map { [conditions[$0]!.encoded: .success(indexKeys)] }
         var clear: [(StoreSchema.Field, StoreValue)] = []
         var sealed: [String] = []
         for (name, value) in conditions.sorted(by: { $0.key < $1.key }) {
@@ -78,7 +80,7 @@ extension RecordStore {
                 return ([], Int(count))
             }
             let records = try db.rows("\(select(table))\(filter)\(order)\(query.limitSQL(db.dialect))", arguments).map {
-                try state.record(from: $0, table: table, db)
+                try state.record(from: $0, table: table, db, resolved: resolved)
             }
             return (records, records.count)
         }
@@ -87,7 +89,7 @@ extension RecordStore {
             // are opened and checked, then skipped and limited here.
             let filter = " WHERE " + filters.joined(separator: " AND ")
             var records = try db.rows("\(select(table))\(filter)\(order)", arguments).map {
-                try state.record(from: $0, table: table, db)
+                try state.record(from: $0, table: table, db, resolved: resolved)
             }.filter { record in tokens.allSatisfy { $0.matches(record) } }
             records = Array(records.dropFirst(query.offset).prefix(query.limit ?? Int.max))
             return (counting ? [] : records, records.count)
@@ -148,7 +150,8 @@ extension RecordStore {
         }
         var seen = Set<DatabaseValue>()
         rows = rows.filter { seen.insert($0[table.primaryKey] ?? .null).inserted }
-        var records = try rows.map { try state.record(from: $0, table: table, db) }.filter { candidate in
+        var records = try rows.map { try state.record(from: $0, table: table, db, resolved: resolved) }.filter {
+            candidate in
             tokens.allSatisfy { $0.matches(candidate) }
                 && sealed.allSatisfy { name in
                     let stored = candidate[name] ?? .null

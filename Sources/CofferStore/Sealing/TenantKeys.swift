@@ -32,8 +32,6 @@ enum TenantKeys {
         try SealingContext(parts: [Array("coffer store v1 tenant keys".utf8), storeID, Array(table.utf8), tenant])
     }
 
-    static func now() -> [UInt8] { withUnsafeBytes(of: UInt64(Date().timeIntervalSince1970).bigEndian, Array.init) }
-
     /// A new tenant's keys, sealed: a data key and an index root of its own.
     static func sealNew(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
         try seal(.random(), table: table, tenant: tenant, under: store)
@@ -49,7 +47,9 @@ enum TenantKeys {
 
     /// The tombstone a shred leaves, sealed.
     static func sealTombstone(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
-        try store.keyRing.seal([0] + now(), context: try context(storeID: store.storeID, table: table, tenant: tenant))
+        try store.keyRing.seal(
+            [0] + withUnsafeBytes(of: TenantKeySet.now().bigEndian, Array.init),
+            context: try context(storeID: store.storeID, table: table, tenant: tenant))
     }
 
     /// A tenant's row opened under the store's keys; one that does not
