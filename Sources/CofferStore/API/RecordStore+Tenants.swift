@@ -87,8 +87,8 @@ extension RecordStore {
 extension RecordStore {
     /// How many tenants' keys this handle keeps unsealed between uses
     /// (each still checked against its row at every use), the least
-    /// recently used dropped first: 4,096 by default, about 3 KiB each;
-    /// 0 keeps none.
+    /// recently used dropped first: 4,096 by default; 10,000 took 2.5 MiB
+    /// in the benchmark (docs/performance.md); 0 keeps none.
     public var tenantKeyCacheLimit: Int {
         get { state.withLock { $0.tenantCache }.limit }
         set { state.withLock { $0.tenantCache }.limit = newValue }

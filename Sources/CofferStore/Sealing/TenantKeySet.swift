@@ -1,56 +1,86 @@
 import Coffer
+import Crypto
 import Foundation
-import GRDB
 
-/// The tenants' key rows counted as a record set of their own, beside the
-/// tables' (docs/store.md, "Tenants"): named `coffer_tenant_keys` in the
-/// digest (no table of a schema may be), each row's element the HMAC of
-/// its table and tenant and its sealed keys. A key row deleted, a tombstone
-/// replaced by the keys it replaced (from a backup), or a row copied in
-/// is a record set that no longer matches its digest, which `verify`
-/// reports as it does a table's.
-extension TenantKeys {
-    /// The record-set plan of the key rows: a "table" whose one sealed
-    /// field is the keys, its primary key the table and tenant.
-    static let digestTable = StoreSchema.Table(
-        name: table, primaryKey: "name",
-        fields: [.init(name: "name", type: .bytes), .init(name: "keys", type: .bytes, sealed: true)])
-
-    /// The element of the key row of `tenant` (encoded) in `tableName`, or
-    /// nil when the store keeps no digest.
-    static func element(table tableName: String, tenant: [UInt8], keys: Data, state: StoreState) throws
-        -> RecordSetSum?
-    {
-        guard let plan = try state.recordSet?.table(digestTable, migrating: nil) else { return nil }
-        var name: [UInt8] = []
-        try CellContext.append(part: Array(tableName.utf8), to: &name)
-        name += tenant
-        return plan.element(key: Data(name).databaseValue, life: .null) { _ in keys.databaseValue }
+/// A tenant's keys as they are sealed in its row (docs/store.md,
+/// "Tenants"): its data keys, the primary first, and its index root.
+///
+///     one key:   0x01 ‖ id (4) ‖ created (8) ‖ key (32) ‖ index root (32)
+///     several:   0x02 ‖ count (1) ‖ count × (id (4) ‖ created (8) ‖ key (32)) ‖ index root (32)
+///
+/// A tenant has several keys only while its rotation runs
+/// (``RecordStore/rotateTenantKeys(_:tenant:batchSize:progress:)``).
+struct TenantKeySet {
+    struct Key {
+        var id: UInt32
+        var created: UInt64
+        var key: SymmetricKey
     }
 
-    /// The tally of every key row as it stands.
-    static func tally(_ db: any StoreConnection, state: StoreState) throws -> RecordSetTally {
-        var tally = RecordSetTally()
-        guard try db.tableExists(table) else { return tally }
-        for row in try db.rows("SELECT tbl, tenant, keys FROM \(table)") {
-            guard case .string(let name) = row["tbl"]?.storage, case .blob(let tenant) = row["tenant"]?.storage,
-                case .blob(let keys) = row["keys"]?.storage
-            else {
-                throw CofferError(.stateAuthenticationFailed, "a row of \(table) was not written by the store")
-            }
-            if let element = try element(table: name, tenant: Array(tenant), keys: keys, state: state) {
-                tally.add(element)
-            }
+    var keys: [Key]
+    var root: SymmetricKey
+
+    static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970) }
+
+    /// A new tenant's: one data key and an index root, random.
+    static func random() -> TenantKeySet {
+        TenantKeySet(
+            keys: [Key(id: UInt32.random(in: 1 ... .max), created: now(), key: SymmetricKey(size: .bits256))],
+            root: SymmetricKey(size: .bits256))
+    }
+
+    /// With a new primary key before the others.
+    func rotated() -> TenantKeySet {
+        var id = UInt32.random(in: 1 ... .max)
+        while keys.contains(where: { $0.id == id }) { id = UInt32.random(in: 1 ... .max) }
+        return TenantKeySet(
+            keys: [Key(id: id, created: Self.now(), key: SymmetricKey(size: .bits256))] + keys, root: root)
+    }
+
+    func encoded() -> [UInt8] {
+        func append(_ key: Key, to bytes: inout [UInt8]) {
+            bytes += withUnsafeBytes(of: key.id.bigEndian, Array.init)
+            bytes += withUnsafeBytes(of: key.created.bigEndian, Array.init)
+            bytes += key.key.withUnsafeBytes { Array($0) }
         }
-        return tally
+        var bytes: [UInt8] = keys.count == 1 ? [1] : [2, UInt8(keys.count)]
+        for key in keys { append(key, to: &bytes) }
+        bytes += root.withUnsafeBytes { Array($0) }
+        return bytes
     }
-}
 
-extension StoreSchema {
-    /// Whether a table is kept per tenant.
-    var hasTenants: Bool { tables.contains { $0.tenant != nil } }
+    /// The set `bytes` encode, or nil when they are not one.
+    init?(decoding bytes: [UInt8]) {
+        guard let first = bytes.first else { return nil }
+        var count = 1
+        var offset = 1
+        if first == 2 {
+            guard bytes.count > 1, (2...255).contains(Int(bytes[1])) else { return nil }
+            count = Int(bytes[1])
+            offset = 2
+        } else if first != 1 {
+            return nil
+        }
+        guard bytes.count == offset + count * 44 + 32 else { return nil }
+        func integer(_ range: Range<Int>) -> UInt64 { bytes[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        keys = (0..<count).map { index in
+            let start = offset + index * 44
+            return Key(
+                id: UInt32(integer(start..<start + 4)), created: integer(start + 4..<start + 12),
+                key: SymmetricKey(data: bytes[start + 12..<start + 44]))
+        }
+        root = SymmetricKey(data: bytes[(bytes.count - 32)...])
+    }
 
-    /// The names the record-set digest has shards for: each table's, and
-    /// the tenants' key rows' when a table is kept per tenant.
-    var digestNames: [String] { tables.map(\.name) + (hasTenants ? [TenantKeys.table] : []) }
+    init(keys: [Key], root: SymmetricKey) {
+        self.keys = keys
+        self.root = root
+    }
+
+    /// The keys as a store's: a ring of the data keys, the root as index version 1.
+    func storeKeys(storeID: [UInt8]) throws -> StoreKeys {
+        try StoreKeys(
+            storeID: storeID, keyRing: try KeyRing(keys: keys.map { ($0.key, $0.id, $0.created) }),
+            indexRoots: [1: root], current: 1)
+    }
 }
