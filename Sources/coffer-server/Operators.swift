@@ -16,7 +16,7 @@ struct Operator: AsyncParsableCommand {
         @Option(
             name: .customLong("scope"),
             help: ArgumentHelp(
-                "keys:rotate, keys:retire, subjects:shred, metrics:read, stores:anchor or keys:read; repeat for several (default: all).",
+                "keys:rotate, keys:retire, subjects:shred, metrics:read, stores:anchor, keys:read or keys:release; repeat for several (default: all but keys:release, the one that returns keys).",
                 valueName: "SCOPE"))
         var scopes: [String] = []
         @Option(

@@ -59,7 +59,7 @@ import Testing
         let opened = try store.read { work in
             try TenantKeys.openSet(
                 Array(rows[0].2), table: "people", tenant: StoreValue.text("acme").encoded, name: "acme",
-                under: work.state.keys)
+                under: work.state.keys, held: nil)
         }
         #expect(opened?.keys.count == 1)
         #expect(try store.get("people", id: 20)?["bio"] == "changed midway")

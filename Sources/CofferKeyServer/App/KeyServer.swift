@@ -68,6 +68,9 @@ public struct KeyServer: Sendable {
                 authenticator: users,
                 limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             AdminController(store: store, realm: realm, authenticator: operators, limits: shared),
+            ServiceKeyController(
+                store: store, realm: realm, authenticator: operators,
+                limits: SharedRateLimitMiddleware(limiting: shared.limiting, releasing: true)),
             StoreAnchorController<OperatorAuthenticator>.fleet(
                 store: store, realm: realm, authenticator: operators, limits: shared),
             StoreAnchorController<UserAuthenticator>.user(

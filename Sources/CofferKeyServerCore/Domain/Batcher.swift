@@ -12,8 +12,11 @@ package struct ReleaseRequest: Sendable {
     /// The request's shared rate counts, raised in the release's own
     /// transaction (``CountPlan``).
     var counts: [LimitedCount] = []
+    /// Who the key is released to when not its subject: an operator of
+    /// scope `keys:release` (`operator:NAME`), as the audit names it.
+    var releasedTo: String? = nil
 
-    var actor: String { "subject:" + name.subject }
+    var actor: String { releasedTo ?? "subject:" + name.subject }
 }
 
 /// One request counted against a rate limit's bucket, in the window ending at `windowEnd`.

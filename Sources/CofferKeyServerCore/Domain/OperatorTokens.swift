@@ -21,7 +21,18 @@ public struct OperatorScope: Sendable, Hashable, CustomStringConvertible {
     public static let anchor = OperatorScope("stores:anchor")
     /// Read subjects and their keys' versions and shred states (never a key).
     public static let read = OperatorScope("keys:read")
+    /// Fetch the keys of this realm's subjects (`POST /v1/service/keys`):
+    /// for a service that keeps many subjects' data under their keys — a
+    /// CofferStore whose tenants' keys are held here (docs/store.md,
+    /// "Tenants"). The one scope whose calls return key bytes; each release
+    /// is written to the audit chain naming the operator, and it is given
+    /// only when asked for by name (never by ``all``).
+    public static let release = OperatorScope("keys:release")
+    /// The scopes an operator made without naming any gets: every one that
+    /// returns no key.
     public static let all: [OperatorScope] = [.rotate, .retire, .shred, .metrics, .anchor, .read]
+    /// Every scope a token may hold.
+    public static let known: [OperatorScope] = all + [.release]
 }
 
 /// An operator as listed (never its token).
@@ -71,10 +82,10 @@ extension ServerKeyStore {
         guard KeyName.isToken(name, lowercaseOnly: false, range: 1...64) else {
             throw KeyServerError(.invalidOperatorName, "an operator's name is 1–64 of A-Z, a-z, 0-9, '.', '_', '-'")
         }
-        let known = Set(OperatorScope.all)
+        let known = Set(OperatorScope.known)
         guard !scopes.isEmpty, scopes.allSatisfy(known.contains) else {
             throw KeyServerError(
-                .invalidScope, "scopes are one or more of \(OperatorScope.all.map(\.name).joined(separator: ", "))")
+                .invalidScope, "scopes are one or more of \(OperatorScope.known.map(\.name).joined(separator: ", "))")
         }
         _ = try KeyName(realm: realm, subject: "-", purpose: "-")
         let random = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }

@@ -103,16 +103,19 @@ public final class ServerKeyStore: Sendable {
     /// `proof`: the DPoP proof of the request, refused as a replay if any
     /// replica saw it before (recorded in the release's transaction).
     /// `counts`: the request's shared rate counts (``RateLimiter/release(_:)``).
-    package func current(_ name: KeyName, proof: ProofUse?, counts: [LimitedCount] = []) async throws
-        -> ReleasedKey
-    {
-        let request = ReleaseRequest(name: name, version: nil, proof: proof, counts: counts)
+    /// `releasedTo`: the operator the key goes to, when not its subject
+    /// (scope `keys:release`), as the audit names it.
+    package func current(
+        _ name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [], releasedTo: String? = nil
+    ) async throws -> ReleasedKey {
+        let request = ReleaseRequest(
+            name: name, version: nil, proof: proof, counts: counts, releasedTo: releasedTo)
         if let row = try await limiter.release(request, releases) {
             return try await open(row, name)
         }
         let sealed = try seal(SymmetricKey(size: .bits256), name, version: 1)
         return try await open(
-            try await rows.create(name, wrapped: sealed, now: now(), actor: "subject:" + name.subject), name)
+            try await rows.create(name, wrapped: sealed, now: now(), actor: request.actor), name)
     }
 
     /// Version `version` of `name`'s key: `key-not-found` when it was never
@@ -121,14 +124,15 @@ public final class ServerKeyStore: Sendable {
         try await self.version(version, of: name, proof: nil)
     }
 
-    package func version(_ version: Int, of name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [])
-        async throws -> ReleasedKey
-    {
+    package func version(
+        _ version: Int, of name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [], releasedTo: String? = nil
+    ) async throws -> ReleasedKey {
         // Versions count from 1; a version beyond what a backend stores
         // names no row there.
         guard version >= 1,
             let row = try await limiter.release(
-                ReleaseRequest(name: name, version: version, proof: proof, counts: counts), releases)
+                ReleaseRequest(name: name, version: version, proof: proof, counts: counts, releasedTo: releasedTo),
+                releases)
         else { throw KeyServerError(.keyNotFound, "this key has no version \(version)") }
         return try await open(row, name)
     }

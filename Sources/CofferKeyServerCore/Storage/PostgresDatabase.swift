@@ -218,6 +218,8 @@ final class PostgresDatabase: Sendable {
         ["ALTER TABLE operators ADD COLUMN expires bigint"],
         // The KEK ring, shared by every replica (docs/key-server-operating.md).
         ["CREATE TABLE kek_ring (id integer PRIMARY KEY CHECK (id = 1), ring bytea NOT NULL)"],
+        // Releases whose audit names their actor (a service's, scope keys:release).
+        [PostgresKeyRows.releaseFunctionWithActors],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server

@@ -81,10 +81,10 @@ extension PostgresKeyRows {
                     at: now, .init(actor: request.actor, action: "release", request.name)))
         }
         return """
-            SELECT * FROM coffer_release(\(now), \(requests.map(\.name.realm))::text[],
+            SELECT * FROM coffer_release_by(\(now), \(requests.map(\.name.realm))::text[],
               \(requests.map(\.name.subject))::text[], \(requests.map(\.name.device))::text[],
               \(requests.map(\.name.purpose))::text[], \(versions)::int4[], \(proofs)::bytea[], \(expiries)::bigint[],
-              \(naming)::bytea[])
+              \(naming)::bytea[], \(requests.map(\.actor))::text[])
             """
     }
 
@@ -123,9 +123,17 @@ extension PostgresKeyRows {
     /// fresh (recorded now, and its first copy in the batch), its subject
     /// has no shred, the version asked for is not retired, and a version
     /// was found, as ``KeySnapshot/outcomes(_:fresh:now:)`` decides.
-    static let releaseFunction = """
-        CREATE FUNCTION coffer_release(entry_at bigint, realms text[], subjects text[], devices text[],
-          purposes text[], versions int4[], proofs bytea[], expiries bigint[], naming bytea[])
+    static let releaseFunction = releaseFunction(actors: false)
+
+    /// The release of schema version 11: the same, with each release's
+    /// actor given (an operator of scope `keys:release` releases a
+    /// subject's key to a service, and the audit names the operator).
+    static let releaseFunctionWithActors = releaseFunction(actors: true)
+
+    static func releaseFunction(actors: Bool) -> String {
+        """
+        CREATE FUNCTION coffer_release\(actors ? "_by" : "")(entry_at bigint, realms text[], subjects text[], devices text[],
+          purposes text[], versions int4[], proofs bytea[], expiries bigint[], naming bytea[]\(actors ? ", actors text[]" : ""))
         RETURNS TABLE (key_shred_at bigint, key_shredded boolean, key_minimum integer, key_version integer,
           key_wrapped bytea, proof_recorded bytea, released boolean)
         LANGUAGE plpgsql AS $$
@@ -136,12 +144,12 @@ extension PostgresKeyRows {
             SELECT p.hash, p.expires FROM unnest(proofs, expiries) AS p (hash, expires) WHERE length(p.hash) > 0
             ON CONFLICT DO NOTHING RETURNING dpop_proofs.hash),
           found AS (
-            SELECT r.position, r.realm, r.subject, r.device, r.purpose, r.version AS asked, r.proof, r.naming,
+            SELECT r.position, r.realm, r.subject, r.device, r.purpose, r.version AS asked, r.proof, r.naming,\(actors ? " r.actor," : "")
               s.shred_at, s.shredded, f.minimum, k.version, k.wrapped,
               (SELECT recorded.hash FROM recorded WHERE recorded.hash = r.proof) AS spent,
               row_number() OVER (PARTITION BY r.proof ORDER BY r.position) = 1 AS first_copy
-            FROM unnest(realms, subjects, devices, purposes, versions, proofs, naming)
-              WITH ORDINALITY AS r (realm, subject, device, purpose, version, proof, naming, position)
+            FROM unnest(realms, subjects, devices, purposes, versions, proofs, naming\(actors ? ", actors" : ""))
+              WITH ORDINALITY AS r (realm, subject, device, purpose, version, proof, naming, \(actors ? "actor, " : "")position)
             LEFT JOIN subjects s ON s.realm = r.realm AND s.subject = r.subject
             LEFT JOIN key_floors f ON f.realm = r.realm AND f.subject = r.subject AND f.device = r.device
               AND f.purpose = r.purpose
@@ -156,7 +164,7 @@ extension PostgresKeyRows {
             FROM found),
           appended AS (
             SELECT coffer_audit_append(entry_at,
-              array_agg('subject:' || d.subject ORDER BY d.position) FILTER (WHERE d.releases),
+              array_agg(\(actors ? "d.actor" : "'subject:' || d.subject") ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg('release'::text ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg(d.realm ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg(d.subject ORDER BY d.position) FILTER (WHERE d.releases),
@@ -172,5 +180,6 @@ extension PostgresKeyRows {
           ORDER BY d.position;
         END $$
         """
+    }
 }
 #endif

@@ -49,10 +49,10 @@ extension RecordStore {
                 guard case .blob(let encoded) = row["tenant"]?.storage, case .blob(let sealed) = row["keys"]?.storage
                 else { return nil }
                 let tenant = try StoreValue(encoded: encoded)
-                let set = try TenantKeys.openSet(
+                let shredded = try TenantKeys.isTombstone(
                     Array(sealed), table: table.name, tenant: Array(encoded), name: TenantKeys.display(tenant),
                     under: work.state.keys)
-                return set == nil ? nil : tenant
+                return shredded ? nil : tenant
             }
         }
     }
@@ -139,11 +139,13 @@ extension RecordStore {
             guard
                 let set = try TenantKeys.openSet(
                     Array(stored), table: table.name, tenant: tenant.encoded, name: TenantKeys.display(tenant),
-                    under: state.keys)
+                    under: state.keys, held: try state.held(table, tenant))
             else { throw TenantKeys.shredded(TenantKeys.display(tenant), table: table.name) }
             let next = change(set)
             if next.keys.map(\.id) != set.keys.map(\.id) {
-                let sealed = try TenantKeys.seal(next, table: table.name, tenant: tenant.encoded, under: state.keys)
+                let sealed = try TenantKeys.seal(
+                    next, table: table.name, tenant: tenant.encoded, under: state.keys,
+                    held: try state.held(table, tenant))
                 try db.execute(
                     "UPDATE \(TenantKeys.table) SET keys = ? WHERE tbl = ? AND tenant = ?",
                     [sealed.databaseValue] + arguments)

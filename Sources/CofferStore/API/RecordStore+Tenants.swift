@@ -15,6 +15,10 @@ public struct TenantShred: Sendable, Equatable {
     /// true on PostgreSQL, whose WAL and dead row versions are the
     /// server's (docs/store.md, "Tenants").
     public let logCleared: Bool
+    /// Whether the tenant's key was destroyed at its holder outside the
+    /// database (a table whose keys are held, ``TenantKeyPlace/holder``):
+    /// then no backup of the database opens its cells either.
+    public let destroyedAtHolder: Bool
 }
 
 extension RecordStore {
@@ -28,9 +32,21 @@ extension RecordStore {
     /// emptied (`secure_delete` has zeroed the freed pages), so the file,
     /// its WAL and shared memory hold no copy of the keys. A backup taken
     /// before holds the keys sealed under the store's key ring, and the
-    /// ring opens them: docs/store.md says what reaches backups.
+    /// ring opens them — unless the table's keys are held outside the
+    /// database (``TenantKeyPlace/holder``): the tenant's key is then
+    /// destroyed at the holder first (``TenantKeyHolder/destroy(tenant:)``),
+    /// and no backup opens its cells either. docs/store.md says what
+    /// reaches backups.
     @discardableResult
     public func shredTenant(_ tableName: String, tenant: StoreValue, keepRecords: Bool = false) throws -> TenantShred {
+        // At the holder first: if it cannot be reached nothing has changed,
+        // and a shred run again after a failure here finds it done there.
+        let schemaTable = try state.withLock { $0 }.schema.table(tableName)
+        var atHolder = false
+        if !tenant.isNull, let held = try state.withLock({ $0 }).held(schemaTable, tenant) {
+            try held.holder.destroy(tenant: held.subject)
+            atHolder = true
+        }
         let (deleted, destroyed) = try write { work -> (Int, Bool) in
             let (db, state) = (work.db, work.state)
             let table = try state.schema.table(tableName)
@@ -45,12 +61,9 @@ extension RecordStore {
             let existing = try db.data(
                 "SELECT keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant = ?\(lock)", arguments)
             let wasLive = try existing.map { sealed -> Bool in
-                guard
-                    case .live = try TenantKeys.open(
-                        Array(sealed), table: table.name, tenant: tenant.encoded, name: TenantKeys.display(tenant),
-                        under: state.keys)
-                else { return false }
-                return true
+                try !TenantKeys.isTombstone(
+                    Array(sealed), table: table.name, tenant: tenant.encoded, name: TenantKeys.display(tenant),
+                    under: state.keys)
             }
             let tombstone = try TenantKeys.sealTombstone(table: table.name, tenant: tenant.encoded, under: state.keys)
             try db.execute(
@@ -80,7 +93,27 @@ extension RecordStore {
         // secure_delete zeroed what it freed) and the log emptied.
         let cleared = (try? backend.checkpoint()) != nil
         residue.withLock { $0 = !cleared }
-        return TenantShred(recordsDeleted: deleted, destroyedKeys: destroyed, logCleared: cleared)
+        return TenantShred(
+            recordsDeleted: deleted, destroyedKeys: destroyed, logCleared: cleared, destroyedAtHolder: atHolder)
+    }
+}
+
+extension RecordStore {
+    /// Where the tenants' keys of tables that hold them outside the
+    /// database (``TenantKeyPlace/holder``) are: coffer-server
+    /// (``KeyServerTenantKeyHolder``) or a keychain
+    /// (``KeychainTenantKeyHolder``). Without one, such a table's records
+    /// are `unavailable`; every other table works as before.
+    public func holdTenantKeys(at holder: any TenantKeyHolder) {
+        state.withLock { $0 }.tenantCache.holder = holder
+    }
+
+    /// How long a held tenant's opened keys are kept before its holder is
+    /// asked again (so a shred at the holder is seen within it): 60
+    /// seconds by default; 0 asks at every use.
+    public var heldTenantKeyLifetime: TimeInterval {
+        get { state.withLock { $0.tenantCache }.heldLifetime }
+        set { state.withLock { $0.tenantCache }.heldLifetime = newValue }
     }
 }
 

@@ -45,20 +45,26 @@ public struct RecordSchema: Sendable {
 
     let primaryKey: String
     let tenant: String?
+    let tenantKeys: TenantKeyPlace?
     let rules: [Rule]
 
     public init(primaryKey: some CodingKey, _ rules: Rule...) {
         self.primaryKey = primaryKey.stringValue
         tenant = nil
+        tenantKeys = nil
         self.rules = rules
     }
 
     /// A table kept per tenant: `tenant` names the clear property holding
     /// each record's tenant, whose records are sealed and indexed under
-    /// keys of its own (docs/store.md, "Tenants").
-    public init(primaryKey: some CodingKey, tenant: some CodingKey, _ rules: Rule...) {
+    /// keys of its own (docs/store.md, "Tenants"); `keys` says where those
+    /// are wrapped (``TenantKeyPlace``; under the store's ring by default).
+    public init(
+        primaryKey: some CodingKey, tenant: some CodingKey, keys: TenantKeyPlace? = nil, _ rules: Rule...
+    ) {
         self.primaryKey = primaryKey.stringValue
         self.tenant = tenant.stringValue
+        tenantKeys = keys
         self.rules = rules
     }
 }
@@ -84,7 +90,9 @@ extension StoreSchema.Table {
             throw CofferError(
                 .invalidArgument, "\(R.self)'s primary key \(schema.primaryKey) is not a property it decodes")
         }
-        self.init(name: R.storeTable, primaryKey: schema.primaryKey, fields: fields, tenant: schema.tenant)
+        self.init(
+            name: R.storeTable, primaryKey: schema.primaryKey, fields: fields, tenant: schema.tenant,
+            tenantKeys: schema.tenantKeys)
     }
 
     /// Refuses a table that does not keep `R` as `R` declares it, naming
@@ -104,6 +112,12 @@ extension StoreSchema.Table {
             throw refuse(
                 declared.tenant ?? tenant ?? "",
                 "its tenant is \(declared.tenant ?? "none") in the type, \(tenant ?? "none") in the store")
+        }
+        guard (declared.tenantKeys ?? .store) == (tenantKeys ?? .store) else {
+            throw refuse(
+                tenant ?? "",
+                "its tenants' keys are held by the \((declared.tenantKeys ?? .store).rawValue) in the type, by the \((tenantKeys ?? .store).rawValue) in the store"
+            )
         }
         for wanted in declared.fields {
             guard let stored = field(wanted.name) else { throw refuse(wanted.name, "the table has no such field") }

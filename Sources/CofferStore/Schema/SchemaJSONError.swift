@@ -20,7 +20,7 @@ enum SchemaJSONError {
         try check(top, ["tables"], "the file's top level")
         for (t, table) in ((top["tables"] as? [Any]) ?? []).enumerated() {
             guard let table = table as? [String: Any] else { continue }
-            try check(table, ["name", "primaryKey", "fields", "tenant"], "tables[\(t)]")
+            try check(table, ["name", "primaryKey", "fields", "tenant", "tenantKeys"], "tables[\(t)]")
             for (f, field) in ((table["fields"] as? [Any]) ?? []).enumerated() {
                 guard let field = field as? [String: Any] else { continue }
                 try check(field, ["name", "type", "sealed", "bind", "indexes"], "tables[\(t)].fields[\(f)]")

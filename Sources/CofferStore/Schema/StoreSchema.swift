@@ -30,11 +30,19 @@ public struct StoreSchema: Codable, Sendable {
         /// erased with ``RecordStore/shredTenant(_:tenant:keepRecords:)``
         /// (docs/store.md, "Tenants").
         public var tenant: String?
-        public init(name: String, primaryKey: String, fields: [Field], tenant: String? = nil) {
+        /// Where the tenants' keys are wrapped: nil or ``TenantKeyPlace/store``
+        /// under the store's ring alone; ``TenantKeyPlace/holder`` also under
+        /// each tenant's key at a holder outside the database, so a shred
+        /// reaches backups too. Fixed when the table is made.
+        public var tenantKeys: TenantKeyPlace?
+        public init(
+            name: String, primaryKey: String, fields: [Field], tenant: String? = nil, tenantKeys: TenantKeyPlace? = nil
+        ) {
             self.name = name
             self.primaryKey = primaryKey
             self.fields = fields
             self.tenant = tenant
+            self.tenantKeys = tenantKeys
         }
         public func field(_ name: String) -> Field? { fields.first { $0.name == name } }
     }
@@ -179,6 +187,9 @@ public struct StoreSchema: Codable, Sendable {
             }
             guard let key = table.field(table.primaryKey), !key.sealed else {
                 throw bad("\(table.name)'s primary key \(table.primaryKey) must be one of its clear fields")
+            }
+            if table.tenantKeys != nil && table.tenant == nil {
+                throw bad("\(table.name) names where its tenants' keys are kept, but has no tenant field")
             }
             if let tenant = table.tenant {
                 guard let field = table.field(tenant), !field.sealed, tenant != table.primaryKey,

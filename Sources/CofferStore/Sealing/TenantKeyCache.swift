@@ -16,12 +16,17 @@ final class TenantKeyCache: Sendable {
         var sealed: [UInt8]
         var keys: StoreKeys
         var used: UInt64
+        /// When a held tenant's keys must be asked of the holder again
+        /// (seconds since 1970); nil for keys under the store's ring alone.
+        var expires: Double?
     }
 
     struct Contents: Sendable {
         var entries: [Name: Entry] = [:]
         var tick: UInt64 = 0
         var limit: Int
+        var holder: (any TenantKeyHolder)?
+        var heldLifetime: Double = 60
     }
 
     let contents: Locked<Contents>
@@ -43,9 +48,25 @@ final class TenantKeyCache: Sendable {
 
     var count: Int { contents.withLock { $0.entries.count } }
 
+    /// Where the keys of tables whose tenants' keys are held come from.
+    var holder: (any TenantKeyHolder)? {
+        get { contents.withLock { $0.holder } }
+        set { contents.withLock { $0.holder = newValue } }
+    }
+
+    /// How long a held tenant's opened keys are kept before the holder is asked again.
+    var heldLifetime: Double {
+        get { contents.withLock { $0.heldLifetime } }
+        set { contents.withLock { $0.heldLifetime = max(0, newValue) } }
+    }
+
     func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {
         contents.withLock { contents in
             guard var entry = contents.entries[name], entry.sealed == sealed else { return nil }
+            if let expires = entry.expires, Date().timeIntervalSince1970 >= expires {
+                contents.entries.removeValue(forKey: name)
+                return nil
+            }
             contents.tick &+= 1
             entry.used = contents.tick
             contents.entries[name] = entry
@@ -53,11 +74,13 @@ final class TenantKeyCache: Sendable {
         }
     }
 
-    func keep(_ keys: StoreKeys, _ name: Name, sealed: [UInt8]) {
+    func keep(_ keys: StoreKeys, _ name: Name, sealed: [UInt8], held: Bool = false) {
         contents.withLock { contents in
-            guard contents.limit > 0 else { return }
+            guard contents.limit > 0, !held || contents.heldLifetime > 0 else { return }
             contents.tick &+= 1
-            contents.entries[name] = Entry(sealed: sealed, keys: keys, used: contents.tick)
+            contents.entries[name] = Entry(
+                sealed: sealed, keys: keys, used: contents.tick,
+                expires: held ? Date().timeIntervalSince1970 + contents.heldLifetime : nil)
             Self.trim(&contents)
         }
     }

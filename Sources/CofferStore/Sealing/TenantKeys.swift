@@ -33,16 +33,33 @@ enum TenantKeys {
     }
 
     /// A new tenant's keys, sealed: a data key and an index root of its own.
-    static func sealNew(table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
-        try seal(.random(), table: table, tenant: tenant, under: store)
+    static func sealNew(table: String, tenant: [UInt8], under store: StoreKeys, held: HeldTenant?) throws -> Data {
+        try seal(.random(), table: table, tenant: tenant, under: store, held: held)
     }
 
-    /// A tenant's keys, sealed for its row.
-    static func seal(_ set: TenantKeySet, table: String, tenant: [UInt8], under store: StoreKeys) throws -> Data {
+    /// A tenant's keys, sealed for its row: under the store's ring, and
+    /// first, for a table whose keys are held, under the holder's current
+    /// key for the tenant (``TenantKeyHolder``):
+    ///
+    ///     0x03 ‖ held key's version (4) ‖ sealed under it (a one-key ring: id = version)
+    static func seal(_ set: TenantKeySet, table: String, tenant: [UInt8], under store: StoreKeys, held: HeldTenant?)
+        throws -> Data
+    {
         var plain = set.encoded()
         defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        if let held {
+            let key = try held.holder.currentKey(tenant: held.subject)
+            let inner = try KeyRing(keys: [(key.key, key.version, 0)]).seal(
+                plain, context: try heldContext(storeID: store.storeID, table: table, tenant: tenant))
+            plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            plain = [3] + withUnsafeBytes(of: key.version.bigEndian, Array.init) + Array(inner)
+        }
         return try store.keyRing.seal(
             plain, context: try context(storeID: store.storeID, table: table, tenant: tenant))
+    }
+
+    static func heldContext(storeID: [UInt8], table: String, tenant: [UInt8]) throws -> SealingContext {
+        try SealingContext(parts: [Array("coffer store v1 held tenant keys".utf8), storeID, Array(table.utf8), tenant])
     }
 
     /// The tombstone a shred leaves, sealed.
@@ -52,32 +69,96 @@ enum TenantKeys {
             context: try context(storeID: store.storeID, table: table, tenant: tenant))
     }
 
-    /// A tenant's row opened under the store's keys; one that does not
-    /// open, or holds neither shape, was written without the store's keys.
-    static func open(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys) throws
-        -> Opened
+    /// Whether a tenant's row is a tombstone, read under the store's ring
+    /// alone (a held row's keys are not asked of their holder).
+    static func isTombstone(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys)
+        throws -> Bool
     {
-        guard let set = try openSet(sealed, table: table, tenant: tenant, name: name, under: store) else {
+        var plain = try outer(sealed, table: table, tenant: tenant, name: name, under: store)
+        defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        return plain.count == 9 && plain[0] == 0
+    }
+
+    static func outer(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys) throws
+        -> [UInt8]
+    {
+        guard
+            let plain = try? Array(
+                store.keyRing.open(sealed, context: try context(storeID: store.storeID, table: table, tenant: tenant)))
+        else { throw refused(name, table: table) }
+        return plain
+    }
+
+    static func refused(_ name: String, table: String) -> CofferError {
+        CofferError(
+            .stateAuthenticationFailed,
+            "the keys of tenant \(name) of \(table) were changed without the store's keys (coffer_tenant_keys)")
+    }
+
+    /// A tenant's row opened under the store's keys (and its holder's, when
+    /// held); one that does not open, or holds no known shape, was written
+    /// without the store's keys.
+    static func open(
+        _ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys, held: HeldTenant?
+    ) throws -> Opened {
+        guard let set = try openSet(sealed, table: table, tenant: tenant, name: name, under: store, held: held) else {
             return .shredded
         }
         return .live(try set.storeKeys(storeID: store.storeID))
     }
 
     /// A tenant's row's keys, or nil for a tombstone.
-    static func openSet(_ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys)
-        throws -> TenantKeySet?
-    {
-        let refused = CofferError(
-            .stateAuthenticationFailed,
-            "the keys of tenant \(name) of \(table) were changed without the store's keys (coffer_tenant_keys)")
-        guard
-            var plain = try? Array(
-                store.keyRing.open(sealed, context: try context(storeID: store.storeID, table: table, tenant: tenant)))
-        else { throw refused }
+    static func openSet(
+        _ sealed: [UInt8], table: String, tenant: [UInt8], name: String, under store: StoreKeys, held: HeldTenant?
+    ) throws -> TenantKeySet? {
+        var plain = try outer(sealed, table: table, tenant: tenant, name: name, under: store)
         defer { plain.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         if plain.count == 9 && plain[0] == 0 { return nil }
-        guard let set = TenantKeySet(decoding: plain) else { throw refused }
+        if plain.first == 3 {
+            guard plain.count > 5 else { throw refused(name, table: table) }
+            guard let held else { throw noHolder(table) }
+            let version = plain[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let key: HeldTenantKey
+            do {
+                key = try held.holder.key(tenant: held.subject, version: version)
+            } catch let error as CofferError where error.code == .keyNotFound {
+                throw CofferError(
+                    .keyNotFound,
+                    "tenant \(name) of \(table) was shredded at \(held.holder.location): its cells never open again, from this database or any backup of it"
+                )
+            }
+            guard
+                var inner = try? Array(
+                    KeyRing(keys: [(key.key, version, 0)]).open(
+                        plain[5...], context: try heldContext(storeID: store.storeID, table: table, tenant: tenant)))
+            else {
+                throw CofferError(
+                    .keyNotFound,
+                    "the key \(held.holder.location) holds for tenant \(name) of \(table) does not open its keys: that key was destroyed (and made again), or the holder is not this store's"
+                )
+            }
+            defer { inner.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            guard let set = TenantKeySet(decoding: inner) else { throw refused(name, table: table) }
+            return set
+        }
+        guard let set = TenantKeySet(decoding: plain) else { throw refused(name, table: table) }
         return set
+    }
+
+    static func noHolder(_ table: String) -> CofferError {
+        CofferError(
+            .keyHolderUnavailable,
+            "the keys of \(table)'s tenants are held outside the database: open the store with their holder (RecordStore.holdTenantKeys(at:); coffer store … --tenant-keys-server URL --tenant-keys-token-file FILE)"
+        )
+    }
+
+    /// A tenant as its holder names it: its text, or an integer in decimal.
+    static func subject(_ tenant: StoreValue) throws -> String {
+        switch tenant.storage {
+        case .text(let text): return text
+        case .integer(let number): return String(number)
+        default: throw CofferError(.invalidArgument, "a tenant is a text or an integer")
+        }
     }
 
     /// Seals every tenant's row again under the ring's primary key (the
@@ -127,128 +208,5 @@ enum TenantKeys {
     static func shredded(_ name: String, table: String) -> CofferError {
         CofferError(
             .keyNotFound, "tenant \(name) of \(table) was shredded: its keys are gone, and its cells never open again")
-    }
-}
-
-extension StoreState {
-    /// The keys the cells and index values of `table`'s records of tenant
-    /// `tenant` are under: the store's own for a table without tenants;
-    /// for one with, the tenant's, read from `db` (made there first when
-    /// `creating` and it has none; nil when it has none and not
-    /// `creating`). A shredded tenant's are `keyNotFound`.
-    /// A key row made here is counted in `changes` (the key rows' record set).
-    func keys(
-        for table: StoreSchema.Table, tenant: StoreValue?, _ db: (any StoreConnection)?, creating: Bool = false,
-        changes: RecordSetChanges? = nil
-    ) throws -> StoreKeys? {
-        guard let field = table.tenant else { return keys }
-        guard let tenant, !tenant.isNull else {
-            throw CofferError(.invalidArgument, "\(table.name) is kept per tenant: every record names its \(field)")
-        }
-        guard let db else {
-            throw CofferError(
-                .refused, "this job does not run over \(table.name), whose records are sealed under each tenant's keys")
-        }
-        let name = TenantKeyCache.Name(table: table.name, tenant: tenant.encoded)
-        // A write holds the row while it writes (PostgreSQL: FOR SHARE), so
-        // a shred waits for it, and a write after a shred sees the tombstone.
-        let select =
-            "SELECT keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant = ?"
-            + (creating && db.dialect == .postgres ? " FOR SHARE" : "")
-        let arguments = [table.name.databaseValue, Data(name.tenant).databaseValue]
-        var sealed = try db.data(select, arguments)
-        if sealed == nil, creating {
-            // Many first writes at once make one set: the first insert wins,
-            // the others read what it wrote.
-            let made = try TenantKeys.sealNew(table: table.name, tenant: name.tenant, under: keys)
-            let inserted = try db.execute(
-                "INSERT INTO \(TenantKeys.table) (tbl, tenant, keys) VALUES (?, ?, ?) ON CONFLICT (tbl, tenant) DO NOTHING",
-                arguments + [made.databaseValue])
-            if inserted > 0 {
-                changes?.add(
-                    try TenantKeys.element(table: table.name, tenant: name.tenant, keys: made, state: self),
-                    to: TenantKeys.table)
-            }
-            sealed = try db.data(select, arguments)
-        }
-        guard let sealed else { return nil }
-        return try opened(Array(sealed), name, tenant: tenant)
-    }
-
-    /// A tenant's stored keys opened (or found in the cache, opened from the
-    /// same bytes); a shredded tenant's are `keyNotFound`.
-    func opened(_ sealed: [UInt8], _ name: TenantKeyCache.Name, tenant: StoreValue) throws -> StoreKeys {
-        if let known = tenantCache.keys(name, sealed: sealed) { return known }
-        switch try TenantKeys.open(
-            sealed, table: name.table, tenant: name.tenant, name: TenantKeys.display(tenant), under: keys)
-        {
-        case .shredded:
-            tenantCache.forget(name)
-            throw TenantKeys.shredded(TenantKeys.display(tenant), table: name.table)
-        case .live(let opened):
-            tenantCache.keep(opened, name, sealed: sealed)
-            return opened
-        }
-    }
-
-    /// The keys of every one of `tenants` of `table` (a table kept per
-    /// tenant) for a write, by encoded tenant: their rows read 500 a
-    /// statement (held as a write holds them), those missing made one by one.
-    func keys(
-        for table: StoreSchema.Table, writing tenants: [StoreValue], _ db: any StoreConnection,
-        changes: RecordSetChanges?
-    ) throws -> [[UInt8]: StoreKeys] {
-        var wanted: [[UInt8]: StoreValue] = [:]
-        for tenant in tenants where !tenant.isNull { wanted[tenant.encoded] = tenant }
-        var found: [[UInt8]: StoreKeys] = [:]
-        let names = Array(wanted.keys)
-        for start in stride(from: 0, to: names.count, by: 500) {
-            let chunk = names[start..<min(names.count, start + 500)]
-            let rows = try db.rows(
-                "SELECT tenant, keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))"
-                    + (db.dialect == .postgres ? " FOR SHARE" : ""),
-                [table.name.databaseValue] + chunk.map { Data($0).databaseValue })
-            for row in rows {
-                guard case .blob(let tenant) = row["tenant"]?.storage, case .blob(let sealed) = row["keys"]?.storage,
-                    let value = wanted[Array(tenant)]
-                else { continue }
-                let name = TenantKeyCache.Name(table: table.name, tenant: Array(tenant))
-                found[name.tenant] = try opened(Array(sealed), name, tenant: value)
-            }
-        }
-        for (name, tenant) in wanted where found[name] == nil {
-            found[name] = try keys(for: table, tenant: tenant, db, creating: true, changes: changes)
-        }
-        return found
-    }
-}
-
-/// Tenants' keys looked up ahead (``StoreState/tenantKeys(of:table:_:)``)
-/// for rows opened off the connection, on several cores: by the tenant's
-/// encoded value, its keys or why it has none.
-typealias ResolvedTenantKeys = [[UInt8]: Result<StoreKeys, CofferError>]
-
-extension StoreState {
-    /// The keys of every tenant among `rows` of `table` (none for a table
-    /// without tenants), looked up through `db`.
-    func tenantKeys(of rows: [[String: DatabaseValue]], table: StoreSchema.Table, _ db: any StoreConnection) throws
-        -> ResolvedTenantKeys
-    {
-        guard let name = table.tenant, let field = table.field(name) else { return [:] }
-        var resolved: ResolvedTenantKeys = [:]
-        for row in rows {
-            let tenant = try StoreSQL.storeValue(row[name] ?? .null, for: field, table: table.name)
-            guard resolved[tenant.encoded] == nil else { continue }
-            do {
-                guard let found = try keys(for: table, tenant: tenant, db) else {
-                    resolved[tenant.encoded] = .failure(TenantKeys.missing(tenant, table: table.name))
-                    continue
-                }
-                resolved[tenant.encoded] = .success(found)
-            } catch let error as CofferError {
-                resolved[tenant.encoded] = .failure(error)
-            }
-        }
-        return resolved
     }
 }

@@ -115,3 +115,31 @@ struct StoreAnchorStatus: AsyncParsableCommand {
         if older { throw CLIFailure("the store's database is older than an anchored state", status: 3) }
     }
 }
+
+struct StoreAcceptRollback: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept-rollback",
+        abstract:
+            "Accept the store's state as it is now, although older than one already written (a backup restored on purpose).",
+        discussion: """
+            The state must still verify under the store's keys; only its age is accepted. Records written after \
+            the backup was taken are not brought back.
+            """)
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var kek: KEKOptions
+
+    func run() async throws {
+        let secret = try await store.secret(kek, confirm: false)
+        let epoch =
+            store.isPostgres
+            ? try PostgresStores.acceptCurrentState(
+                store.database, password: try store.databasePassword(), secret: secret)
+            : try RecordStore.acceptCurrentState(sqlite: store.database, secret: secret)
+        // The anchors take the accepted state as it is, older or not.
+        let accepted = try store.open(secret: secret)
+        defer { try? accepted.close() }
+        let state = try accepted.anchorState()
+        for anchor in try store.anchor.anchors() { try anchor.accept(state, store: accepted.storeID) }
+        StandardError.write("Accepted the store \(store.database) at epoch \(epoch)\n")
+    }
+}

@@ -37,6 +37,7 @@ struct StoreOptions: ParsableArguments {
     var databasePasswordFile: String?
 
     @OptionGroup var anchor: StoreAnchorOptions
+    @OptionGroup var tenantKeys: TenantKeyHolderOptions
 
     func validate() throws {
         if databasePasswordFile != nil && !isPostgres {
@@ -77,8 +78,11 @@ struct StoreOptions: ParsableArguments {
 
     /// The store opened with `secret`, not anchored yet.
     func open(secret: UnlockSecret) throws -> RecordStore {
-        if isPostgres { return try PostgresStores.open(database, password: try databasePassword(), secret: secret) }
-        return try RecordStore.open(sqlite: database, secret: secret)
+        if isPostgres {
+            return try tenantKeys.hold(
+                try PostgresStores.open(database, password: try databasePassword(), secret: secret))
+        }
+        return try tenantKeys.hold(try RecordStore.open(sqlite: database, secret: secret))
     }
 
     private func unanchored(_ kek: KEKOptions) async throws -> RecordStore {
@@ -98,38 +102,12 @@ struct StoreOptions: ParsableArguments {
         try anchor.reach()
         if isPostgres {
             return try anchor.keep(
-                try PostgresStores.create(
-                    database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf))
+                try tenantKeys.hold(
+                    try PostgresStores.create(
+                        database, password: try databasePassword(), schema: schema, secret: secret, kdf: kdf)))
         }
-        return try await anchor.keep(try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf))
-    }
-}
-
-struct StoreAcceptRollback: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "accept-rollback",
-        abstract:
-            "Accept the store's state as it is now, although older than one already written (a backup restored on purpose).",
-        discussion: """
-            The state must still verify under the store's keys; only its age is accepted. Records written after \
-            the backup was taken are not brought back.
-            """)
-    @OptionGroup var store: StoreOptions
-    @OptionGroup var kek: KEKOptions
-
-    func run() async throws {
-        let secret = try await store.secret(kek, confirm: false)
-        let epoch =
-            store.isPostgres
-            ? try PostgresStores.acceptCurrentState(
-                store.database, password: try store.databasePassword(), secret: secret)
-            : try RecordStore.acceptCurrentState(sqlite: store.database, secret: secret)
-        // The anchors take the accepted state as it is, older or not.
-        let accepted = try store.open(secret: secret)
-        defer { try? accepted.close() }
-        let state = try accepted.anchorState()
-        for anchor in try store.anchor.anchors() { try anchor.accept(state, store: accepted.storeID) }
-        StandardError.write("Accepted the store \(store.database) at epoch \(epoch)\n")
+        return try await anchor.keep(
+            try tenantKeys.hold(try RecordStore.create(sqlite: database, schema: schema, secret: secret, kdf: kdf)))
     }
 }
 

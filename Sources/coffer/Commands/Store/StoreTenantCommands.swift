@@ -12,8 +12,10 @@ struct StoreShredTenant: AsyncParsableCommand {
         discussion: """
             The table must name a tenant field in the schema ("tenant": "org"). The tenant's keys are replaced by \
             a sealed tombstone, so no write for it is taken afterwards; every other tenant is untouched. A backup \
-            taken before holds the tenant's keys sealed under the store's key ring, and the ring opens them: see \
-            docs/store.md, "Tenants", for what a shred reaches.
+            taken before holds the tenant's keys sealed under the store's key ring, and the ring opens them — \
+            unless the table keeps its tenants' keys at a holder ("tenantKeys": "holder", --tenant-keys-server): \
+            the tenant is then shredded there first, and no backup opens its cells either. See docs/store.md, \
+            "Tenants", for what a shred reaches.
             """)
     @OptionGroup var store: StoreOptions
     @OptionGroup var kek: KEKOptions
@@ -32,7 +34,8 @@ struct StoreShredTenant: AsyncParsableCommand {
         print(
             "shredded tenant \(tenant) of \(table.name): "
                 + (shred.destroyedKeys ? "its keys destroyed" : "it had no keys; none will be made")
-                + (keepRecords ? ", its records kept" : ", \(shred.recordsDeleted) records deleted"))
+                + (keepRecords ? ", its records kept" : ", \(shred.recordsDeleted) records deleted")
+                + (shred.destroyedAtHolder ? "; its key destroyed at the holder, so no backup opens its cells" : ""))
         if !shred.logCleared {
             StandardError.write(
                 "coffer: warning: readers held the write-ahead log, which may still hold the tenant's keys until the next write empties it\n"
