@@ -63,7 +63,7 @@ extension RecordStore {
         _ table: StoreSchema.Table, tenant: StoreValue, batchSize: Int, report: inout TenantRotation,
         progress: (StoreProgress) throws -> Void
     ) throws {
-        let primary = try changeTenantKeys(table, tenant: tenant) { $0.keys.count == 1 ? $0.rotated() : $0 }
+        let primary = try changeTenantKeys(table, tenant: tenant) { $0.keys.count == 1 ? $0.rotated() : $0 }.keys[0].id
         let column = StoreSQL.quoted(table.tenant!)
         let order = StoreSQL.quoted(table.primaryKey)
         let select =
@@ -116,15 +116,15 @@ extension RecordStore {
             try progress(StoreProgress(done: report.rows, total: report.rows))
         }
         _ = try changeTenantKeys(table, tenant: tenant) { set in
-            TenantKeySet(keys: Array(set.keys.prefix(1)), root: set.root)
+            TenantKeySet(keys: Array(set.keys.prefix(1)), roots: set.roots)
         }
     }
 
     /// Replaces `tenant`'s keys with what `change` makes of them, in a
-    /// write transaction holding its row, and returns the primary's id.
+    /// write transaction holding its row, and returns them.
     func changeTenantKeys(
-        _ table: StoreSchema.Table, tenant: StoreValue, _ change: (TenantKeySet) -> TenantKeySet
-    ) throws -> UInt32 {
+        _ table: StoreSchema.Table, tenant: StoreValue, _ change: (TenantKeySet) throws -> TenantKeySet
+    ) throws -> TenantKeySet {
         try write { work in
             let (db, state) = (work.db, work.state)
             let arguments = [table.name.databaseValue, Data(tenant.encoded).databaseValue]
@@ -141,8 +141,8 @@ extension RecordStore {
                     Array(stored), table: table.name, tenant: tenant.encoded, name: TenantKeys.display(tenant),
                     under: state.keys, held: try state.held(table, tenant))
             else { throw TenantKeys.shredded(TenantKeys.display(tenant), table: table.name) }
-            let next = change(set)
-            if next.keys.map(\.id) != set.keys.map(\.id) {
+            let next = try change(set)
+            if next.keys.map(\.id) != set.keys.map(\.id) || next.roots.map(\.version) != set.roots.map(\.version) {
                 let sealed = try TenantKeys.seal(
                     next, table: table.name, tenant: tenant.encoded, under: state.keys,
                     held: try state.held(table, tenant))
@@ -154,7 +154,7 @@ extension RecordStore {
                 }
                 work.changes?.replace(try element(stored), with: try element(sealed), in: TenantKeys.table)
             }
-            return next.keys[0].id
+            return next
         }
     }
 }

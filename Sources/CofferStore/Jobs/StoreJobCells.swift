@@ -22,12 +22,13 @@ extension StoreState {
     /// The stored value of `index` on `field` for `record` at `version`, null when the row has none.
     func indexValue(
         _ index: StoreSchema.Index, of field: StoreSchema.Field, in record: StoreRecord, table: StoreSchema.Table,
-        version: UInt16
+        version: UInt16, under keys: StoreKeys? = nil
     ) throws -> DatabaseValue {
         let inputs = [record[field.name] ?? .null] + index.with.map { record[$0] ?? .null }
         guard let texts = StoreKeys.indexInput(inputs, transforms: index.transforms) else { return .null }
         return Data(
-            try keys.indexValue(texts, table: table.name, index: index.name, bits: index.bits, version: version)
+            try (keys ?? self.keys).indexValue(
+                texts, table: table.name, index: index.name, bits: index.bits, version: version)
         )
         .databaseValue
     }

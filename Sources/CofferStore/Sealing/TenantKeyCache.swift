@@ -57,7 +57,13 @@ final class TenantKeyCache: Sendable {
     /// How long a held tenant's opened keys are kept before the holder is asked again.
     var heldLifetime: Double {
         get { contents.withLock { $0.heldLifetime } }
-        set { contents.withLock { $0.heldLifetime = max(0, newValue) } }
+        set {
+            contents.withLock { contents in
+                contents.heldLifetime = max(0, newValue)
+                // Held keys kept under the old lifetime are asked for again.
+                contents.entries = contents.entries.filter { $0.value.expires == nil }
+            }
+        }
     }
 
     func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {

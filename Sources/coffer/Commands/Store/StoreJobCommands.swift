@@ -92,13 +92,42 @@ extension StoreCommand {
 
     struct Reindex: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).")
+            abstract: "Move every blind index to a new index key; finds keep working throughout (resumable).",
+            discussion: """
+                With --table T of a table kept per tenant, and --tenant ID or --every-tenant, moves that \
+                tenant's indexes (or each tenant's) to a new index root of its own instead, then destroys the \
+                old root (resumable).
+                """)
         @OptionGroup var store: StoreOptions
         @OptionGroup var kek: KEKOptions
         @OptionGroup var rows: StoreJobBatch
+        @Option(help: "A table kept per tenant, whose tenants' indexes to move.") var table: String?
+        @Option(help: "The tenant whose indexes to move (with --table).") var tenant: String?
+        @Flag(help: "Move every tenant's indexes (with --table).") var everyTenant = false
+
+        func validate() throws {
+            guard (table == nil) == (tenant == nil && !everyTenant), tenant == nil || !everyTenant else {
+                throw ValidationError("--table goes with one of --tenant ID or --every-tenant")
+            }
+        }
 
         func run() async throws {
-            try await store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
+            guard let table else {
+                try await store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
+                return
+            }
+            let opened = try await store.open(kek)
+            let kept = try opened.schema.table(table)
+            guard let name = kept.tenant, let field = kept.field(name) else {
+                throw CLIFailure("\(kept.name) is not kept per tenant: its schema names no tenant field", status: 64)
+            }
+            let value = try tenant.map { try RecordJSON.value(argument: $0, field: field, table: kept.name) }
+            let progress = StoreJobOutput.progress("reindexed")
+            let report = try opened.reindexTenant(kept.name, tenant: value, batchSize: rows.batch) { progress($0) }
+            if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
+            print(
+                "reindexed \(report.tenants) tenants: \(report.rows) rows, \(report.cells) index values under a new root"
+            )
         }
     }
 }
