@@ -204,6 +204,33 @@ import Testing
         Self.ok(try place.coffer(["verify"], []), "verify")
     }
 
+    /// One tenant's indexes moved to a new root from the command line: its
+    /// index values change (read with sqlite3), the other tenant's do not,
+    /// and its records are found as before.
+    @Test func oneTenantsIndexesMoveFromTheCommandLine() throws {
+        let (place, _) = try Self.sqlitePlace()
+        Self.ok(try place.coffer(["put", "--table", "people"], Array(Self.people.utf8)), "put")
+        func values() throws -> [Substring] {
+            try place.sql("SELECT org, hex(email_exact) FROM people ORDER BY id").split(separator: "\n")
+        }
+        let before = try values()
+        let reindex = try place.coffer(["reindex", "--table", "people", "--tenant", "acme"], [])
+        Self.ok(reindex, "reindex --tenant")
+        #expect(reindex.stdoutText.contains("reindexed 1 tenants: 2 rows, 2 index values under a new root"))
+        let after = try values()
+        #expect(after[0] != before[0] && after[1] != before[1] && after[2] == before[2], "\(before) \(after)")
+        #expect(after[0].contains("|0002"), "index version 2: \(after[0])")
+        let found = try place.coffer(
+            ["find", "--table", "people", "--where", "org=acme", "--where", "email= BOB@example.com"], [])
+        Self.ok(found, "find after reindex")
+        #expect(found.stdoutText.contains("222-22-2222"))
+        let all = try place.coffer(["reindex", "--table", "people", "--every-tenant"], [])
+        Self.ok(all, "reindex --every-tenant")
+        #expect(all.stdoutText.contains("reindexed 2 tenants: 3 rows, 3 index values under a new root"))
+        #expect(try place.coffer(["reindex", "--tenant", "acme"], []).status == 64)
+        Self.ok(try place.coffer(["verify"], []), "verify")
+    }
+
     #if Server
     @Test(.enabled(if: StorePostgresCLITests.available)) func tenantsOnPostgres() throws {
         let schemaName = "cli_tenants"
