@@ -233,7 +233,6 @@ import CofferStorePostgres
         }
         #expect(try store.find("notes", where: "body", equals: "a note").count == 1)
         #expect(try store.verify().isIntact)
-        #expect(throws: CofferError.self) { try store.migrate("people", field: "name") }
     }
 
     /// A migration adds a tenant table, and a sealed field to it: the new

@@ -31,10 +31,11 @@ extension StoreState {
     /// made through `db` at the tenant's first write.
     func sealedRow(
         _ record: StoreRecord, key: StoreValue, life: [UInt8], table: StoreSchema.Table, fields: [StoreSchema.Field],
-        _ db: (any StoreConnection)?, changes: RecordSetChanges? = nil
+        _ db: (any StoreConnection)?, changes: RecordSetChanges? = nil, keys resolved: StoreKeys? = nil
     ) throws -> SealedRow {
-        let keys = try keys(
-            for: table, tenant: table.tenant.map { record[$0] ?? .null }, db, creating: true, changes: changes)!
+        let keys =
+            try resolved
+            ?? keys(for: table, tenant: table.tenant.map { record[$0] ?? .null }, db, creating: true, changes: changes)!
         let sealer = try RowSealer(keys: keys, table: table, fields: fields, version: keys.currentIndexVersion)
         let (values, tokens) = try sealer.seal(record, key: key, life: life)
         return SealedRow(columns: Dictionary(uniqueKeysWithValues: zip(sealer.columns, values)), tokens: tokens)

@@ -33,7 +33,7 @@ extension RecordStore {
             return StoreJob(
                 kind: .rotate, tables: state.schema.tables.filter { $0.tenant == nil }.map(\.name), target: id)
         }
-        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row, _ in
             var changes = SealedRow()
             for field in table.fields where field.sealed {
                 guard case .blob(let sealed) = (row[field.name] ?? .null).storage,
@@ -74,7 +74,7 @@ extension RecordStore {
                 target: UInt32(next), retiring: old)
         }
         let target = UInt16(job.target)
-        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row, _ in
             let stale = table.fields.flatMap(\.indexes).filter { index in
                 if index.tokens != nil { return true }
                 guard case .blob(let stored) = (row[index.name] ?? .null).storage else { return false }
@@ -141,7 +141,9 @@ extension RecordStore {
     /// and the job goes.
     func run(
         _ started: StoreJob, resumed: Bool, batchSize: Int, progress: (StoreProgress) throws -> Void,
-        rewrite: @escaping @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow,
+        rewrite:
+            @escaping @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue], ResolvedTenantKeys) throws
+            -> SealedRow,
         finish: (any StoreConnection, inout StoreState, RecordSetChanges) throws -> Void
     ) throws -> StoreJobReport {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
@@ -178,8 +180,9 @@ extension RecordStore {
                     guard let job = try StoreJob.fetch(db, keys: state.keys, where: path), job.kind == started.kind
                     else { return nil }
                     guard let name = job.tables.first else { return JobBatch(job: job, state: state) }
-                    let rows = try fetchBatch(db, table: try state.schema.table(name), after: job.after, batchSize)
-                    return JobBatch(job: job, state: state, rows: rows)
+                    let table = try state.schema.table(name)
+                    let rows = try fetchBatch(db, table: table, after: job.after, batchSize)
+                    return try JobBatch(job: job, state: state, rows: rows, table: table, db)
                 }.map { try $0.workedOut(rewrite) }
             }
             ahead = nil
@@ -206,7 +209,7 @@ extension RecordStore {
                     try read { work -> JobBatch in
                         let (db, state) = (work.db, work.state)
                         let rows = try fetchBatch(db, table: table, after: following.after, batchSize)
-                        return JobBatch(job: following, state: state, rows: rows)
+                        return try JobBatch(job: following, state: state, rows: rows, table: table, db)
                     }.workedOut(rewrite)
                 }
             } else {

@@ -43,6 +43,12 @@ extension RecordStore {
     ) throws -> RecordStore {
         try schema.validate()
         for table in schema.tables {
+            if table.tenant != nil {
+                throw CofferError(
+                    .invalidArgument,
+                    "adopt takes the database as it is: \(table.name) names a tenant, whose rows would need keys made for them; adopt it without one, or copy its rows into a table kept per tenant"
+                )
+            }
             for field in table.fields where field.sealed {
                 throw CofferError(
                     .invalidArgument,
@@ -105,12 +111,6 @@ extension RecordStore {
             }
             let field = schema.tables[t].fields[f]
             guard !field.sealed else { throw CofferError(.refused, "\(tableName).\(fieldName) is sealed already") }
-            guard schema.tables[t].tenant == nil else {
-                throw CofferError(
-                    .refused,
-                    "\(tableName) is kept per tenant: sealing a field in place does not run over it yet; add a new sealed field with a migration (StoreMigrator) and copy into it"
-                )
-            }
             guard field.type != .bytes else {
                 throw CofferError(
                     .invalidArgument,
@@ -124,14 +124,39 @@ extension RecordStore {
             state.schema = schema
             return StoreJob(kind: .migrate, tables: [tableName], field: fieldName, target: 0)
         }
-        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row in
+        return try run(job, resumed: resumed, batchSize: batchSize, progress: progress) { state, table, row, resolved in
             guard let field = table.field(fieldName),
                 try state.unsealed(row[field.name] ?? .null, field: field, table: table) != nil
             else { return SealedRow() }
-            let record = try state.record(from: row, table: table, nil)
+            // A table kept per tenant: the cell is sealed under the row's
+            // tenant's keys, read with the batch. A shredded tenant's kept
+            // record has no keys to seal under: its clear value is removed,
+            // as the shred removed the rest of it.
+            var keys: StoreKeys?
+            if let name = table.tenant, let tenantField = table.field(name) {
+                let tenant = try StoreSQL.storeValue(row[name] ?? .null, for: tenantField, table: table.name)
+                guard let found = resolved[tenant.encoded] else { throw TenantKeys.missing(tenant, table: table.name) }
+                switch found {
+                case .success(let opened): keys = opened
+                case .failure(let error) where error.code == .keyNotFound:
+                    var cleared = SealedRow()
+                    cleared.columns[field.name] = .null
+                    for index in field.indexes {
+                        if index.tokens == nil {
+                            cleared.columns[index.name] = .null
+                        } else {
+                            cleared.tokens[index.name] = []
+                        }
+                    }
+                    return cleared
+                case .failure(let error): throw error
+                }
+            }
+            let record = try state.record(from: row, table: table, nil, resolved: resolved)
             return try state.sealedRow(
                 record, key: record[table.primaryKey] ?? .null,
-                life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field], nil)
+                life: try StoreKeys.life(of: row, table: table.name, orNew: true), table: table, fields: [field], nil,
+                keys: keys)
         } finish: { _, _, _ in
         }
     }

@@ -99,14 +99,41 @@ struct JobBatch: Sendable {
     var state: StoreState
     var rows: [[String: DatabaseValue]] = []
     var changes: [SealedRow] = []
+    /// The keys of the rows' tenants, for a table kept per tenant, read
+    /// with the rows (the rows are worked out off the connection).
+    var resolved: ResolvedTenantKeys = [:]
+
+    init(
+        job: StoreJob, state: StoreState, rows: [[String: DatabaseValue]] = [], changes: [SealedRow] = [],
+        resolved: ResolvedTenantKeys = [:]
+    ) {
+        self.job = job
+        self.state = state
+        self.rows = rows
+        self.changes = changes
+        self.resolved = resolved
+    }
+
+    /// The batch of `rows` of `table` read through `db`, with their tenants' keys.
+    init(
+        job: StoreJob, state: StoreState, rows: [[String: DatabaseValue]], table: StoreSchema.Table,
+        _ db: any StoreConnection
+    ) throws {
+        self.init(
+            job: job, state: state, rows: rows,
+            resolved: table.tenant == nil ? [:] : try state.tenantKeys(of: rows, table: table, db))
+    }
 
     func workedOut(
-        _ rewrite: @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue]) throws -> SealedRow
+        _ rewrite:
+            @Sendable (StoreState, StoreSchema.Table, [String: DatabaseValue], ResolvedTenantKeys) throws -> SealedRow
     ) throws -> JobBatch {
         guard let name = job.tables.first, !rows.isEmpty else { return self }
         let table = try state.schema.table(name)
         var done = self
-        done.changes = try RecordStore.parallelMap(rows) { [state] in try rewrite(state, table, $0) }
+        done.changes = try RecordStore.parallelMap(rows) { [state, resolved] in
+            try rewrite(state, table, $0, resolved)
+        }
         return done
     }
 }
