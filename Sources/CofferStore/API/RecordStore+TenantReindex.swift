@@ -17,18 +17,9 @@ extension RecordStore {
         _ tableName: String, tenant: StoreValue? = nil, batchSize: Int = 1000,
         progress: (StoreProgress) throws -> Void = { _ in }
     ) throws -> TenantRotation {
-        guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
-        let table = try schema.table(tableName)
-        guard let name = table.tenant, let field = table.field(name) else {
-            throw CofferError(.invalidArgument, "\(table.name) is not kept per tenant: it has no tenant keys")
-        }
-        let tenants = try tenant.map { [$0] } ?? liveTenants(of: table, field: field)
-        var report = TenantRotation(tenants: 0, rows: 0, cells: 0)
-        for tenant in tenants {
+        try forEachTenant(tableName, tenant: tenant, batchSize: batchSize) { table, tenant, report in
             try reindex(table, tenant: tenant, batchSize: batchSize, report: &report, progress: progress)
-            report.tenants += 1
         }
-        return report
     }
 
     /// One tenant's reindex: a new current root beside the old ones, every

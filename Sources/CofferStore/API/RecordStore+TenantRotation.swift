@@ -26,6 +26,17 @@ extension RecordStore {
         _ tableName: String, tenant: StoreValue? = nil, batchSize: Int = 1000,
         progress: (StoreProgress) throws -> Void = { _ in }
     ) throws -> TenantRotation {
+        try forEachTenant(tableName, tenant: tenant, batchSize: batchSize) { table, tenant, report in
+            try rotate(table, tenant: tenant, batchSize: batchSize, report: &report, progress: progress)
+        }
+    }
+
+    /// Runs `job` for `tenant` of `tableName` (a table kept per tenant),
+    /// or for each of its live tenants in turn when `tenant` is nil.
+    func forEachTenant(
+        _ tableName: String, tenant: StoreValue?, batchSize: Int,
+        _ job: (StoreSchema.Table, StoreValue, inout TenantRotation) throws -> Void
+    ) throws -> TenantRotation {
         guard batchSize > 0 else { throw CofferError(.invalidArgument, "a batch holds at least one row") }
         let table = try schema.table(tableName)
         guard let name = table.tenant, let field = table.field(name) else {
@@ -34,7 +45,7 @@ extension RecordStore {
         let tenants = try tenant.map { [$0] } ?? liveTenants(of: table, field: field)
         var report = TenantRotation(tenants: 0, rows: 0, cells: 0)
         for tenant in tenants {
-            try rotate(table, tenant: tenant, batchSize: batchSize, report: &report, progress: progress)
+            try job(table, tenant, &report)
             report.tenants += 1
         }
         return report

@@ -50,6 +50,25 @@ extension StoreOptions {
     }
 }
 
+extension StoreOptions {
+    /// Runs `job` over `tenant` (every tenant when nil) of `table`, a table
+    /// kept per tenant, with a progress reporter; returns its report.
+    func tenantJob(
+        _ kek: KEKOptions, table: String, tenant: String?, _ what: String,
+        _ job: (RecordStore, String, StoreValue?, (StoreProgress) -> Void) throws -> TenantRotation
+    ) async throws -> TenantRotation {
+        let opened = try await open(kek)
+        let kept = try opened.schema.table(table)
+        guard let name = kept.tenant, let field = kept.field(name) else {
+            throw CLIFailure("\(kept.name) is not kept per tenant: its schema names no tenant field", status: 64)
+        }
+        let value = try tenant.map { try RecordJSON.value(argument: $0, field: field, table: kept.name) }
+        let report = try job(opened, kept.name, value, StoreJobOutput.progress(what))
+        if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
+        return report
+    }
+}
+
 extension StoreCommand {
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -77,15 +96,9 @@ extension StoreCommand {
                 try await store.runJob(kek, "re-sealed", rows) { try $0.rotateKeys(batchSize: $1, progress: $2) }
                 return
             }
-            let opened = try await store.open(kek)
-            let kept = try opened.schema.table(table)
-            guard let name = kept.tenant, let field = kept.field(name) else {
-                throw CLIFailure("\(kept.name) is not kept per tenant: its schema names no tenant field", status: 64)
+            let report = try await store.tenantJob(kek, table: table, tenant: tenant, "re-sealed") {
+                try $0.rotateTenantKeys($1, tenant: $2, batchSize: rows.batch, progress: $3)
             }
-            let value = try tenant.map { try RecordJSON.value(argument: $0, field: field, table: kept.name) }
-            let progress = StoreJobOutput.progress("re-sealed")
-            let report = try opened.rotateTenantKeys(kept.name, tenant: value, batchSize: rows.batch) { progress($0) }
-            if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
             print("rotated \(report.tenants) tenants' keys: \(report.rows) rows, \(report.cells) cells sealed again")
         }
     }
@@ -116,15 +129,9 @@ extension StoreCommand {
                 try await store.runJob(kek, "reindexed", rows) { try $0.reindex(batchSize: $1, progress: $2) }
                 return
             }
-            let opened = try await store.open(kek)
-            let kept = try opened.schema.table(table)
-            guard let name = kept.tenant, let field = kept.field(name) else {
-                throw CLIFailure("\(kept.name) is not kept per tenant: its schema names no tenant field", status: 64)
+            let report = try await store.tenantJob(kek, table: table, tenant: tenant, "reindexed") {
+                try $0.reindexTenant($1, tenant: $2, batchSize: rows.batch, progress: $3)
             }
-            let value = try tenant.map { try RecordJSON.value(argument: $0, field: field, table: kept.name) }
-            let progress = StoreJobOutput.progress("reindexed")
-            let report = try opened.reindexTenant(kept.name, tenant: value, batchSize: rows.batch) { progress($0) }
-            if isatty(STDERR_FILENO) == 1 { StandardError.write("\n") }
             print(
                 "reindexed \(report.tenants) tenants: \(report.rows) rows, \(report.cells) index values under a new root"
             )
