@@ -30,33 +30,12 @@ extension RecordStore {
     ) throws {
         let target = try changeTenantKeys(table, tenant: tenant) { $0.roots.count == 1 ? try $0.reindexed() : $0 }
             .roots[0].version
-        let order = StoreSQL.quoted(table.primaryKey)
-        let select =
-            "SELECT \(StoreSQL.rowColumns(table, indexes: true).map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.tenant!)) = ?"
-        let tenantValue = try StoreSQL.databaseValue(tenant, for: table.field(table.tenant!)!, table: table.name)
         let indexed = table.fields.filter { !$0.indexes.isEmpty }
-        var after: DatabaseValue?
-        while true {
-            let (count, written, last) = try write { work -> (Int, Int, DatabaseValue?) in
-                let (db, state) = (work.db, work.state)
-                let rows =
-                    try after.map {
-                        try db.rows(
-                            "\(select) AND \(order) > ? ORDER BY \(order) LIMIT \(batchSize)", [tenantValue, $0])
-                    } ?? db.rows("\(select) ORDER BY \(order) LIMIT \(batchSize)", [tenantValue])
-                guard !rows.isEmpty else { return (0, 0, nil) }
-                let keys = try state.keys(for: table, tenant: tenant, db, creating: true, changes: work.changes)!
-                var written = 0
-                for row in rows {
-                    written += try reindexRow(row, table: table, fields: indexed, keys: keys, target: target, work)
-                }
-                return (rows.count, written, rows.last?[table.primaryKey])
+        try eachBatch(of: table, tenant: tenant, indexes: true, batchSize: batchSize, report: &report, progress) {
+            work, rows, keys in
+            try rows.reduce(0) {
+                $0 + (try reindexRow($1, table: table, fields: indexed, keys: keys, target: target, work))
             }
-            guard let last else { break }
-            after = last
-            report.rows += count
-            report.cells += written
-            try progress(StoreProgress(done: report.rows, total: report.rows))
         }
         _ = try changeTenantKeys(table, tenant: tenant) { set in
             TenantKeySet(keys: set.keys, roots: Array(set.roots.prefix(1)))

@@ -75,15 +75,60 @@ extension RecordStore {
         progress: (StoreProgress) throws -> Void
     ) throws {
         let primary = try changeTenantKeys(table, tenant: tenant) { $0.keys.count == 1 ? $0.rotated() : $0 }.keys[0].id
-        let column = StoreSQL.quoted(table.tenant!)
+        let sealed = table.fields.filter(\.sealed)
+        try eachBatch(of: table, tenant: tenant, indexes: false, batchSize: batchSize, report: &report, progress) {
+            work, rows, keys in
+            let (db, state) = (work.db, work.state)
+            work.changes?.reserve(table.name, db)
+            var cells = 0
+            for row in rows {
+                var changed: [String: DatabaseValue] = [:]
+                for field in sealed {
+                    guard case .blob(let cell) = (row[field.name] ?? .null).storage,
+                        try SealedValue.keyID(of: cell) != primary
+                    else { continue }
+                    let context = try state.cellContext(field, table: table, row: row)
+                    changed[field.name] = try keys.keyRing.rewrap(cell, context: context).databaseValue
+                }
+                guard !changed.isEmpty else { continue }
+                let names = changed.keys.sorted()
+                // Only over the cells as read: a writer that changed the
+                // record meanwhile sealed it under the new key already.
+                let unchanged = [table.primaryKey, StoreSQL.lifeColumn] + names
+                guard
+                    try db.execute(
+                        "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(unchanged.map { StoreSQL.quoted($0) + " IS ?" }.joined(separator: " AND "))",
+                        names.map { changed[$0]! } + unchanged.map { row[$0] ?? .null }) > 0
+                else { continue }
+                work.changes?.replace(
+                    try state.element(of: row, table: table),
+                    with: try state.element(of: row.merging(changed) { $1 }, table: table), in: table.name)
+                cells += changed.count
+            }
+            return cells
+        }
+        _ = try changeTenantKeys(table, tenant: tenant) { set in
+            TenantKeySet(keys: Array(set.keys.prefix(1)), roots: set.roots)
+        }
+    }
+
+    /// Goes through `tenant`'s records of `table` in primary key order,
+    /// `batchSize` a write transaction, handing each batch (every column,
+    /// index columns too when `indexes`) and the tenant's keys to `body`,
+    /// which returns how many cells or values it wrote; counts both in
+    /// `report` and reports progress after each batch.
+    func eachBatch(
+        of table: StoreSchema.Table, tenant: StoreValue, indexes: Bool, batchSize: Int, report: inout TenantRotation,
+        _ progress: (StoreProgress) throws -> Void,
+        _ body: (StoreWork, [[String: DatabaseValue]], StoreKeys) throws -> Int
+    ) throws {
         let order = StoreSQL.quoted(table.primaryKey)
         let select =
-            "SELECT \(StoreSQL.rowColumns(table, indexes: false).map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name)) WHERE \(column) = ?"
+            "SELECT \(StoreSQL.rowColumns(table, indexes: indexes).map(StoreSQL.quoted).joined(separator: ", ")) FROM \(StoreSQL.quoted(table.name)) WHERE \(StoreSQL.quoted(table.tenant!)) = ?"
         let tenantValue = try StoreSQL.databaseValue(tenant, for: table.field(table.tenant!)!, table: table.name)
-        let sealed = table.fields.filter(\.sealed)
         var after: DatabaseValue?
         while true {
-            let (count, cells, last) = try write { work -> (Int, Int, DatabaseValue?) in
+            let (count, written, last) = try write { work -> (Int, Int, DatabaseValue?) in
                 let (db, state) = (work.db, work.state)
                 let rows =
                     try after.map {
@@ -92,42 +137,13 @@ extension RecordStore {
                     } ?? db.rows("\(select) ORDER BY \(order) LIMIT \(batchSize)", [tenantValue])
                 guard !rows.isEmpty else { return (0, 0, nil) }
                 let keys = try state.keys(for: table, tenant: tenant, db, creating: true, changes: work.changes)!
-                work.changes?.reserve(table.name, db)
-                var cells = 0
-                for row in rows {
-                    var changed: [String: DatabaseValue] = [:]
-                    for field in sealed {
-                        guard case .blob(let cell) = (row[field.name] ?? .null).storage,
-                            try SealedValue.keyID(of: cell) != primary
-                        else { continue }
-                        let context = try state.cellContext(field, table: table, row: row)
-                        changed[field.name] = try keys.keyRing.rewrap(cell, context: context).databaseValue
-                    }
-                    guard !changed.isEmpty else { continue }
-                    let names = changed.keys.sorted()
-                    // Only over the cells as read: a writer that changed the
-                    // record meanwhile sealed it under the new key already.
-                    let unchanged = [table.primaryKey, StoreSQL.lifeColumn] + names
-                    guard
-                        try db.execute(
-                            "UPDATE \(StoreSQL.quoted(table.name)) SET \(names.map { StoreSQL.quoted($0) + " = ?" }.joined(separator: ", ")) WHERE \(unchanged.map { StoreSQL.quoted($0) + " IS ?" }.joined(separator: " AND "))",
-                            names.map { changed[$0]! } + unchanged.map { row[$0] ?? .null }) > 0
-                    else { continue }
-                    work.changes?.replace(
-                        try state.element(of: row, table: table),
-                        with: try state.element(of: row.merging(changed) { $1 }, table: table), in: table.name)
-                    cells += changed.count
-                }
-                return (rows.count, cells, rows.last?[table.primaryKey])
+                return (rows.count, try body(work, rows, keys), rows.last?[table.primaryKey])
             }
-            guard let last else { break }
+            guard let last else { return }
             after = last
             report.rows += count
-            report.cells += cells
+            report.cells += written
             try progress(StoreProgress(done: report.rows, total: report.rows))
-        }
-        _ = try changeTenantKeys(table, tenant: tenant) { set in
-            TenantKeySet(keys: Array(set.keys.prefix(1)), roots: set.roots)
         }
     }
 
