@@ -8,8 +8,9 @@ import Hummingbird
 /// realm holding the `keys:release` scope, which an operator gets only by
 /// naming it. The key is the one the subject itself would be given
 /// (created on first use); each release is in the audit chain with the
-/// operator as its actor, and counts against the shared rate limits in
-/// the release's own transaction, as a signed-in user's does. A shredded
+/// operator as its actor, and counts against the per-address rate limit
+/// in the release's own transaction, as a signed-in user's does (the
+/// per-subject limit counts signed-in users). A shredded
 /// subject's key answers `410 key-shredded` here too: that is what makes a
 /// shred reach every backup of the service's database.
 struct ServiceKeyController: AuthenticatedController {
