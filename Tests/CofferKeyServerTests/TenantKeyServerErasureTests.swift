@@ -113,6 +113,13 @@ import Testing
             state: state)
         #expect(other.0 == 0 && other.1.contains("bio 3"), "\(other)")
         #expect(try store(["get", "--table", "notes", "--id", "1"], all, state: state).1.contains("a note"))
+        // A tenant that never wrote is shredded too, there and here: it never gets keys.
+        let never = try store(["shred-tenant", "--table", "people", "--tenant", "initech"], all, state: state)
+        #expect(never.0 == 0 && never.1.contains("it had no keys"), "\(never)")
+        let refused = try store(
+            ["put", "--table", "people"], all, state: state,
+            record: #"{"id": 9, "org": "initech", "email": "x@initech.example", "bio": "b"}"#)
+        #expect(refused.0 == 2 && refused.2.contains("was shredded"), "\(refused)")
     }
 
     @Test func aCopiedBackSQLiteFileNoLongerOpensTheShreddedTenant() throws {

@@ -65,7 +65,9 @@ public struct KeyServerTenantKeyHolder: TenantKeyHolder {
     public func destroy(tenant: String) throws {
         let admin = admin
         do {
-            _ = try KeyServerStoreAnchor.wait { try await admin.shred(subject: tenant, undoWindow: 0) }
+            // `create`: a tenant that never wrote has no key there yet, and
+            // its shred must still keep one from ever being made.
+            _ = try KeyServerStoreAnchor.wait { try await admin.shred(subject: tenant, undoWindow: 0, create: true) }
         } catch let error as KeyClientError where error.status == 410 {
             return  // destroyed already
         } catch let error as KeyClientError {

@@ -55,7 +55,9 @@ extension StoreState {
         -> StoreKeys
     {
         if let known = tenantCache.keys(name, sealed: sealed) { return known }
-        let held = try held(table, tenant)
+        // Without a holder a held row is refused when opened, and a
+        // tombstone still says the tenant was shredded.
+        let held = tenantCache.holder == nil ? nil : try held(table, tenant)
         switch try TenantKeys.open(
             sealed, table: name.table, tenant: name.tenant, name: TenantKeys.display(tenant), under: keys, held: held)
         {
