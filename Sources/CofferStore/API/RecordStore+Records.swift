@@ -31,40 +31,28 @@ extension RecordStore {
         let table = try state.schema.table(tableName)
         work.changes?.reserve(table.name, db)
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
-        // One sealer per tenant (the store's keys for a table without); the
-        // records are sealed on every core in one pipeline, each by its own.
-        var sealers: [RowSealer] = []
-        var sealerOf: [Int] = []
-        var known: [[UInt8]: Int] = [:]
-        let tenantKeys = try table.tenant.map { name in
-            try state.keys(for: table, writing: records.map { $0[name] ?? .null }, db, changes: work.changes)
-        }
-        for record in records {
-            let tenant = table.tenant.map { record[$0] ?? .null }
-            let name = tenant?.encoded ?? []
-            if let index = known[name] {
-                sealerOf.append(index)
-                continue
-            }
-            let cellKeys =
-                try tenantKeys?[name] ?? state.keys(
-                    for: table, tenant: tenant, db, creating: true, changes: work.changes)!
-            known[name] = sealers.count
-            sealerOf.append(sealers.count)
-            // The first sealer's contexts and plan serve every tenant whose
-            // index version is the same.
-            let template = sealers.first { $0.version == cellKeys.currentIndexVersion }
-            sealers.append(
-                try template?.rekeyed(cellKeys)
-                    ?? RowSealer(
-                        keys: cellKeys, table: table, fields: table.fields.filter(\.sealed),
-                        version: cellKeys.currentIndexVersion, state: state))
-        }
-        guard let first = sealers.first else { return keys }
+        guard !records.isEmpty else { return keys }
         let clear = table.fields.filter { !$0.sealed }
+        guard let tenant = table.tenant else {
+            let sealer = try RowSealer(
+                keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
+                version: state.keys.currentIndexVersion, state: state)
+            try Self.pipeline(
+                records.indices.map { (records[$0], keys[$0]) }, chunk: 256,
+                map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
+                consume: { _, rows in try insert(rows, clear: clear, sealer: sealer, table: table, work) })
+            return keys
+        }
+        // Kept per tenant: the tenants' key rows read (and the missing ones
+        // made) here; each tenant's keys opened and its sealer made on the
+        // core that first seals one of its records.
+        let write = try state.tenantsWriting(
+            records.map { $0[tenant] ?? .null }, to: table, db, changes: work.changes)
+        let sealers = TenantSealers(write, state: state, table: table)
+        let first = try sealers.sealer(write.slots[0])
         try Self.pipeline(
-            records.indices.map { (records[$0], keys[$0], sealerOf[$0]) }, chunk: 256,
-            map: { [sealers] in try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealers[$0.2]) },
+            records.indices.map { (records[$0], keys[$0], write.slots[$0]) }, chunk: 256,
+            map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealers.sealer($0.2)) },
             consume: { _, rows in try insert(rows, clear: clear, sealer: first, table: table, work) })
         return keys
     }

@@ -12,13 +12,20 @@ final class TenantKeyCache: Sendable {
         var tenant: [UInt8]
     }
 
-    struct Entry: Sendable {
-        var sealed: [UInt8]
-        var keys: StoreKeys
+    /// One tenant's kept keys: a class, so a lookup touches it in place
+    /// rather than copying it out and back; changed only under the
+    /// cache's lock.
+    final class Entry: @unchecked Sendable {
+        let sealed: [UInt8]
+        let keys: StoreKeys
         var used: UInt64
         /// When a held tenant's keys must be asked of the holder again
         /// (seconds since 1970); nil for keys under the store's ring alone.
-        var expires: Double?
+        let expires: Double?
+
+        init(sealed: [UInt8], keys: StoreKeys, used: UInt64, expires: Double?) {
+            (self.sealed, self.keys, self.used, self.expires) = (sealed, keys, used, expires)
+        }
     }
 
     struct Contents: Sendable {
@@ -66,16 +73,17 @@ final class TenantKeyCache: Sendable {
         }
     }
 
+    /// The keys kept for `name` when they were opened from `sealed` (and,
+    /// a held tenant's, have not expired); nil when none are.
     func keys(_ name: Name, sealed: [UInt8]) -> StoreKeys? {
         contents.withLock { contents in
-            guard var entry = contents.entries[name], entry.sealed == sealed else { return nil }
+            guard let entry = contents.entries[name], entry.sealed == sealed else { return nil }
             if let expires = entry.expires, Date().timeIntervalSince1970 >= expires {
                 contents.entries.removeValue(forKey: name)
                 return nil
             }
             contents.tick &+= 1
             entry.used = contents.tick
-            contents.entries[name] = entry
             return entry.keys
         }
     }

@@ -78,35 +78,99 @@ extension StoreState {
         return HeldTenant(holder: holder, subject: try TenantKeys.subject(tenant))
     }
 
-    /// The keys of every one of `tenants` of `table` (a table kept per
-    /// tenant) for a write, by encoded tenant: their rows read 500 a
-    /// statement (held as a write holds them), those missing made one by one.
-    func keys(
-        for table: StoreSchema.Table, writing tenants: [StoreValue], _ db: any StoreConnection,
-        changes: RecordSetChanges?
-    ) throws -> [[UInt8]: StoreKeys] {
-        var wanted: [[UInt8]: StoreValue] = [:]
-        for tenant in tenants where !tenant.isNull { wanted[tenant.encoded] = tenant }
-        var found: [[UInt8]: StoreKeys] = [:]
-        let names = Array(wanted.keys)
-        for start in stride(from: 0, to: names.count, by: 500) {
-            let chunk = names[start..<min(names.count, start + 500)]
+    /// What a write of `tenants` (one per record) to `table`, a table kept
+    /// per tenant, seals under: each distinct tenant's key row read (500 a
+    /// statement, held as a write holds them) but not yet opened, so that
+    /// the records' sealers open them on every core; the rows of those
+    /// that had none made here first, one by one (they write).
+    func tenantsWriting(
+        _ tenants: [StoreValue], to table: StoreSchema.Table, _ db: any StoreConnection, changes: RecordSetChanges?
+    ) throws -> TenantWrite {
+        var write = TenantWrite()
+        write.slots.reserveCapacity(tenants.count)
+        var slotOf: [[UInt8]: Int] = [:]
+        for tenant in tenants {
+            let name = tenant.encoded
+            if let slot = slotOf[name] {
+                write.slots.append(slot)
+                continue
+            }
+            if tenant.isNull { _ = try keys(for: table, tenant: tenant, db) }  // says every record names one
+            slotOf[name] = write.tenants.count
+            write.slots.append(write.tenants.count)
+            write.tenants.append(.init(value: tenant, name: .init(table: table.name, tenant: name)))
+        }
+        for start in stride(from: 0, to: write.tenants.count, by: 500) {
+            let chunk = write.tenants[start..<min(write.tenants.count, start + 500)]
             let rows = try db.rows(
                 "SELECT tenant, keys FROM \(TenantKeys.table) WHERE tbl = ? AND tenant IN (\(chunk.map { _ in "?" }.joined(separator: ", ")))"
                     + (db.dialect == .postgres ? " FOR SHARE" : ""),
-                [table.name.databaseValue] + chunk.map { Data($0).databaseValue })
+                [table.name.databaseValue] + chunk.map { Data($0.name.tenant).databaseValue })
             for row in rows {
                 guard case .blob(let tenant) = row["tenant"]?.storage, case .blob(let sealed) = row["keys"]?.storage,
-                    let value = wanted[Array(tenant)]
+                    let slot = slotOf[Array(tenant)]
                 else { continue }
-                let name = TenantKeyCache.Name(table: table.name, tenant: Array(tenant))
-                found[name.tenant] = try opened(Array(sealed), name, table: table, tenant: value)
+                write.tenants[slot].sealed = Array(sealed)
             }
         }
-        for (name, tenant) in wanted where found[name] == nil {
-            found[name] = try keys(for: table, tenant: tenant, db, creating: true, changes: changes)
+        for slot in write.tenants.indices where write.tenants[slot].sealed == nil {
+            write.tenants[slot].opened = try keys(
+                for: table, tenant: write.tenants[slot].value, db, creating: true, changes: changes)
         }
-        return found
+        return write
+    }
+}
+
+/// The tenants of one write (``StoreState/tenantsWriting(_:to:_:changes:)``):
+/// each distinct one with its key row as read (or its keys, made by this
+/// write), and each record's place among them.
+struct TenantWrite: Sendable {
+    struct Tenant: Sendable {
+        let value: StoreValue
+        let name: TenantKeyCache.Name
+        var sealed: [UInt8]?
+        var opened: StoreKeys?
+    }
+
+    var tenants: [Tenant] = []
+    /// Per record, its tenant's place in ``tenants``.
+    var slots: [Int] = []
+}
+
+/// Each tenant's sealer for one write, made from its keys when a record of
+/// that tenant is first sealed, on whichever core seals it: the tenants'
+/// keys opened and their index keys derived in parallel, not before the
+/// sealing starts. Tenants at the same index version share one plan.
+final class TenantSealers: Sendable {
+    private let write: TenantWrite
+    private let state: StoreState
+    private let table: StoreSchema.Table
+    private let made = Locked<(sealers: [RowSealer?], plans: [UInt16: RowSealer])>(([], [:]))
+
+    init(_ write: TenantWrite, state: StoreState, table: StoreSchema.Table) {
+        self.write = write
+        self.state = state
+        self.table = table
+        made.withLock { $0.sealers = Array(repeating: nil, count: write.tenants.count) }
+    }
+
+    /// The sealer of the record at `slot` of the write.
+    func sealer(_ slot: Int) throws -> RowSealer {
+        if let known = made.withLock({ $0.sealers[slot] }) { return known }
+        let tenant = write.tenants[slot]
+        let keys =
+            try tenant.opened ?? state.opened(tenant.sealed!, tenant.name, table: table, tenant: tenant.value)
+        let plan = made.withLock { $0.plans[keys.currentIndexVersion] }
+        let sealer =
+            try plan?.rekeyed(keys)
+            ?? RowSealer(
+                keys: keys, table: table, fields: table.fields.filter(\.sealed), version: keys.currentIndexVersion,
+                state: state)
+        made.withLock {
+            $0.sealers[slot] = sealer
+            if $0.plans[keys.currentIndexVersion] == nil { $0.plans[keys.currentIndexVersion] = sealer }
+        }
+        return sealer
     }
 }
 
