@@ -58,3 +58,44 @@ import Testing
         #expect(!piped.stderr.contains("stretching"))
     }
 }
+
+/// The options that name a coffer-server for a store (the anchor's
+/// `--anchor-*`, the tenant keys' `--tenant-keys-*`, and the environment
+/// variable beside each) are refused when half given, before anything is
+/// opened or asked of a server.
+@Suite struct StoreServerOptionCLITests {
+    @Test(
+        arguments: [
+            (["--anchor-token-file", "t"], [:], "--anchor-token-file is for --anchor-server"),
+            (["--anchor-ca-file", "ca.pem"], [:], "--anchor-ca-file is for --anchor-server"),
+            ([], ["COFFER_ANCHOR_TOKEN_FILE": "t"], "--anchor-token-file is for --anchor-server"),
+            (
+                ["--anchor-server", "https://keys.example"], [:],
+                "needs --anchor-token-file (an operator token of scope stores:anchor)"
+            ),
+            (
+                ["--anchor-server", "ftp://keys.example", "--anchor-token-file", "t"], [:],
+                "--anchor-server takes the key server's URL"
+            ),
+            (["--tenant-keys-purpose", "p"], [:], "--tenant-keys-purpose is for --tenant-keys-server"),
+            (["--tenant-keys-ca-file", "ca.pem"], [:], "--tenant-keys-ca-file is for --tenant-keys-server"),
+            (
+                [], ["COFFER_TENANT_KEYS_SERVER": "https://keys.example"],
+                "needs --tenant-keys-token-file (an operator token of scope keys:release)"
+            ),
+            (
+                ["--tenant-keys-server", "keys.example", "--tenant-keys-token-file", "t"], [:],
+                "--tenant-keys-server takes the key server's URL"
+            ),
+        ] as [([String], [String: String], String)])
+    func halfGivenServersAreRefused(options: [String], environment: [String: String], message: String) throws {
+        let directory = try StoreCLITests.setUp()
+        _ = try directory.write("t", Array("not-a-token\n".utf8))
+        let result = try CLI.coffer(
+            ["store", "get", "--db", "s.sqlite", "--kek-file", "kek", "--table", "presents", "--id", "1"] + options,
+            in: directory.url, environment: environment)
+        #expect(result.status == 64, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+}

@@ -31,29 +31,13 @@ struct StoreAnchorOptions: ParsableArguments {
     /// command reads anything, published after each commit.
     func anchors() throws -> [any StoreAnchor] {
         var anchors: [any StoreAnchor] = [FolderStoreAnchor.user]
-        let environment = ProcessInfo.processInfo.environment
-        let server = self.server ?? environment["COFFER_ANCHOR_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
-        let tokenFile = self.tokenFile ?? environment["COFFER_ANCHOR_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
-        let caFile = self.caFile ?? environment["COFFER_ANCHOR_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
-        guard let server else {
-            if tokenFile != nil { throw ValidationError("--anchor-token-file is for --anchor-server") }
-            if caFile != nil { throw ValidationError("--anchor-ca-file is for --anchor-server") }
-            return anchors
+        if let server = try OperatorServer.named(
+            "anchor", variable: "ANCHOR", scope: "stores:anchor", server: server, tokenFile: tokenFile, caFile: caFile)
+        {
+            anchors.append(
+                try KeyServerStoreAnchor(
+                    server: server.url, operatorToken: server.token, transport: server.transport))
         }
-        guard let tokenFile else {
-            throw ValidationError(
-                "--anchor-server needs --anchor-token-file (an operator token of scope stores:anchor)")
-        }
-        guard let url = URL(string: server), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-            throw ValidationError("--anchor-server takes the key server's URL (https://HOST[:PORT])")
-        }
-        let token = String(
-            decoding: try Input.readAll(path: tokenFile, what: "the anchor token file", secret: true), as: UTF8.self
-        ).trimmingCharacters(in: .whitespacesAndNewlines)
-        anchors.append(
-            try KeyServerStoreAnchor(
-                server: url, operatorToken: token,
-                transport: try ServerTrust.transport(caFile: caFile, option: "--anchor-ca-file")))
         return anchors
     }
 

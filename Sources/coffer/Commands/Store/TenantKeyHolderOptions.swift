@@ -39,36 +39,14 @@ struct TenantKeyHolderOptions: ParsableArguments {
 
     /// The holder the options name, or nil when they name none.
     func holder() throws -> (any TenantKeyHolder)? {
-        let environment = ProcessInfo.processInfo.environment
-        func named(_ value: String?, _ variable: String) -> String? {
-            value ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 }
-        }
-        let server = named(server, "COFFER_TENANT_KEYS_SERVER")
-        let tokenFile = named(tokenFile, "COFFER_TENANT_KEYS_TOKEN_FILE")
-        let caFile = named(caFile, "COFFER_TENANT_KEYS_CA_FILE")
-        guard let server else {
-            for (value, option) in [
-                (tokenFile, "--tenant-keys-token-file"), (caFile, "--tenant-keys-ca-file"),
-                (purpose, "--tenant-keys-purpose"),
-            ] where value != nil {
-                throw ValidationError("\(option) is for --tenant-keys-server")
-            }
-            return nil
-        }
-        guard let tokenFile else {
-            throw ValidationError(
-                "--tenant-keys-server needs --tenant-keys-token-file (an operator token of scope keys:release)")
-        }
-        guard let url = URL(string: server), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-            throw ValidationError("--tenant-keys-server takes the key server's URL (https://HOST[:PORT])")
-        }
-        let token = String(
-            decoding: try Input.readAll(path: tokenFile, what: "the tenant keys token file", secret: true),
-            as: UTF8.self
-        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard
+            let server = try OperatorServer.named(
+                "tenant-keys", variable: "TENANT_KEYS", scope: "keys:release", server: server, tokenFile: tokenFile,
+                caFile: caFile, others: [(purpose, "--tenant-keys-purpose")])
+        else { return nil }
         return try KeyServerTenantKeyHolder(
-            server: url, operatorToken: token, purpose: purpose ?? KeyServerTenantKeyHolder.defaultPurpose,
-            transport: try ServerTrust.transport(caFile: caFile, option: "--tenant-keys-ca-file"))
+            server: server.url, operatorToken: server.token,
+            purpose: purpose ?? KeyServerTenantKeyHolder.defaultPurpose, transport: server.transport)
     }
 
     /// `store` with the holder in place, when one is named.
