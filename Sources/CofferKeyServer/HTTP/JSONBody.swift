@@ -14,7 +14,16 @@ package enum JSONBody {
     /// and no null; an empty body is `emptyAs` when given.
     static func decode<T: RequestBody>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
         var request = request
-        let buffer = try await request.collectBody(upTo: maxBytes)
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maxBytes)
+        } catch let error as any HTTPResponseError {
+            throw error  // too large: 413
+        } catch {
+            // The client stopped sending before the length its head gave
+            // (the connection half-closed): its request, not the server, failed.
+            throw KeyServerError(.bodyMalformed, "the request body ended before the length its headers gave")
+        }
         if buffer.readableBytes == 0, let empty { return empty }
         return try decode(T.self, bytes: Data(buffer.readableBytesView))
     }
