@@ -42,10 +42,8 @@ import Testing
     /// `coffer-server operator add --expires-in`, and `operator list`.
     @Test func theCommandLineMakesAndListsExpiringTokens() throws {
         let issuer = try Issuer()
-        let data = issuer.folder + "/data"
-        try ServerProcess(issuer: issuer, data: data).stop()
-        let token = try ServerProcess.addOperator(
-            issuer: issuer, data: data, name: "weekly", extra: ["--expires-in", "7d"])
+        let (data, token) = try ServerProcess.initialized(
+            issuer: issuer, operator: "weekly", extra: ["--expires-in", "7d"])
         #expect(token.hasPrefix("cofop_"), "\(token)")
         let list = try Spawned.run(
             ServerProcess.binary.path,

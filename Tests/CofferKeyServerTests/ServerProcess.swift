@@ -146,6 +146,16 @@ final class ServerProcess {
         self.port = port
     }
 
+    /// A data folder `issuer.folder/data` made by a first run of the server
+    /// (stopped again), with an operator added: the folder and its token.
+    static func initialized(issuer: Issuer, operator name: String, extra: [String] = []) throws -> (
+        data: String, token: String
+    ) {
+        let data = issuer.folder + "/data"
+        try ServerProcess(issuer: issuer, data: data).stop()
+        return (data, try addOperator(issuer: issuer, data: data, name: name, extra: extra))
+    }
+
     /// `coffer-server operator add`: the token it prints.
     static func addOperator(
         issuer: Issuer, data: String, name: String, extra: [String] = [], environment: [String: String] = [:]

@@ -45,10 +45,8 @@ import Testing
 
     @Test func hostileBodiesAndHeadersAreRefusedWithoutA5xx() throws {
         let issuer = try Issuer()
-        let data = issuer.folder + "/data"
-        try ServerProcess(issuer: issuer, data: data).stop()
-        let token = try ServerProcess.addOperator(
-            issuer: issuer, data: data, name: "tenants", extra: ["--scope", "keys:release"])
+        let (data, token) = try ServerProcess.initialized(
+            issuer: issuer, operator: "tenants", extra: ["--scope", "keys:release"])
         let server = try ServerProcess(issuer: issuer, data: data)
         defer { server.stop() }
         let good = #"{"subject": "acme", "purpose": "coffer-store-tenant"}"#
