@@ -50,7 +50,7 @@ import Testing
         let server = try ServerProcess(issuer: issuer, data: data)
         defer { server.stop() }
         let good = #"{"subject": "acme", "purpose": "coffer-store-tenant"}"#
-        let nested = String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000)
+        let nested = String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000)
         let cases: [(name: String, head: String, body: [UInt8], shutWrite: Bool)] = [
             ("truncated JSON", Self.head(token: token, length: 28), Array(good.utf8.prefix(28)), false),
             ("a body cut short", Self.head(token: token, length: good.utf8.count), Array(good.utf8.prefix(20)), true),
@@ -65,7 +65,10 @@ import Testing
                 "two megabytes", Self.head(token: token, length: 2 << 20),
                 Array(repeating: UInt8(ascii: " "), count: 2 << 20), false
             ),
-            ("nested 20,000 deep", Self.head(token: token, length: nested.utf8.count), Array(nested.utf8), false),
+            (
+                "nested 5,000 deep (under the size limit)", Self.head(token: token, length: nested.utf8.count),
+                Array(nested.utf8), false
+            ),
             ("not UTF-8", Self.head(token: token, length: 8), [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], false),
             ("an empty body", Self.head(token: token, length: 0), [], false),
             (
@@ -80,7 +83,11 @@ import Testing
         for (name, head, body, shutWrite) in cases {
             let client = try ClientLimitsTests.RawClient(port: server.port)
             client.send(head)
-            _ = body.withUnsafeBufferPointer { write(client.socket, $0.baseAddress, $0.count) }
+            // MSG_NOSIGNAL: the server may answer and close before the
+            // 2 MiB are all sent, which must be EPIPE here, not SIGPIPE.
+            _ = body.withUnsafeBufferPointer {
+                Glibc.send(client.socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if shutWrite { shutdown(client.socket, Int32(SHUT_WR)) }
             let answer = Self.answer(client)
             let status = Self.status(answer)
