@@ -33,26 +33,27 @@ extension RecordStore {
         let keys = try state.primaryKeys(for: try Self.checked(records, table: table), table: table, db)
         guard !records.isEmpty else { return keys }
         let clear = table.fields.filter { !$0.sealed }
-        guard let tenant = table.tenant else {
-            let sealer = try RowSealer(
+        // Each record's sealer: the store's one for a table without
+        // tenants; for one kept per tenant, its tenant's, whose key rows
+        // are read (and the missing ones made) here, each opened and its
+        // sealer made on the core that first seals one of its records.
+        let first: RowSealer
+        let sealer: @Sendable (Int) throws -> RowSealer
+        if let tenant = table.tenant {
+            let write = try state.tenantsWriting(
+                records.map { $0[tenant] ?? .null }, to: table, db, changes: work.changes)
+            let sealers = TenantSealers(write, state: state, table: table)
+            first = try sealers.sealer(write.slots[0])
+            sealer = { try sealers.sealer(write.slots[$0]) }
+        } else {
+            let only = try RowSealer(
                 keys: state.keys, table: table, fields: table.fields.filter(\.sealed),
                 version: state.keys.currentIndexVersion, state: state)
-            try Self.pipeline(
-                records.indices.map { (records[$0], keys[$0]) }, chunk: 256,
-                map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealer) },
-                consume: { _, rows in try insert(rows, clear: clear, sealer: sealer, table: table, work) })
-            return keys
+            (first, sealer) = (only, { _ in only })
         }
-        // Kept per tenant: the tenants' key rows read (and the missing ones
-        // made) here; each tenant's keys opened and its sealer made on the
-        // core that first seals one of its records.
-        let write = try state.tenantsWriting(
-            records.map { $0[tenant] ?? .null }, to: table, db, changes: work.changes)
-        let sealers = TenantSealers(write, state: state, table: table)
-        let first = try sealers.sealer(write.slots[0])
         try Self.pipeline(
-            records.indices.map { (records[$0], keys[$0], write.slots[$0]) }, chunk: 256,
-            map: { try InsertRow($0.0, key: $0.1, table: table, clear: clear, sealer: sealers.sealer($0.2)) },
+            Array(records.indices), chunk: 256,
+            map: { try InsertRow(records[$0], key: keys[$0], table: table, clear: clear, sealer: sealer($0)) },
             consume: { _, rows in try insert(rows, clear: clear, sealer: first, table: table, work) })
         return keys
     }

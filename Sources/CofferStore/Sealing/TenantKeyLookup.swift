@@ -14,9 +14,7 @@ extension StoreState {
         changes: RecordSetChanges? = nil
     ) throws -> StoreKeys? {
         guard let field = table.tenant else { return keys }
-        guard let tenant, !tenant.isNull else {
-            throw CofferError(.invalidArgument, "\(table.name) is kept per tenant: every record names its \(field)")
-        }
+        guard let tenant, !tenant.isNull else { throw Self.unnamedTenant(table, field: field) }
         guard let db else {
             throw CofferError(
                 .refused, "this job does not run over \(table.name), whose records are sealed under each tenant's keys")
@@ -46,6 +44,11 @@ extension StoreState {
         }
         guard let sealed else { return nil }
         return try opened(Array(sealed), name, table: table, tenant: tenant)
+    }
+
+    /// A record of a table kept per tenant that names none.
+    static func unnamedTenant(_ table: StoreSchema.Table, field: String) -> CofferError {
+        CofferError(.invalidArgument, "\(table.name) is kept per tenant: every record names its \(field)")
     }
 
     /// A tenant's stored keys opened (or found in the cache, opened from the
@@ -95,7 +98,7 @@ extension StoreState {
                 write.slots.append(slot)
                 continue
             }
-            if tenant.isNull { _ = try keys(for: table, tenant: tenant, db) }  // says every record names one
+            if tenant.isNull { throw Self.unnamedTenant(table, field: table.tenant ?? "") }
             slotOf[name] = write.tenants.count
             write.slots.append(write.tenants.count)
             write.tenants.append(.init(value: tenant, name: .init(table: table.name, tenant: name)))
@@ -145,13 +148,13 @@ final class TenantSealers: Sendable {
     private let write: TenantWrite
     private let state: StoreState
     private let table: StoreSchema.Table
-    private let made = Locked<(sealers: [RowSealer?], plans: [UInt16: RowSealer])>(([], [:]))
+    private let made: Locked<(sealers: [RowSealer?], plans: [UInt16: RowSealer])>
 
     init(_ write: TenantWrite, state: StoreState, table: StoreSchema.Table) {
         self.write = write
         self.state = state
         self.table = table
-        made.withLock { $0.sealers = Array(repeating: nil, count: write.tenants.count) }
+        made = Locked((Array(repeating: nil, count: write.tenants.count), [:]))
     }
 
     /// The sealer of the record at `slot` of the write.

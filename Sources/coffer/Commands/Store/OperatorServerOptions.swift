@@ -9,10 +9,13 @@ import Foundation
 /// else its environment variable; a token or CA file without a server is
 /// refused, as is a server without a token file or with a URL that is
 /// not one.
-struct OperatorServer {
+struct OperatorServer: CustomStringConvertible {
     let url: URL
     let token: String
     let transport: any KeyServerTransport
+
+    /// The server, never its token.
+    var description: String { "\(url.absoluteString) (operator token redacted)" }
 
     /// The server `--NAME-server` (or `COFFER_VARIABLE_SERVER`) names, or nil
     /// when none is named; `scope` is what the token must hold, for the
