@@ -1,10 +1,13 @@
 """A database writer's rewrite of coffer-server's audit chain, done outside
 Coffer (security review 4, H8): reads the chain as JSON lines on standard
 input (one entry per line, as sqlite3's json_object or PostgreSQL's
-json_build_object print it), drops every entry about SUBJECT, renumbers
-and relinks the rest with SHA-256 as docs/key-server-audit.md
-defines the links, and prints the SQL that puts the forged chain in place
-and deletes the anchors from the first removed entry on.
+json_build_object print it, with `hash` and `link` in hex), drops every
+entry about SUBJECT, keeps the entries before the first one it drops as
+they are, renumbers the rest and relinks them with SHA-256 as
+docs/key-server-audit.md defines links made before they were keyed (all
+a writer without the KEK can compute: a keyed link needs the link key),
+and prints the SQL that puts the forged chain in place and deletes the
+anchors from the first removed entry on.
 
     python3 audit-relink.py sqlite|postgres SUBJECT < entries.jsonl | sqlite3 keys.sqlite
 """
@@ -35,9 +38,11 @@ def blob(data):
     return f"X'{data.hex()}'" if dialect == "sqlite" else f"decode('{data.hex()}', 'hex')"
 
 
-previous = bytes(32)
+cut = min(removed)
+before = [e for e in kept if e["seq"] < cut]
+previous = bytes.fromhex(before[-1]["hash"]) if before else bytes(32)
 rows = []
-for number, entry in enumerate(kept, 1):
+for number, entry in enumerate([e for e in kept if e["seq"] > cut], cut):
     entry = dict(entry, seq=number)
     previous = hashlib.sha256(
         previous + field("coffer audit v1") + b"".join(field(entry[c]) for c in columns)
@@ -46,8 +51,8 @@ for number, entry in enumerate(kept, 1):
     values += [str(entry["version"]), text(entry["detail"]), blob(previous)]
     rows.append("(" + ", ".join(values) + ")")
 print("BEGIN;")
-print("DELETE FROM audit;")
+print(f"DELETE FROM audit WHERE seq >= {cut};")
 print(f"INSERT INTO audit ({', '.join(columns)}, hash) VALUES")
 print(",\n".join(rows) + ";")
-print(f"DELETE FROM audit_anchors WHERE seq >= {min(removed)};")
+print(f"DELETE FROM audit_anchors WHERE seq >= {cut};")
 print("COMMIT;")

@@ -62,7 +62,8 @@ struct Audit: AsyncParsableCommand {
             let anchored =
                 verifier.anchoredThrough == 0
                 ? "no anchor yet" : "anchored through entry \(verifier.anchoredThrough)"
-            print("audit chain intact: \(verifier.checked) entries, \(head), \(anchored)")
+            let keyed = verifier.keyedFrom.map { "links keyed from entry \($0)" } ?? "no keyed link"
+            print("audit chain intact: \(verifier.checked) entries, \(head), \(anchored), \(keyed)")
         }
     }
 

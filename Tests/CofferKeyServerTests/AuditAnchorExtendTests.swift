@@ -7,7 +7,10 @@ import Testing
 /// past the cut (with scripts/audit-relink.py and sqlite3 or psql, never
 /// through the server). The server used to anchor the forged head with
 /// its own key; now it anchors only a head that extends its last anchor,
-/// and says so in its log and in /metrics when it will not.
+/// and says so in its log and in /metrics when it will not. And since the
+/// links are keyed (docs/key-server-audit.md, "Keyed links"), the writer
+/// can only relink with SHA-256, which `audit verify` refuses at the cut
+/// by itself, with no head kept outside the database.
 @Suite(.serialized) struct AuditAnchorExtendTests {
     @Test(arguments: Backend.allCases) func theServerRefusesToAnchorARewrittenChain(_ backend: Backend) async throws {
         let issuer = try Issuer()
@@ -39,7 +42,9 @@ import Testing
         }
         let columns =
             "'seq',seq,'at',at,'actor',actor,'action',action,'realm',realm,'subject',subject,"
-            + "'device',device,'purpose',purpose,'version',version,'detail',detail"
+            + "'device',device,'purpose',purpose,'version',version,'detail',detail,"
+            + (backend == .sqlite
+                ? "'hash',hex(hash),'link',hex(link)" : "'hash',encode(hash,'hex'),'link',encode(link,'hex')")
         let chain = try sql(
             backend == .sqlite
                 ? "SELECT json_object(\(columns)) FROM audit ORDER BY seq"
@@ -49,11 +54,19 @@ import Testing
             [Issuer.root + "/scripts/audit-relink.py", backend == .sqlite ? "sqlite" : "postgres", "alice"],
             input: Data(chain.utf8))
         #expect(relink.status == 0)
+        let cut = try chain.split(separator: "\n").compactMap { line -> Int? in
+            let entry = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return entry?["subject"] as? String == "alice" ? entry?["seq"] as? Int : nil
+        }.min()
+        let nonce = try sql("SELECT length(link) FROM audit WHERE seq = \(cut ?? 0)")
+        #expect(cut != nil && nonce == "16")
         _ = try sql(relink.text)
-        // Without a head kept outside, the forged chain looks whole (the
-        // operator's entry 1, before the cut, keeps its anchor).
+        // The entries before the cut are as they were; the first one
+        // relinked is refused by its link alone, with no head kept outside.
         let (bare, said) = try await KEKRotationTests.serverTool(["audit", "verify"] + tool, environment: environment)
-        #expect(bare == 0 && said.contains("intact: \(anchored - 3) entries"), "\(said)")
+        #expect(
+            bare == 1 && said.contains("audit chain broken at entry \(cut ?? 0): its link is plain SHA-256"),
+            "\(said)")
         let anchorsLeft = try sql("SELECT count(*) FROM audit_anchors")
 
         // New entries after the rewrite: the running server refuses to
@@ -73,7 +86,7 @@ import Testing
         #expect(try lastLine() == checkpointBefore)
         let (status, out) = try await KEKRotationTests.serverTool(
             ["audit", "verify", "--checkpoint", checkpoints] + tool, environment: environment)
-        #expect(status == 1 && out.contains("audit chain broken at entry \(anchored)"), "\(out)")
+        #expect(status == 1 && out.contains("audit chain broken at entry \(cut ?? 0)"), "\(out)")
     }
 
     /// Waits (up to 10 s) for /metrics to count a refused anchor.

@@ -116,9 +116,10 @@ import Testing
 
     /// Non-ASCII, empty and long fields chain alike on both backends
     /// (PostgreSQL links its entries in SQL, from the encoding the server
-    /// hands it: `coffer_audit_append`). There, arrays of different lengths
-    /// are refused, and an encoding that does not match the entry's fields
-    /// breaks the chain at that entry.
+    /// hands it: `coffer_audit_append_keyed`). There, arrays of different
+    /// lengths, and a nonce or pads of the wrong size, are refused; the
+    /// unkeyed function of earlier versions is gone; and an entry appended
+    /// without the link key breaks the chain at that entry.
     @Test(arguments: Backend.allCases) func unusualFieldsChainAlikeAndAMismatchedEncodingIsCaught(
         _ backend: Backend
     ) async throws {
@@ -130,16 +131,28 @@ import Testing
         #expect(intact.broken == nil && intact.checked == 2)
         #expect(try await server.store.auditHistory(realm: "", subject: "").map(\.actor) == [actor, ""])
         guard backend == .postgres else { return }
-        let ragged = "SELECT coffer_audit_append(1, ARRAY['a'], ARRAY['b', 'c'], ARRAY[''], ARRAY[''], ARRAY[''],"
+        let nonce = "'\\x" + String(repeating: "ab", count: 16) + "'::bytea"
+        let pad = "'\\x" + String(repeating: "36", count: 64) + "'::bytea"
+        let ragged = "SELECT coffer_audit_append_keyed(1, ARRAY['a'], ARRAY['b', 'c'], ARRAY[''], ARRAY[''], ARRAY[''],"
         #expect(throws: CofferError.self) {
-            try server.execute(ragged + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00']::bytea[])")
+            try server.execute(
+                ragged + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00']::bytea[], \(nonce), \(pad), \(pad))"
+            )
         }
-        // The right length, but the encoding of other fields than the row's.
+        let one = "SELECT coffer_audit_append_keyed(1, ARRAY['a'], ARRAY['b'], ARRAY[''], ARRAY[''], ARRAY[''],"
+        #expect(throws: CofferError.self) {
+            try server.execute(
+                one + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00']::bytea[], '\\x00', \(pad), \(pad))")
+        }
+        #expect(throws: CofferError.self) {
+            try server.execute(
+                one.replacingOccurrences(of: "_keyed", with: "")
+                    + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00']::bytea[])")
+        }
+        // The right lengths, but pads not from the link key (and the
+        // encoding of other fields than the row's).
         try server.execute(
-            """
-            SELECT coffer_audit_append(1, ARRAY['a'], ARRAY['b'], ARRAY[''], ARRAY[''], ARRAY[''], ARRAY[''],
-              ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00000001']::bytea[])
-            """)
+            one + " ARRAY[''], ARRAY[0]::bigint[], ARRAY[''], ARRAY['\\x00000001']::bytea[], \(nonce), \(pad), \(pad))")
         let broken = try await server.store.verifyAudit()
         #expect(broken.broken?.seq == 3 && broken.checked == 2)
     }

@@ -31,7 +31,8 @@ import Testing
         let lines = listed.split(separator: "\n")
         #expect(
             lines.contains {
-                $0.contains("primary") && $0.hasSuffix(", server secrets audit-anchor-key, dpop-nonce-key")
+                $0.contains("primary")
+                    && $0.hasSuffix(", server secrets audit-anchor-key, audit-link-key, dpop-nonce-key")
             },
             "\(listed)")
         #expect(lines.contains { $0.contains("disabled") && $0.hasSuffix("  0 stored keys") }, "\(listed)")
@@ -70,9 +71,13 @@ import Testing
                 ["audit", "verify"] + tool, environment: environment)
             #expect(status == 0, "\(out)")
             guard status == 0 else { return 0 }
-            // "audit chain intact: N entries, head N:…, anchored through entry M"
-            let words = out.split(whereSeparator: { $0 == " " || $0 == "\n" })
-            if let entries = Int(words[3]), let anchored = words.last.flatMap({ Int($0) }), anchored == entries {
+            // "audit chain intact: N entries, head N:…, anchored through entry M, links keyed from entry 1"
+            // (every entry of a server made by this version is keyed).
+            #expect(out.hasSuffix(", links keyed from entry 1\n"), "\(out)")
+            let words = out.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
+            if let entries = Int(words[3]), let through = words.firstIndex(of: "through"),
+                let anchored = Int(words[through + 2]), anchored == entries
+            {
                 return anchored
             }
             try await Task.sleep(for: .milliseconds(100))

@@ -138,7 +138,8 @@ import Testing
         #expect(listed.1.contains("\(first)  disabled") && listed.1.contains("  1 stored key\n"), "\(listed.1)")
         #expect(
             listed.1.contains("\(primary)  primary")
-                && listed.1.contains("  299 stored keys, server secrets audit-anchor-key\n"), "\(listed.1)")
+                && listed.1.contains("  299 stored keys, server secrets audit-anchor-key, audit-link-key\n"),
+            "\(listed.1)")
         #expect(try await Self.serverTool(["kek", "enable", primary] + tool, environment: environment).0 != 0)
         #expect(try await Self.serverTool(["kek", "enable", first] + tool, environment: environment).0 == 0)
         server.stop()
@@ -150,7 +151,8 @@ import Testing
         listed = try await Self.serverTool(["kek", "list"] + tool, environment: environment)
         #expect(
             listed.1.contains("\(first)  disabled")
-                && listed.1.contains("  300 stored keys, server secrets audit-anchor-key\n"), "\(listed.1)")
+                && listed.1.contains("  300 stored keys, server secrets audit-anchor-key, audit-link-key\n"),
+            "\(listed.1)")
         // Nothing left to reseal and no older key enabled: the default
         // 35-second settle is skipped (operator trial 4).
         let started = ContinuousClock.now

@@ -139,14 +139,16 @@ import Testing
         }
     }
 
-    /// Servers of two realms on one database accept only their own
-    /// realm's operators (security review 3, G14); an operator made before
+    /// Servers of two realms on one database (and so one KEK ring, which
+    /// seals the audit chain's link key) accept only their own realm's
+    /// operators (security review 3, G14); an operator made before
     /// operators had realms (its realm NULL, as the migration leaves it) is
     /// refused with a code that says what to do.
     @Test(arguments: Backend.allCases) func anOperatorTokenIsAcceptedOnlyInItsRealm(_ backend: Backend) async throws {
         let issuer = try Issuer()
-        let main = try await TestServer(issuer: issuer, backend: backend)
-        let other = try await TestServer(issuer: issuer, kek: KeyRing(), reopening: main, realm: "other")
+        let kek = KeyRing()
+        let main = try await TestServer(issuer: issuer, kek: kek, backend: backend)
+        let other = try await TestServer(issuer: issuer, kek: kek, reopening: main, realm: "other")
         let ofMain = try await main.store.addOperator(name: "ops-main", scopes: [.rotate])
         let ofOther = try await main.store.addOperator(name: "ops-other", scopes: [.rotate], realm: "other")
         #expect(try await main.store.operators().map(\.realm) == ["default", "other"])

@@ -95,13 +95,13 @@ import Testing
             // No sample names the path that matched no route.
             #expect(!text.contains("/v1/nothing"))
         }
-        // A new KEK primary: both keys and the audit anchor key wait to be
-        // rewrapped until a rewrap runs.
+        // A new KEK primary: both keys, the audit anchor key and the audit
+        // link key wait to be rewrapped until a rewrap runs.
         _ = try ring.rotate()
         let rotated = try await TestServer(issuer: issuer, kek: ring, reopening: server)
         try await rotated.run { client in
             let before = try Self.parsed(try await Self.scrape(client, token: scraper))
-            #expect(before.contains("coffer_keys_awaiting_rewrap{} 3"), "\(before)")
+            #expect(before.contains("coffer_keys_awaiting_rewrap{} 4"), "\(before)")
             let rewrapped = try await rotated.store.rewrap()
             #expect(rewrapped == 2)
             let after = try Self.parsed(try await Self.scrape(client, token: scraper))

@@ -338,10 +338,10 @@ import Testing
         // the audit chain and read a batch's keys, 6: the audit anchors,
         // 7: the operators' realms, 8: the stores' anchors, 9: the
         // operators' expiry, 10: the KEK ring's row, 11: the release that
-        // names its actor; numbered from 1 with no gap.)
+        // names its actor, 12: keyed audit links; numbered from 1 with no gap.)
         #expect(
             try TestPostgres.value(url, "SELECT count(*) || ' ' || max(version) FROM coffer_server_migrations")
-                == "11 11")
+                == "12 12")
         _ = try TestPostgres.value(url, "INSERT INTO coffer_server_migrations VALUES (99, 0)")
         let newer = await #expect(throws: CofferError.self) {
             _ = try await ServerKeyStore.open(postgres: url, password: password, kek: KeyRing())

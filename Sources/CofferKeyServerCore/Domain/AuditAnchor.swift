@@ -29,11 +29,12 @@ public struct AuditHead: Sendable, Equatable, CustomStringConvertible {
 
 /// A head vouched for by the server (security review 3, G4): HMAC-SHA-256
 /// under a key only the KEK opens, over a label, the number and the hash.
-/// The chain's SHA-256 links make an anchor at `seq` vouch for every entry
-/// up to it, so a database writer without the KEK who removes or rewrites
-/// an entry, or cuts the tail, breaks every anchor from there on, unless
-/// they delete those anchors too; the heads kept outside the database
-/// (``AuditAnchor/line``, `--expect-head`) show that.
+/// The chain's links make an anchor at `seq` vouch for every entry up to
+/// it. Keyed links (docs/key-server-audit.md) already stop a writer without the
+/// KEK relinking the chain; what anchors add is the head: a writer who
+/// cuts the tail breaks every anchor past the cut, unless they delete
+/// those anchors too, which the heads kept outside the database
+/// (``AuditAnchor/line``, `--expect-head`) show.
 public struct AuditAnchor: Sendable, Equatable {
     public let seq: Int64
     public let hash: Data

@@ -111,6 +111,8 @@ extension ServerKeyStore {
                     "the audit chain ends at entry \(head.seq), but entry \(start) was anchored: entries were removed")
         }
         var previous = base?.hash ?? AuditEntry.genesis
+        let links = try await storedAuditLinkKey()
+        var keyed = false
         var reached = start
         var after = max(start - 1, 0)
         var sawBase = start == 0
@@ -125,6 +127,7 @@ extension ServerKeyStore {
                                 "entry \(start)'s hash is not the one anchored: the chain was rewritten up to there")
                     }
                     sawBase = true
+                    keyed = !entry.link.isEmpty
                     continue
                 }
                 guard sawBase else {
@@ -134,10 +137,8 @@ extension ServerKeyStore {
                 guard entry.seq == reached + 1 else {
                     throw AuditAnchorRefusal(description: "entry \(reached + 1) is missing from the audit chain")
                 }
-                guard entry.chained(after: previous) == entry.hash else {
-                    throw AuditAnchorRefusal(
-                        description:
-                            "audit entry \(entry.seq)'s hash does not follow from its fields and the entry before it")
+                if let fault = entry.fault(after: previous, links: links, keyed: &keyed) {
+                    throw AuditAnchorRefusal(description: "audit entry \(entry.seq): \(fault)")
                 }
                 previous = entry.hash
                 reached = entry.seq

@@ -23,8 +23,14 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public let version: Int64
     /// A short note for people (a shred's time, a scope list); never a secret.
     public let detail: String
-    /// SHA-256 of the previous entry's hash and this entry's encoding.
+    /// The entry's link: HMAC-SHA-256, under its batch's key, of the
+    /// previous entry's hash and this entry's encoding; SHA-256 of them
+    /// for an entry written before links were keyed.
     public let hash: Data
+    /// The nonce of the append that linked it (16 bytes; its batch's key
+    /// is derived from it, docs/key-server-audit.md), or empty for an entry linked
+    /// by SHA-256 alone, written before links were keyed.
+    public let link: Data
 
     /// The entry's fields before it has a place in the chain.
     struct Record: Sendable, Equatable {
@@ -65,18 +71,19 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     /// The hash before the first entry.
     public static let genesis = Data(count: 32)
 
-    /// The entry that follows one whose hash is `previous`.
-    init(seq: Int64, at: Int64, record: Record, previous: Data) {
+    /// The entry that follows one whose hash is `previous`, linked under
+    /// `batch`'s key.
+    init(seq: Int64, at: Int64, record: Record, previous: Data, batch: AuditLinkBatch) {
         self.init(
             seq: seq, at: at, actor: record.actor, action: record.action, realm: record.realm,
             subject: record.subject, device: record.device, purpose: record.purpose, version: record.version,
-            detail: record.detail, hash: Data())
-        self = self.with(hash: chained(after: previous))
+            detail: record.detail, hash: Data(), link: batch.nonce)
+        self = self.with(hash: chained(after: previous, under: batch.key))
     }
 
     init(
         seq: Int64, at: Int64, actor: String, action: String, realm: String, subject: String, device: String,
-        purpose: String, version: Int64, detail: String, hash: Data
+        purpose: String, version: Int64, detail: String, hash: Data, link: Data
     ) {
         self.seq = seq
         self.at = at
@@ -89,12 +96,13 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         self.version = version
         self.detail = detail
         self.hash = hash
+        self.link = link
     }
 
     func with(hash: Data) -> AuditEntry {
         AuditEntry(
             seq: seq, at: at, actor: actor, action: action, realm: realm, subject: subject, device: device,
-            purpose: purpose, version: version, detail: detail, hash: hash)
+            purpose: purpose, version: version, detail: detail, hash: hash, link: link)
     }
 
     /// The encoding of every field after `seq`: what an entry's hash covers
@@ -121,105 +129,77 @@ public struct AuditEntry: Sendable, Equatable, Codable {
         return bytes
     }
 
-    /// SHA-256 over `previous` and this entry's encoding (docs/key-server-audit.md): a label, then each field as a 4-byte big-endian length
-    /// and its UTF-8 bytes, numbers in decimal, in the order below, which
-    /// ``encodeNaming(at:_:)`` and ``encodeTail(at:_:)`` follow for
-    /// PostgreSQL. Each field is fed to the hash as it is encoded, with no
-    /// array built: every key release hashes one entry on SQLite's writer.
-    func chained(after previous: Data) -> Data {
-        var hasher = SHA256()
-        hasher.update(data: previous)
-        Self.feed(Self.label, to: &hasher)
-        Self.feed(String(seq), to: &hasher)
-        Self.feed(String(at), to: &hasher)
-        Self.feed(actor, to: &hasher)
-        Self.feed(action, to: &hasher)
-        Self.feed(realm, to: &hasher)
-        Self.feed(subject, to: &hasher)
-        Self.feed(device, to: &hasher)
-        Self.feed(purpose, to: &hasher)
-        Self.feed(String(version), to: &hasher)
-        Self.feed(detail, to: &hasher)
-        return Data(hasher.finalize())
+    /// The link over `previous` and this entry's encoding
+    /// (docs/key-server-audit.md): a label, then each field as a 4-byte
+    /// big-endian length and its UTF-8 bytes, numbers in decimal, in the
+    /// order below, which ``encodeNaming(at:_:)`` and
+    /// ``encodeTail(at:_:)`` follow for PostgreSQL. Under a batch key,
+    /// HMAC-SHA-256 with the label `coffer audit v2`; without one (an
+    /// entry written before links were keyed), SHA-256 with `coffer audit
+    /// v1`. Each field is fed as it is encoded, with no array built: every
+    /// key release links one entry on SQLite's writer.
+    func chained(after previous: Data, under batchKey: SymmetricKey?) -> Data {
+        guard let batchKey else {
+            var hasher = SHA256()
+            feed(previous, label: Self.label) { hasher.update(bufferPointer: $0) }
+            return Data(hasher.finalize())
+        }
+        var mac = HMAC<SHA256>(key: batchKey)
+        feed(previous, label: Self.keyedLabel) { mac.update(data: $0) }
+        return Data(mac.finalize())
+    }
+
+    private func feed(_ previous: Data, label: String, _ update: (UnsafeRawBufferPointer) -> Void) {
+        previous.withUnsafeBytes(update)
+        Self.feed(label, update)
+        Self.feed(String(seq), update)
+        Self.feed(String(at), update)
+        Self.feed(actor, update)
+        Self.feed(action, update)
+        Self.feed(realm, update)
+        Self.feed(subject, update)
+        Self.feed(device, update)
+        Self.feed(purpose, update)
+        Self.feed(String(version), update)
+        Self.feed(detail, update)
     }
 
     private static let label = "coffer audit v1"
+    static let keyedLabel = "coffer audit v2"
 
-    private static func feed(_ field: String, to hasher: inout SHA256) {
+    /// Why this entry does not follow one whose hash is `previous`, or nil
+    /// when it does. `keyed` says whether an entry before it was keyed: once
+    /// one was, every later one must be, or a writer could relink the tail
+    /// with SHA-256 alone. Without `links` (the server holds no link key) a
+    /// keyed entry cannot be checked, and is refused.
+    func fault(after previous: Data, links: AuditLinkKey?, keyed: inout Bool) -> String? {
+        var batchKey: SymmetricKey?
+        if link.isEmpty {
+            if keyed {
+                return
+                    "its link is plain SHA-256, but an earlier entry's was keyed: the chain was relinked without the link key"
+            }
+        } else {
+            guard link.count == AuditLinkKey.nonceSize else { return "its link nonce is not 16 bytes" }
+            guard let links else {
+                return
+                    "its link is keyed, but the database holds no link key (server_secrets' audit-link-key was removed)"
+            }
+            batchKey = links.batchKey(nonce: link)
+            keyed = true
+        }
+        guard ConstantTime.equal(chained(after: previous, under: batchKey), hash) else {
+            return "its hash does not follow from its fields and the entry before it"
+        }
+        return nil
+    }
+
+    private static func feed(_ field: String, _ update: (UnsafeRawBufferPointer) -> Void) {
         var field = field
         field.withUTF8 { utf8 in
-            withUnsafeBytes(of: UInt32(utf8.count).bigEndian) { hasher.update(bufferPointer: $0) }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(utf8))
+            withUnsafeBytes(of: UInt32(utf8.count).bigEndian, update)
+            update(UnsafeRawBufferPointer(utf8))
         }
-    }
-}
-
-/// Checks a chain read in order, entry by entry; remembers where it broke.
-public struct AuditVerifier: Sendable {
-    public private(set) var checked: Int64 = 0
-    /// The first entry that does not follow from the one before (or the
-    /// first missing one), and why.
-    public private(set) var broken: (seq: Int64, reason: String)?
-    private var previous = AuditEntry.genesis
-    /// Heads the chain must pass through, in order: the server's anchors
-    /// and one an operator kept, each with what it is.
-    private var waypoints: [(head: AuditHead, what: String)] = []
-    /// The last anchor the chain passed through (0 for none).
-    public private(set) var anchoredThrough: Int64 = 0
-
-    public init() {}
-
-    /// The last entry checked, once there is one.
-    public var head: AuditHead? { checked == 0 ? nil : AuditHead(seq: checked, hash: previous) }
-
-    /// The chain must reach each anchor's number with its hash, and
-    /// `expected` too when given.
-    mutating func pass(through anchors: [AuditAnchor], expected: AuditHead?) {
-        waypoints = anchors.map { ($0.head, "anchored by the server") }
-        if let expected { waypoints.append((expected, "expected (--expect-head)")) }
-        waypoints.sort { $0.head.seq < $1.head.seq }
-    }
-
-    /// A stored anchor the KEK's anchor key did not make.
-    mutating func forged(_ anchor: AuditAnchor) {
-        broken = (anchor.seq, "the anchor stored for it was not made with the server's key")
-    }
-
-    /// After the last entry: a waypoint past it means the chain was cut.
-    mutating func finish() {
-        guard broken == nil, let next = waypoints.first else { return }
-        broken = (
-            next.head.seq,
-            "the chain ends at entry \(checked), but entry \(next.head.seq) was \(next.what): entries were removed"
-        )
-    }
-
-    /// Checks the next entry; false once the chain is broken.
-    @discardableResult
-    public mutating func check(_ entry: AuditEntry) -> Bool {
-        guard broken == nil else { return false }
-        let expected = checked + 1
-        guard entry.seq == expected else {
-            broken = (
-                expected, entry.seq > expected ? "entry \(expected) is missing" : "entry \(entry.seq) is out of order"
-            )
-            return false
-        }
-        guard entry.chained(after: previous) == entry.hash else {
-            broken = (entry.seq, "its hash does not follow from its fields and the entry before it")
-            return false
-        }
-        previous = entry.hash
-        checked = entry.seq
-        while let next = waypoints.first, next.head.seq == entry.seq {
-            guard ConstantTime.equal(next.head.hash, entry.hash) else {
-                broken = (entry.seq, "its hash is not the one \(next.what): the chain was rewritten up to here")
-                return false
-            }
-            if next.what.hasPrefix("anchored") { anchoredThrough = entry.seq }
-            waypoints.removeFirst()
-        }
-        return true
     }
 }
 
@@ -250,34 +230,6 @@ extension AuditEntry.Record {
 }
 
 extension ServerKeyStore {
-    /// Reads the whole audit chain in order, 1,000 entries at a time, and
-    /// checks every link; `progress` hears how many were checked.
-    /// Every stored anchor must be the server's (made with the key the
-    /// KEK opens) and lie on the chain, and so must `expected`, a head an
-    /// operator kept (``AuditHead``).
-    public func verifyAudit(expecting expected: AuditHead? = nil, progress: (@Sendable (Int64) -> Void)? = nil)
-        async throws -> AuditVerifier
-    {
-        var verifier = AuditVerifier()
-        let (anchors, forged) = try await authenticAnchors()
-        if let forged {
-            verifier.forged(forged)
-            return verifier
-        }
-        verifier.pass(through: anchors, expected: expected)
-        var last: Int64 = 0
-        while true {
-            let page = try await rows.auditEntries(after: last, limit: 1000)
-            if page.isEmpty {
-                verifier.finish()
-                return verifier
-            }
-            for entry in page where !verifier.check(entry) { return verifier }
-            last = page.last!.seq
-            progress?(last)
-        }
-    }
-
     /// Every audit entry about one subject, in order (what an operator
     /// exports when the subject asks what happened to their keys).
     public func auditHistory(realm: String, subject: String) async throws -> [AuditEntry] {

@@ -83,6 +83,7 @@ public final class ServerKeyStore: Sendable {
         ring = Locked(kek)
         reloader = Locked(reload)
         self.now = now
+        linkAuditAppends()
     }
 
     /// Closes the database's connections (PostgreSQL); a store is not used afterwards.
@@ -108,6 +109,8 @@ public final class ServerKeyStore: Sendable {
     package func current(
         _ name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [], releasedTo: String? = nil
     ) async throws -> ReleasedKey {
+        // A release is linked in the batch's transaction, which cannot wait.
+        _ = try await rows.auditLinks.key()
         let request = ReleaseRequest(
             name: name, version: nil, proof: proof, counts: counts, releasedTo: releasedTo)
         if let row = try await limiter.release(request, releases) {
@@ -127,6 +130,7 @@ public final class ServerKeyStore: Sendable {
     package func version(
         _ version: Int, of name: KeyName, proof: ProofUse?, counts: [LimitedCount] = [], releasedTo: String? = nil
     ) async throws -> ReleasedKey {
+        _ = try await rows.auditLinks.key()
         // Versions count from 1; a version beyond what a backend stores
         // names no row there.
         guard version >= 1,

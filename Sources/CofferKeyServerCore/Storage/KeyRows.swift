@@ -7,6 +7,7 @@ import Foundation
 /// written once in ``ServerKeyStore``; a backend only runs each operation
 /// as one transaction, with the checks below inside it.
 protocol KeyRows: Sendable {
+    var auditLinks: AuditLinks { get }  // each append's link key
     /// For each request, in order: the version to release (nil when the
     /// key has none) or the problem its shared rate counts (one full,
     /// ``ReleaseRequest/counts``, raised first: ``CountPlan``), its DPoP

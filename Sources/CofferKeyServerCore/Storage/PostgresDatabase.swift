@@ -220,6 +220,16 @@ final class PostgresDatabase: Sendable {
         ["CREATE TABLE kek_ring (id integer PRIMARY KEY CHECK (id = 1), ring bytea NOT NULL)"],
         // Releases whose audit names their actor (a service's, scope keys:release).
         [PostgresKeyRows.releaseFunctionWithActors],
+        // Keyed links: each entry's batch nonce (empty for the entries
+        // linked before, by SHA-256 alone), and the functions that key them.
+        // The unkeyed ones go, so that a replica of an older version still
+        // running fails its appends instead of adding plain links, which
+        // `audit verify` would refuse after keyed ones.
+        [
+            "ALTER TABLE audit ADD COLUMN link bytea NOT NULL DEFAULT ''::bytea",
+            PostgresKeyRows.keyedAuditFunction, PostgresKeyRows.keyedReleaseFunction,
+            "DROP FUNCTION coffer_release_by, coffer_release, coffer_audit_append",
+        ],
     ]
 
     /// Brings the schema up to date; refuses a database a newer server

@@ -14,7 +14,8 @@ import PostgresNIO
 // which holds the lock until it commits.
 extension PostgresKeyRows {
     func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
-        try await database.transaction { db in try await Self.append(db, records, now: now) }
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in try await Self.append(db, records, now: now, links: links) }
     }
 
     static let auditLock: Int64 = 7_365_487_310_561_385
@@ -22,63 +23,87 @@ extension PostgresKeyRows {
     /// The audit function of schema version 5. `tails` are the entries'
     /// encodings after their number (``AuditEntry/encodeTail(at:_:)``);
     /// the function adds the label and the number it gives each entry and
-    /// hashes as ``AuditEntry/chained(after:)`` does, so `audit verify`,
-    /// which checks every link in Swift from the stored fields, also
-    /// checks that the tails matched them.
-    static let auditFunction = """
-        CREATE FUNCTION coffer_audit_append(entry_at bigint, actors text[], actions text[], realms text[],
-          subjects text[], devices text[], purposes text[], versions bigint[], details text[], tails bytea[])
-        RETURNS bigint LANGUAGE plpgsql AS $$
-        DECLARE
-          head_seq bigint;
-          head_hash bytea;
-          number text;
-          seqs bigint[] := '{}';
-          hashes bytea[] := '{}';
-          n integer := coalesce(cardinality(tails), 0);
-          label constant bytea := int4send(15) || convert_to('coffer audit v1', 'UTF8');
-        BEGIN
-          IF n = 0 THEN RETURN 0; END IF;
-          IF coalesce(cardinality(actors), 0) <> n OR coalesce(cardinality(actions), 0) <> n
-            OR coalesce(cardinality(realms), 0) <> n OR coalesce(cardinality(subjects), 0) <> n
-            OR coalesce(cardinality(devices), 0) <> n OR coalesce(cardinality(purposes), 0) <> n
-            OR coalesce(cardinality(versions), 0) <> n OR coalesce(cardinality(details), 0) <> n THEN
-            RAISE EXCEPTION 'coffer_audit_append: arrays of different lengths';
-          END IF;
-          PERFORM pg_advisory_xact_lock(\(auditLock));
-          SELECT a.seq, a.hash INTO head_seq, head_hash FROM audit a ORDER BY a.seq DESC LIMIT 1;
-          IF NOT FOUND THEN
-            head_seq := 0;
-            head_hash := decode(repeat('00', 32), 'hex');
-          END IF;
-          FOR i IN 1 .. n LOOP
-            head_seq := head_seq + 1;
-            number := head_seq::text;
-            head_hash := sha256(head_hash || label || int4send(octet_length(number)) || convert_to(number, 'UTF8')
-              || tails[i]);
-            seqs[i] := head_seq;
-            hashes[i] := head_hash;
-          END LOOP;
-          INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash)
-          SELECT u.seq, entry_at, u.actor, u.action, u.realm, u.subject, u.device, u.purpose, u.version, u.detail,
-            u.hash
-          FROM unnest(seqs, actors, actions, realms, subjects, devices, purposes, versions, details, hashes)
-            AS u (seq, actor, action, realm, subject, device, purpose, version, detail, hash);
-          RETURN head_seq;
-        END $$
-        """
+    /// hashes as ``AuditEntry/chained(after:under:)`` does, so `audit
+    /// verify`, which checks every link in Swift from the stored fields,
+    /// also checks that the tails matched them.
+    static let auditFunction = auditFunction(keyed: false)
+
+    /// The audit function of schema version 12, which keys the links
+    /// (``AuditLinkKey``): it is handed the batch's nonce, stored in each
+    /// entry, and the batch key's two HMAC pads, with which it computes
+    /// HMAC-SHA-256 as SHA-256(outer ‖ SHA-256(inner ‖ message)) (RFC
+    /// 2104); the pads are used for this statement and stored nowhere.
+    static let keyedAuditFunction = auditFunction(keyed: true)
+
+    static func auditFunction(keyed: Bool) -> String {
+        let link =
+            keyed
+            ? "sha256(outer_pad || sha256(inner_pad || head_hash || label || int4send(octet_length(number)) || convert_to(number, 'UTF8') || tails[i]))"
+            : "sha256(head_hash || label || int4send(octet_length(number)) || convert_to(number, 'UTF8') || tails[i])"
+        let check =
+            keyed
+            ? "\n  IF octet_length(nonce) <> 16 OR octet_length(inner_pad) <> 64 OR octet_length(outer_pad) <> 64 THEN"
+                + "\n    RAISE EXCEPTION 'coffer_audit_append_keyed: a nonce of 16 bytes and pads of 64 bytes';"
+                + "\n  END IF;" : ""
+        return """
+            CREATE FUNCTION coffer_audit_append\(keyed ? "_keyed" : "")(entry_at bigint, actors text[], actions text[],
+              realms text[], subjects text[], devices text[], purposes text[], versions bigint[], details text[],
+              tails bytea[]\(keyed ? ", nonce bytea, inner_pad bytea, outer_pad bytea" : ""))
+            RETURNS bigint LANGUAGE plpgsql AS $$
+            DECLARE
+              head_seq bigint;
+              head_hash bytea;
+              number text;
+              seqs bigint[] := '{}';
+              hashes bytea[] := '{}';
+              n integer := coalesce(cardinality(tails), 0);
+              label constant bytea := int4send(15) || convert_to('coffer audit v\(keyed ? 2 : 1)', 'UTF8');
+            BEGIN
+              IF n = 0 THEN RETURN 0; END IF;
+              IF coalesce(cardinality(actors), 0) <> n OR coalesce(cardinality(actions), 0) <> n
+                OR coalesce(cardinality(realms), 0) <> n OR coalesce(cardinality(subjects), 0) <> n
+                OR coalesce(cardinality(devices), 0) <> n OR coalesce(cardinality(purposes), 0) <> n
+                OR coalesce(cardinality(versions), 0) <> n OR coalesce(cardinality(details), 0) <> n THEN
+                RAISE EXCEPTION 'coffer_audit_append: arrays of different lengths';
+              END IF;\(check)
+              PERFORM pg_advisory_xact_lock(\(auditLock));
+              SELECT a.seq, a.hash INTO head_seq, head_hash FROM audit a ORDER BY a.seq DESC LIMIT 1;
+              IF NOT FOUND THEN
+                head_seq := 0;
+                head_hash := decode(repeat('00', 32), 'hex');
+              END IF;
+              FOR i IN 1 .. n LOOP
+                head_seq := head_seq + 1;
+                number := head_seq::text;
+                head_hash := \(link);
+                seqs[i] := head_seq;
+                hashes[i] := head_hash;
+              END LOOP;
+              INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash\(keyed ? ", link" : ""))
+              SELECT u.seq, entry_at, u.actor, u.action, u.realm, u.subject, u.device, u.purpose, u.version, u.detail,
+                u.hash\(keyed ? ", nonce" : "")
+              FROM unnest(seqs, actors, actions, realms, subjects, devices, purposes, versions, details, hashes)
+                AS u (seq, actor, action, realm, subject, device, purpose, version, detail, hash);
+              RETURN head_seq;
+            END $$
+            """
+    }
 
     /// Appends `records` at `now`, in `db`'s transaction (or, outside one,
     /// as a transaction of its own), in one round trip.
-    static func append(_ db: PostgresConnection, _ records: [AuditEntry.Record], now: Int64) async throws {
+    static func append(
+        _ db: PostgresConnection, _ records: [AuditEntry.Record], now: Int64, links: AuditLinkKey
+    ) async throws {
         guard !records.isEmpty else { return }
         let tails = records.map { ByteBuffer(bytes: AuditEntry.encodeTail(at: now, $0)) }
+        let batch = links.batch()
+        let (inner, outer) = batch.pads
         try await db.run(
             """
-            SELECT coffer_audit_append(\(now), \(records.map(\.actor))::text[], \(records.map(\.action))::text[],
+            SELECT coffer_audit_append_keyed(\(now), \(records.map(\.actor))::text[], \(records.map(\.action))::text[],
               \(records.map(\.realm))::text[], \(records.map(\.subject))::text[], \(records.map(\.device))::text[],
               \(records.map(\.purpose))::text[], \(records.map(\.version))::bigint[], \(records.map(\.detail))::text[],
-              \(tails)::bytea[])
+              \(tails)::bytea[], \(batch.nonce), \(inner), \(outer))
             """)
     }
 
@@ -94,17 +119,18 @@ extension PostgresKeyRows {
             Self.entries)
     }
 
-    static let auditColumns = "seq, at, actor, action, realm, subject, device, purpose, version, detail, hash"
+    static let auditColumns = "seq, at, actor, action, realm, subject, device, purpose, version, detail, hash, link"
 
     @Sendable static func entries(_ rows: PostgresRowSequence) async throws -> [AuditEntry] {
         var entries: [AuditEntry] = []
-        for try await (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash) in rows.decode(
-            (Int64, Int64, String, String, String, String, String, String, Int64, String, Data).self)
+        for try await (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash, link)
+            in rows.decode(
+                (Int64, Int64, String, String, String, String, String, String, Int64, String, Data, Data).self)
         {
             entries.append(
                 AuditEntry(
                     seq: seq, at: at, actor: actor, action: action, realm: realm, subject: subject, device: device,
-                    purpose: purpose, version: version, detail: detail, hash: hash))
+                    purpose: purpose, version: version, detail: detail, hash: hash, link: link))
         }
         return entries
     }

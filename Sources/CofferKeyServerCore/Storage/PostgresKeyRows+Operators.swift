@@ -36,6 +36,7 @@ extension PostgresKeyRows {
 
     func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int {
         let rows = rows.map { Replacement(row: $0.0, sealed: $0.1) }
+        let links = try await auditLinks.key()
         return try await database.transaction { db in
             var changed = 0
             for replacement in rows {
@@ -50,7 +51,7 @@ extension PostgresKeyRows {
             }
             var audit = audit
             audit.detail = "\(changed) keys resealed" + (audit.detail.isEmpty ? "" : " " + audit.detail)
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
             return changed
         }
     }
@@ -64,6 +65,7 @@ extension PostgresKeyRows {
         hash: Data, name: String, scopes: String, realm: String, created: Int64, expires: Int64?,
         audit: AuditEntry.Record
     ) async throws {
+        let links = try await auditLinks.key()
         let inserted = try await database.transaction { db in
             var inserted = false
             for try await _ in try await db.run(
@@ -73,7 +75,7 @@ extension PostgresKeyRows {
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """
             ) { inserted = true }
-            if inserted { try await Self.append(db, [audit], now: created) }
+            if inserted { try await Self.append(db, [audit], now: created, links: links) }
             return inserted
         }
         guard inserted else {
@@ -110,12 +112,13 @@ extension PostgresKeyRows {
     }
 
     func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             var removed = false
             for try await _ in try await db.run("DELETE FROM operators WHERE name = \(name) RETURNING 1") {
                 removed = true
             }
-            if removed { try await Self.append(db, [audit], now: now) }
+            if removed { try await Self.append(db, [audit], now: now, links: links) }
             return removed
         }
     }

@@ -55,14 +55,15 @@ extension PostgresKeyRows {
     func replaceSecret(named name: String, old: Data, sealed: Data, now: Int64, audit: AuditEntry.Record)
         async throws -> Bool
     {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             var changed = false
             for try await _ in try await db.run(
                 "UPDATE server_secrets SET value = \(sealed) WHERE name = \(name) AND value = \(old) RETURNING 1")
             {
                 changed = true
             }
-            if changed { try await Self.append(db, [audit], now: now) }
+            if changed { try await Self.append(db, [audit], now: now, links: links) }
             return changed
         }
     }

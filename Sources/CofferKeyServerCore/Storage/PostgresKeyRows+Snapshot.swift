@@ -12,8 +12,9 @@ extension PostgresKeyRows {
     /// only where the database says it audited that release (a request the
     /// two disagree on fails: nothing leaves unaudited).
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
+        let links = try await auditLinks.key()
         guard requests.contains(where: { !$0.counts.isEmpty }) else {
-            let read = try await database.query(Self.releaseQuery(requests, now: now)) {
+            let read = try await database.query(Self.releaseQuery(requests, now: now, links: links)) {
                 rows in try await Self.read(rows, count: requests.count)
             }
             return Self.outcomes(requests, read, now: now)
@@ -26,7 +27,7 @@ extension PostgresKeyRows {
             let admitted = zip(requests, refused).filter { $0.1 == nil }.map(\.0)
             guard !admitted.isEmpty else { return CountPlan.merge(refused, []) }
             let read = try await Self.read(
-                try await db.run(Self.releaseQuery(admitted, now: now)), count: admitted.count)
+                try await db.run(Self.releaseQuery(admitted, now: now, links: links)), count: admitted.count)
             return CountPlan.merge(refused, Self.outcomes(admitted, read, now: now))
         }
     }
@@ -67,7 +68,7 @@ extension PostgresKeyRows {
         }
     }
 
-    static func releaseQuery(_ requests: [ReleaseRequest], now: Int64) -> PostgresQuery {
+    static func releaseQuery(_ requests: [ReleaseRequest], now: Int64, links: AuditLinkKey) -> PostgresQuery {
         // Version 0: the latest. A version beyond int4 names no row.
         let versions = requests.map { Int32(exactly: $0.version ?? 0) ?? -1 }
         // No proof: an empty hash (a proof's is 32 bytes), never recorded.
@@ -80,11 +81,17 @@ extension PostgresKeyRows {
                 bytes: AuditEntry.encodeNaming(
                     at: now, .init(actor: request.actor, action: "release", request.name)))
         }
+        // The batch's audit entries are linked under a key of their own.
+        let batch = links.batch()
+        let (inner, outer) = batch.pads
+        let (nonce, innerPad, outerPad) = (
+            ByteBuffer(bytes: batch.nonce), ByteBuffer(bytes: inner), ByteBuffer(bytes: outer)
+        )
         return """
-            SELECT * FROM coffer_release_by(\(now), \(requests.map(\.name.realm))::text[],
+            SELECT * FROM coffer_release_keyed(\(now), \(requests.map(\.name.realm))::text[],
               \(requests.map(\.name.subject))::text[], \(requests.map(\.name.device))::text[],
               \(requests.map(\.name.purpose))::text[], \(versions)::int4[], \(proofs)::bytea[], \(expiries)::bigint[],
-              \(naming)::bytea[], \(requests.map(\.actor))::text[])
+              \(naming)::bytea[], \(requests.map(\.actor))::text[], \(nonce), \(innerPad), \(outerPad))
             """
     }
 
@@ -130,10 +137,15 @@ extension PostgresKeyRows {
     /// subject's key to a service, and the audit names the operator).
     static let releaseFunctionWithActors = releaseFunction(actors: true)
 
-    static func releaseFunction(actors: Bool) -> String {
+    /// The release of schema version 12: the same, its audit entries
+    /// linked under the batch key whose nonce and pads it is handed
+    /// (``keyedAuditFunction``).
+    static let keyedReleaseFunction = releaseFunction(actors: true, keyed: true)
+
+    static func releaseFunction(actors: Bool, keyed: Bool = false) -> String {
         """
-        CREATE FUNCTION coffer_release\(actors ? "_by" : "")(entry_at bigint, realms text[], subjects text[], devices text[],
-          purposes text[], versions int4[], proofs bytea[], expiries bigint[], naming bytea[]\(actors ? ", actors text[]" : ""))
+        CREATE FUNCTION coffer_release\(keyed ? "_keyed" : actors ? "_by" : "")(entry_at bigint, realms text[], subjects text[], devices text[],
+          purposes text[], versions int4[], proofs bytea[], expiries bigint[], naming bytea[]\(actors ? ", actors text[]" : "")\(keyed ? ", nonce bytea, inner_pad bytea, outer_pad bytea" : ""))
         RETURNS TABLE (key_shred_at bigint, key_shredded boolean, key_minimum integer, key_version integer,
           key_wrapped bytea, proof_recorded bytea, released boolean)
         LANGUAGE plpgsql AS $$
@@ -163,7 +175,7 @@ extension PostgresKeyRows {
               AND found.version IS NOT NULL AS releases
             FROM found),
           appended AS (
-            SELECT coffer_audit_append(entry_at,
+            SELECT coffer_audit_append\(keyed ? "_keyed" : "")(entry_at,
               array_agg(\(actors ? "d.actor" : "'subject:' || d.subject") ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg('release'::text ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg(d.realm ORDER BY d.position) FILTER (WHERE d.releases),
@@ -173,7 +185,7 @@ extension PostgresKeyRows {
               array_agg(d.version::bigint ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg(''::text ORDER BY d.position) FILTER (WHERE d.releases),
               array_agg(d.naming || int4send(octet_length(d.version::text)) || convert_to(d.version::text, 'UTF8')
-                || int4send(0) ORDER BY d.position) FILTER (WHERE d.releases)) AS head
+                || int4send(0) ORDER BY d.position) FILTER (WHERE d.releases)\(keyed ? ", nonce, inner_pad, outer_pad" : "")) AS head
             FROM decided d)
           SELECT d.shred_at, d.shredded, d.minimum, d.version, d.wrapped, d.spent, d.releases
           FROM decided d CROSS JOIN appended

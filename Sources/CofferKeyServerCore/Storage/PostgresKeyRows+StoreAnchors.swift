@@ -17,7 +17,8 @@ extension PostgresKeyRows {
         realm: String, store: String, now: Int64, audit: AuditEntry.Record,
         _ decide: @escaping @Sendable (Data?) throws -> Data?
     ) async throws -> Data {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             // One writer per store at a time, a first anchor included (no row to lock yet).
             let lock = "coffer store anchor \(realm) \(store)"
             try await db.run("SELECT pg_advisory_xact_lock(hashtext(\(lock)))")
@@ -31,7 +32,7 @@ extension PostgresKeyRows {
                 INSERT INTO store_anchors (realm, store, state, updated) VALUES (\(realm), \(store), \(state), \(now))
                 ON CONFLICT (realm, store) DO UPDATE SET state = excluded.state, updated = excluded.updated
                 """)
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
             return state
         }
     }

@@ -9,6 +9,7 @@ import PostgresNIO
 /// statements are written so that the loser waits and then agrees, or
 /// fails on a unique key and runs again (``PostgresDatabase/transaction(_:)``).
 final class PostgresKeyRows: KeyRows {
+    let auditLinks = AuditLinks()
     let database: PostgresDatabase
 
     init(_ database: PostgresDatabase) { self.database = database }
@@ -16,7 +17,8 @@ final class PostgresKeyRows: KeyRows {
     // MARK: keys
 
     func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             try await Self.gate(db, name, now: now)
             var made = false
             for try await _ in try await db.run(
@@ -28,7 +30,8 @@ final class PostgresKeyRows: KeyRows {
             ) { made = true }
             let stored = try await Self.latest(db, name)!
             try await Self.append(
-                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now)
+                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now,
+                links: links)
             return stored
         }
     }
@@ -36,7 +39,8 @@ final class PostgresKeyRows: KeyRows {
     func rotate(
         _ name: KeyName, now: Int64, audit: AuditEntry.Record, seal: @escaping @Sendable (Int) throws -> Data
     ) async throws -> StoredVersion {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             try await Self.gate(db, name, now: now)
             let next = (try await Self.latest(db, name)?.version ?? 0) + 1
             let wrapped = try seal(next)
@@ -49,13 +53,14 @@ final class PostgresKeyRows: KeyRows {
                 """)
             var audit = audit
             audit.version = Int64(next)
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
             return try await Self.latest(db, name)!
         }
     }
 
     func retire(_ name: KeyName, minimum: Int, now: Int64, audit: AuditEntry.Record) async throws {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             try await Self.gate(db, name, now: now)
             var floor = 1
             for try await value in try await db.run(
@@ -73,7 +78,7 @@ final class PostgresKeyRows: KeyRows {
                 ON CONFLICT (realm, subject, device, purpose)
                 DO UPDATE SET minimum = GREATEST(key_floors.minimum, excluded.minimum)
                 """)
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
         }
     }
 
@@ -112,7 +117,8 @@ final class PostgresKeyRows: KeyRows {
     }
 
     func shred(realm: String, subject: String, at: Int64, now: Int64, audit: AuditEntry.Record) async throws -> Int64 {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             let existing = try await Self.subjectState(db, realm: realm, subject: subject, lock: true)
             let when = try ShredRule.scheduled(at: at, existing: existing)
             var stored = when
@@ -125,29 +131,31 @@ final class PostgresKeyRows: KeyRows {
             ).decode(Int64.self) { stored = value }
             var audit = audit
             audit.detail = "at \(ShredRule.timestamp(stored))"
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
             return stored
         }
     }
 
     func undoShred(realm: String, subject: String, now: Int64, audit: AuditEntry.Record) async throws {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             try ShredRule.undo(
                 existing: try await Self.subjectState(db, realm: realm, subject: subject, lock: true), now: now)
             try await db.run("DELETE FROM subjects WHERE realm = \(realm) AND subject = \(subject)")
-            try await Self.append(db, [audit], now: now)
+            try await Self.append(db, [audit], now: now, links: links)
         }
     }
 
     /// Also deletes any key of a subject shredded earlier (one made by a
     /// request that passed its check just before the shred committed).
     func sweep(now: Int64) async throws -> Int {
-        try await database.transaction { db in
+        let links = try await auditLinks.key()
+        return try await database.transaction { db in
             var due: [AuditEntry.Record] = []
             for try await (realm, subject) in try await db.run(
                 "UPDATE subjects SET shredded = true WHERE NOT shredded AND shred_at <= \(now) RETURNING realm, subject"
             ).decode((String, String).self) { due.append(.sweep(realm: realm, subject: subject)) }
-            try await Self.append(db, due, now: now)
+            try await Self.append(db, due, now: now, links: links)
             try await db.run(
                 "DELETE FROM keys k USING subjects s WHERE s.shredded AND s.realm = k.realm AND s.subject = k.subject")
             try await db.run(

@@ -7,18 +7,23 @@ import GRDB
 // never forks.
 extension SQLiteKeyRows {
     func appendAudit(_ records: [AuditEntry.Record], now: Int64) async throws {
-        try await pool.write { db in try Self.append(db, records, now: now) }
+        let links = try await auditLinks.key()
+        return try await pool.write { db in try Self.append(db, records, now: now, links: links) }
     }
 
-    /// Appends `records` after the chain's last entry, inside `db`'s transaction.
-    static func append(_ db: Database, _ records: [AuditEntry.Record], now: Int64) throws {
-        try append(SQLiteStoreConnection(db: db), records, now: now)
+    /// Appends `records` after the chain's last entry, inside `db`'s
+    /// transaction, linked under a new batch of `links`.
+    static func append(_ db: Database, _ records: [AuditEntry.Record], now: Int64, links: AuditLinkKey) throws {
+        try append(SQLiteStoreConnection(db: db), records, now: now, links: links)
     }
 
     /// The same on a connection that binds through SQLite's C API: a key
     /// release appends here, one entry per key released.
-    static func append(_ connection: SQLiteStoreConnection, _ records: [AuditEntry.Record], now: Int64) throws {
+    static func append(
+        _ connection: SQLiteStoreConnection, _ records: [AuditEntry.Record], now: Int64, links: AuditLinkKey
+    ) throws {
         guard !records.isEmpty else { return }
+        let batch = links.batch()
         let head = try connection.rows("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1", []).first
         var seq: Int64 = 0
         var previous = AuditEntry.genesis
@@ -31,17 +36,17 @@ extension SQLiteKeyRows {
         rows.reserveCapacity(records.count)
         for record in records {
             seq += 1
-            let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous)
+            let entry = AuditEntry(seq: seq, at: now, record: record, previous: previous, batch: batch)
             rows.append([
                 entry.seq.databaseValue, entry.at.databaseValue, entry.actor.databaseValue,
                 entry.action.databaseValue, entry.realm.databaseValue, entry.subject.databaseValue,
                 entry.device.databaseValue, entry.purpose.databaseValue, entry.version.databaseValue,
-                entry.detail.databaseValue, entry.hash.databaseValue,
+                entry.detail.databaseValue, entry.hash.databaseValue, entry.link.databaseValue,
             ])
             previous = entry.hash
         }
         try connection.execute(
-            "INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO audit (seq, at, actor, action, realm, subject, device, purpose, version, detail, hash, link) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             eachOf: rows)
     }
 
@@ -95,7 +100,8 @@ extension SQLiteKeyRows {
             action: row.decode(forColumn: "action"), realm: row.decode(forColumn: "realm"),
             subject: row.decode(forColumn: "subject"), device: row.decode(forColumn: "device"),
             purpose: row.decode(forColumn: "purpose"), version: row.decode(forColumn: "version"),
-            detail: row.decode(forColumn: "detail"), hash: row.decode(forColumn: "hash"))
+            detail: row.decode(forColumn: "detail"), hash: row.decode(forColumn: "hash"),
+            link: row.decode(forColumn: "link"))
     }
 
     func auditHead() async throws -> AuditHead? {
@@ -145,6 +151,14 @@ extension SQLiteKeyRows {
     static func registerAuditScanMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v8 audit without its subject index") { db in
             try db.execute(sql: "DROP INDEX audit_subject")
+        }
+    }
+
+    /// Keyed links (docs/key-server-audit.md, "Keyed links"): each entry's
+    /// batch nonce; empty for the entries linked before, by SHA-256 alone.
+    static func registerAuditLinkMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v12 audit links") { db in
+            try db.execute(sql: "ALTER TABLE audit ADD COLUMN link BLOB NOT NULL DEFAULT x''")
         }
     }
 

@@ -10,13 +10,14 @@ extension SQLiteKeyRows {
         hash: Data, name: String, scopes: String, realm: String, created: Int64, expires: Int64?,
         audit: AuditEntry.Record
     ) async throws {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM operators WHERE name = ?", arguments: [name]) == 0
             else { throw KeyServerError(.operatorExists, "an operator named \(name) exists already") }
             try db.execute(
                 sql: "INSERT INTO operators (hash, name, scopes, realm, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [hash, name, scopes, realm, created, expires])
-            try Self.append(db, [audit], now: created)
+            try Self.append(db, [audit], now: created, links: links)
         }
     }
 
@@ -37,10 +38,11 @@ extension SQLiteKeyRows {
     }
 
     func removeOperator(name: String, now: Int64, audit: AuditEntry.Record) async throws -> Bool {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try db.execute(sql: "DELETE FROM operators WHERE name = ?", arguments: [name])
             guard db.changesCount > 0 else { return false }
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return true
         }
     }

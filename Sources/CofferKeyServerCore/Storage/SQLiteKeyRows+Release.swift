@@ -11,6 +11,7 @@ extension SQLiteKeyRows {
     /// through SQLite's C API (CofferStore's `SQLiteStoreConnection`): GRDB's
     /// `StatementArguments` and `Row` cost more than the lookups.
     func release(_ requests: [ReleaseRequest], now: Int64) async throws -> [Result<StoredVersion?, any Error>] {
+        _ = try await auditLinks.key()
         let (results, spent) = try await pool.write { db in try self.release(requests, now: now, db) }
         // Committed: the set may hold what the log now holds.
         if let spent { self.spent.commit(spent, now: now) }
@@ -125,7 +126,7 @@ extension SQLiteKeyRows {
         let fresh = KeySnapshot.spend(requests) { recorded.contains($0) }
         let snapshots = try requests.map { ($0, try Self.snapshot(connection, $0.name, version: $0.version)) }
         let (results, audit) = KeySnapshot.outcomes(snapshots, fresh: fresh, now: now)
-        try Self.append(connection, audit, now: now)
+        try Self.append(connection, audit, now: now, links: try auditLinks.loaded())
         return (results, spent)
     }
 

@@ -76,11 +76,12 @@ extension SQLiteKeyRows {
     func replaceSecret(named name: String, old: Data, sealed: Data, now: Int64, audit: AuditEntry.Record)
         async throws -> Bool
     {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try db.execute(
                 sql: "UPDATE server_secrets SET value = ? WHERE name = ? AND value = ?", arguments: [sealed, name, old])
             guard db.changesCount == 1 else { return false }
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return true
         }
     }

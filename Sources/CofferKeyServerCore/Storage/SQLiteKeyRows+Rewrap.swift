@@ -38,7 +38,8 @@ extension SQLiteKeyRows {
     }
 
     func replaceWrapped(_ rows: [(PendingRow, Data)], now: Int64, audit: AuditEntry.Record) async throws -> Int {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             var changed = 0
             for (row, sealed) in rows {
                 try db.execute(
@@ -52,7 +53,7 @@ extension SQLiteKeyRows {
             }
             var audit = audit
             audit.detail = "\(changed) keys resealed" + (audit.detail.isEmpty ? "" : " " + audit.detail)
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return changed
         }
     }

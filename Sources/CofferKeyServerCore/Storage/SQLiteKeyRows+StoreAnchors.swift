@@ -25,7 +25,8 @@ extension SQLiteKeyRows {
         realm: String, store: String, now: Int64, audit: AuditEntry.Record,
         _ decide: @escaping @Sendable (Data?) throws -> Data?
     ) async throws -> Data {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             let stored = try Data.fetchOne(
                 db, sql: "SELECT state FROM store_anchors WHERE realm = ? AND store = ?", arguments: [realm, store])
             guard let state = try decide(stored) else { return stored! }
@@ -34,7 +35,7 @@ extension SQLiteKeyRows {
                     INSERT INTO store_anchors (realm, store, state, updated) VALUES (?, ?, ?, ?)
                     ON CONFLICT (realm, store) DO UPDATE SET state = excluded.state, updated = excluded.updated
                     """, arguments: [realm, store, state, now])
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return state
         }
     }

@@ -9,6 +9,7 @@ import GRDB
 /// on GRDB's writer, synced to disk before it returns, and `secure_delete`
 /// overwrites what a shred deletes.
 final class SQLiteKeyRows: KeyRows {
+    let auditLinks = AuditLinks()
     let pool: DatabasePool
     let checkpointer: WALCheckpointer
     /// The DPoP proofs spent, as the log in the database holds them.
@@ -104,13 +105,15 @@ final class SQLiteKeyRows: KeyRows {
         registerStoreAnchorMigration(&migrator)
         registerOperatorExpiryMigration(&migrator)
         registerKEKRingMigration(&migrator)
+        registerAuditLinkMigration(&migrator)
         return migrator
     }
 
     // MARK: keys
 
     func create(_ name: KeyName, wrapped: Data, now: Int64, actor: String) async throws -> StoredVersion {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try Self.gate(db, name, now: now)
             try db.execute(
                 sql:
@@ -119,7 +122,8 @@ final class SQLiteKeyRows: KeyRows {
             let made = db.changesCount > 0
             let stored = try Self.latest(db, name)!
             try Self.append(
-                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now)
+                db, AuditEntry.Record.firstUse(name, actor: actor, made: made, version: stored.version), now: now,
+                links: links)
             return stored
         }
     }
@@ -127,7 +131,8 @@ final class SQLiteKeyRows: KeyRows {
     func rotate(
         _ name: KeyName, now: Int64, audit: AuditEntry.Record, seal: @escaping @Sendable (Int) throws -> Data
     ) async throws -> StoredVersion {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try Self.gate(db, name, now: now)
             let next = (try Self.latest(db, name)?.version ?? 0) + 1
             try db.execute(
@@ -136,13 +141,14 @@ final class SQLiteKeyRows: KeyRows {
                 arguments: [name.realm, name.subject, name.device, name.purpose, next, try seal(next), now])
             var audit = audit
             audit.version = Int64(next)
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return try Self.latest(db, name)!
         }
     }
 
     func retire(_ name: KeyName, minimum: Int, now: Int64, audit: AuditEntry.Record) async throws {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try Self.gate(db, name, now: now)
             let floor =
                 try Int.fetchOne(
@@ -155,7 +161,7 @@ final class SQLiteKeyRows: KeyRows {
                 sql:
                     "INSERT INTO key_floors (realm, subject, device, purpose, minimum) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET minimum = excluded.minimum",
                 arguments: [name.realm, name.subject, name.device, name.purpose, minimum])
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
         }
     }
 
@@ -190,7 +196,8 @@ final class SQLiteKeyRows: KeyRows {
     }
 
     func shred(realm: String, subject: String, at: Int64, now: Int64, audit: AuditEntry.Record) async throws -> Int64 {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             let existing = try Self.subjectState(db, realm: realm, subject: subject)
             let when = try ShredRule.scheduled(at: at, existing: existing)
             try db.execute(
@@ -199,16 +206,17 @@ final class SQLiteKeyRows: KeyRows {
                 arguments: [realm, subject, when])
             var audit = audit
             audit.detail = "at \(ShredRule.timestamp(when))"
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
             return when
         }
     }
 
     func undoShred(realm: String, subject: String, now: Int64, audit: AuditEntry.Record) async throws {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             try ShredRule.undo(existing: try Self.subjectState(db, realm: realm, subject: subject), now: now)
             try db.execute(sql: "DELETE FROM subjects WHERE realm = ? AND subject = ?", arguments: [realm, subject])
-            try Self.append(db, [audit], now: now)
+            try Self.append(db, [audit], now: now, links: links)
         }
     }
 
@@ -228,7 +236,8 @@ final class SQLiteKeyRows: KeyRows {
     /// Also deletes any key of a subject shredded earlier (one made by a
     /// request that passed its check just before the shred committed).
     private func deleteShredded(now: Int64) async throws -> Int {
-        try await pool.write { db in
+        let links = try await auditLinks.key()
+        return try await pool.write { db in
             let due = try Row.fetchAll(
                 db,
                 sql: "UPDATE subjects SET shredded = 1 WHERE shredded = 0 AND shred_at <= ? RETURNING realm, subject",
@@ -237,7 +246,7 @@ final class SQLiteKeyRows: KeyRows {
                 try AuditEntry.Record.sweep(
                     realm: $0.decode(forColumn: "realm"), subject: $0.decode(forColumn: "subject"))
             }
-            try Self.append(db, due, now: now)
+            try Self.append(db, due, now: now, links: links)
             for table in ["keys", "key_floors"] {
                 try db.execute(
                     sql:
