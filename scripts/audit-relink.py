@@ -7,7 +7,9 @@ they are, renumbers the rest and relinks them with SHA-256 as
 docs/key-server-audit.md defines links made before they were keyed (all
 a writer without the KEK can compute: a keyed link needs the link key),
 and prints the SQL that puts the forged chain in place and deletes the
-anchors from the first removed entry on.
+anchors from the first removed entry on. SUBJECT `-` removes nothing and
+relinks the whole chain so: a log as a server from before keyed links
+wrote it (for the upgrade's test), or a writer's whole rewrite.
 
     python3 audit-relink.py sqlite|postgres SUBJECT < entries.jsonl | sqlite3 keys.sqlite
 """
@@ -21,7 +23,9 @@ columns = ["seq", "at", "actor", "action", "realm", "subject", "device", "purpos
 entries = [json.loads(line) for line in sys.stdin if line.strip()]
 kept = [e for e in entries if e["subject"] != subject]
 removed = [e["seq"] for e in entries if e["subject"] == subject]
-if not removed:
+if subject == "-":
+    removed = [0]
+elif not removed:
     sys.exit(f"no entry about {subject}")
 
 
@@ -38,11 +42,11 @@ def blob(data):
     return f"X'{data.hex()}'" if dialect == "sqlite" else f"decode('{data.hex()}', 'hex')"
 
 
-cut = min(removed)
+cut = max(min(removed), 1)
 before = [e for e in kept if e["seq"] < cut]
 previous = bytes.fromhex(before[-1]["hash"]) if before else bytes(32)
 rows = []
-for number, entry in enumerate([e for e in kept if e["seq"] > cut], cut):
+for number, entry in enumerate([e for e in kept if e["seq"] >= cut and e["seq"] not in removed], cut):
     entry = dict(entry, seq=number)
     previous = hashlib.sha256(
         previous + field("coffer audit v1") + b"".join(field(entry[c]) for c in columns)

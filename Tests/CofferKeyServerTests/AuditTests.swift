@@ -13,9 +13,9 @@ import Testing
 @Suite struct AuditTests {
     /// Releases, a rotation, a retirement, a shred and its undo, and
     /// operators made and removed: what the chain then holds.
-    static func busyServer(_ backend: Backend) async throws -> (TestServer, [String]) {
+    static func busyServer(_ backend: Backend, kek: KeyRing = KeyRing()) async throws -> (TestServer, [String]) {
         let issuer = try Issuer()
-        let server = try await TestServer(issuer: issuer, backend: backend)
+        let server = try await TestServer(issuer: issuer, kek: kek, backend: backend)
         let admin = try await server.store.addOperator(name: "ops", scopes: OperatorScope.all)
         let alice = try issuer.token("alice")
         let keys = Locked([String]())

@@ -54,5 +54,44 @@ import Testing
         let restored = try await server.store.verifyAudit()
         #expect(restored.broken == nil && restored.checked == 11)
     }
+
+    /// A database from before keyed links (made here by relinking every
+    /// entry with SHA-256, with scripts/audit-relink.py, and removing the
+    /// link key and the anchors, as such a server left them): it verifies
+    /// as it is, and a server of this version goes on from it with keyed
+    /// links under a new link key.
+    @Test(arguments: Backend.allCases) func aChainFromBeforeKeyedLinksGoesOnKeyed(_ backend: Backend) async throws {
+        let kek = KeyRing()
+        let (server, _) = try await AuditTests.busyServer(backend, kek: kek)
+        let postgres = backend == .postgres
+        let query = { (sql: String) throws -> String in
+            postgres
+                ? try TestPostgres.value(server.database, sql)
+                : try Spawned.run("/usr/bin/sqlite3", [server.database, sql]).text
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let columns =
+            "'seq',seq,'at',at,'actor',actor,'action',action,'realm',realm,'subject',subject,"
+            + "'device',device,'purpose',purpose,'version',version,'detail',detail,"
+            + (postgres ? "'hash',encode(hash,'hex')" : "'hash',hex(hash)")
+        let chain = try query(
+            postgres
+                ? "SELECT json_build_object(\(columns))::text FROM audit ORDER BY seq"
+                : "SELECT json_object(\(columns)) FROM audit ORDER BY seq")
+        let relink = try Spawned.run(
+            Issuer.root + "/.venv/bin/python",
+            [Issuer.root + "/scripts/audit-relink.py", postgres ? "postgres" : "sqlite", "-"], input: Data(chain.utf8))
+        #expect(relink.status == 0)
+        _ = try query(relink.text)
+        _ = try query("DELETE FROM server_secrets WHERE name = 'audit-link-key'")
+        #expect(try query("SELECT count(*) FROM audit WHERE length(link) > 0") == "0")
+
+        let upgraded = try await TestServer(issuer: try Issuer(), kek: kek, reopening: server)
+        let old = try await upgraded.store.verifyAudit()
+        #expect(old.broken == nil && old.checked == 11 && old.keyedFrom == nil)
+        _ = try await upgraded.store.addOperator(name: "after", scopes: [.rotate])
+        let after = try await upgraded.store.verifyAudit()
+        #expect(after.broken == nil && after.checked == 12 && after.keyedFrom == 12)
+    }
 }
 #endif
