@@ -86,3 +86,11 @@ extension KeyServerClient {
         ).token
     }
 }
+
+extension KeyServerAdmin: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The server it calls; never the operator token.
+    public var description: String { "KeyServerAdmin(\(requests.server.absoluteString), operator token redacted)" }
+    public var debugDescription: String { description }
+    /// What `dump` and a debugger show: the server, not the token.
+    public var customMirror: Mirror { Mirror(self, children: ["server": requests.server], displayStyle: .struct) }
+}

@@ -194,6 +194,17 @@ import Testing
         }
         #expect("\(request)".contains("POST /v1/keys/notes") && "\(response)".contains("200"))
     }
+
+    @Test func anOperatorsTokenIsPrintedNowhere() throws {
+        let admin = try KeyServerAdmin(
+            server: URL(string: "https://keys.example.com")!, operatorToken: "cofop_SECRET-OPERATOR-TOKEN")
+        var dumped = ""
+        dump(admin, to: &dumped)
+        let mirrored = Mirror(reflecting: admin).children.map { "\($0.label ?? ""): \($0.value)" }.joined()
+        for text in [dumped, "\(admin)", String(reflecting: admin), mirrored] {
+            #expect(!text.contains("SECRET") && text.contains("keys.example.com"), "\(text)")
+        }
+    }
 }
 
 /// Work that waits, whatever cancellation says, until `release()`.
