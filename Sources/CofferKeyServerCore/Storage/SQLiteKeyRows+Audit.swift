@@ -154,14 +154,6 @@ extension SQLiteKeyRows {
         }
     }
 
-    /// Keyed links (docs/key-server-audit.md, "Keyed links"): each entry's
-    /// batch nonce; empty for the entries linked before, by SHA-256 alone.
-    static func registerAuditLinkMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v12 audit links") { db in
-            try db.execute(sql: "ALTER TABLE audit ADD COLUMN link BLOB NOT NULL DEFAULT x''")
-        }
-    }
-
     static func registerAnchorMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v5 audit anchors") { db in
             try db.execute(

@@ -105,7 +105,11 @@ final class SQLiteKeyRows: KeyRows {
         registerStoreAnchorMigration(&migrator)
         registerOperatorExpiryMigration(&migrator)
         registerKEKRingMigration(&migrator)
-        registerAuditLinkMigration(&migrator)
+        // Keyed audit links (docs/key-server-audit.md): each entry's batch
+        // nonce, empty for the entries linked before, by SHA-256 alone.
+        migrator.registerMigration("v12 audit links") { db in
+            try db.execute(sql: "ALTER TABLE audit ADD COLUMN link BLOB NOT NULL DEFAULT x''")
+        }
         return migrator
     }
 
